@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency from Debian packages, then configures and
+# builds the Release preset. Idempotent and non-interactive; run as root or with sudo.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git
+  libdnnl-dev libhwy-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  clang-format
+  python3 python3-numpy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=()
+  [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_cmd[@]}" apt-get update -q
+  "${sudo_cmd[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+cd "$(dirname "$0")/.."
+cmake --preset release
+cmake --build --preset release

@@ -1,0 +1,118 @@
+// The backend interface, in ggml-backend's nouns: a Device (name, memory, kind,
+// capabilities) offers BufferTypes that allocate Buffers, and creates Backends (streams)
+// that set/get tensor data and compute graphs. Written so that a GPU or a remote machine
+// fits behind it: buffer memory need not be host-addressable and copies may be
+// asynchronous until synchronize().
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+
+#include "tensor/graph.h"
+#include "tensor/tensor.h"
+
+namespace sd {
+
+class Backend;
+class BufferType;
+class Device;
+
+enum class DeviceKind { Cpu, Gpu, Remote };
+
+struct DeviceMemory {
+  size_t free = 0;
+  size_t total = 0;
+};
+
+struct DeviceCaps {
+  bool host_addressable = false;   // kernels can read host memory directly (mmap'd weights)
+  bool async_copy = false;         // set/get may return before the copy is done
+  bool host_pinned_buffers = false;  // host_buffer_type() gives page-locked memory
+};
+
+class Buffer {
+ public:
+  Buffer(BufferType& type, size_t size) : type_(type), size_(size) {}
+  virtual ~Buffer() = default;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+
+  BufferType& type() const { return type_; }
+  size_t size() const { return size_; }
+  // Base address in the device's address space; host-dereferenceable only if is_host().
+  virtual void* base() = 0;
+  virtual bool is_host() const = 0;
+
+  // Byte ranges of a tensor placed in this buffer, synchronous.
+  virtual void set(Tensor& t, const void* data, size_t offset, size_t size) = 0;
+  virtual void get(const Tensor& t, void* data, size_t offset, size_t size) const = 0;
+  virtual void clear(uint8_t value) = 0;
+
+ private:
+  BufferType& type_;
+  size_t size_;
+};
+
+class BufferType {
+ public:
+  virtual ~BufferType() = default;
+  virtual std::string name() const = 0;
+  virtual size_t alignment() const = 0;
+  // The largest single allocation; loaders split bigger requests.
+  virtual size_t max_size() const { return std::numeric_limits<size_t>::max(); }
+  virtual bool is_host() const = 0;
+  virtual Device& device() const = 0;
+  // Throws sd::Error naming the buffer type and the size when memory is short.
+  virtual std::unique_ptr<Buffer> allocate(size_t size) = 0;
+};
+
+struct BackendOptions {
+  int threads = 0;  // 0: all cores
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;  // "CPU", "CUDA0", "RPC0"
+  virtual std::string description() const = 0;
+  virtual DeviceKind kind() const = 0;
+  virtual DeviceMemory memory() const = 0;
+  virtual DeviceCaps caps() const = 0;
+  virtual BufferType& buffer_type() = 0;
+  // Optional: page-locked host memory for fast transfers; nullptr when not offered.
+  virtual BufferType* host_buffer_type() { return nullptr; }
+  virtual std::unique_ptr<Backend> create_backend(const BackendOptions& options) = 0;
+  // Whether this device can compute `node` (op, dtypes, layout).
+  virtual bool supports_op(const Tensor& node) const = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual Device& device() = 0;
+  virtual void set_threads(int threads) {}
+  // Asynchronous where the device allows; the default is synchronous.
+  virtual void set_tensor_async(Tensor& t, const void* data, size_t offset, size_t size);
+  virtual void get_tensor_async(const Tensor& t, void* data, size_t offset, size_t size);
+  // Runs every node of `graph`; all tensors must already have memory. May return before
+  // the work is done on async devices. Throws sd::Error on unsupported ops.
+  virtual void compute(const Graph& graph) = 0;
+  virtual void synchronize() {}
+};
+
+// Synchronous data transfer of a whole tensor or a byte range of it, bounds-checked.
+void tensor_set(Tensor& t, const void* data, size_t offset, size_t size);
+void tensor_get(const Tensor& t, void* data, size_t offset, size_t size);
+inline void tensor_set(Tensor& t, const void* data) { tensor_set(t, data, 0, t.nbytes()); }
+inline void tensor_get(const Tensor& t, void* data) { tensor_get(t, data, 0, t.nbytes()); }
+
+// Places `t` at `offset` of `buffer` (weights and inputs that are not graph-allocated).
+void bind_tensor(Tensor& t, Buffer& buffer, size_t offset);
+
+// Throws an error naming every op of `graph` that `device` cannot compute.
+void check_supported(const Device& device, const Graph& graph);
+
+}  // namespace sd

@@ -1,0 +1,41 @@
+#include "backend/cpu/cpu_backend.h"
+
+#include <omp.h>
+
+#include "backend/cpu/kernels.h"
+#include "tensor/error.h"
+#include "tensor/ops/reference.h"
+
+namespace sd {
+
+CpuBackend::CpuBackend(CpuDevice& device, const BackendOptions& options, CpuKernels kernels)
+    : device_(device), kernels_(kernels) {
+  set_threads(options.threads);
+}
+
+void CpuBackend::set_threads(int threads) {
+  ctx_.threads = threads > 0 ? threads : omp_get_num_procs();
+}
+
+void CpuBackend::compute(const Graph& graph) {
+  check_supported(device_, graph);
+  // oneDNN's OpenMP runtime and our kernels both take the thread count from here.
+  omp_set_num_threads(ctx_.threads);
+  for (Tensor* node : graph.nodes) {
+    if (is_view_op(node->op)) continue;
+    SD_CHECK(node->data, "[CPU] tensor '%s' (%s) has no memory; allocate the graph first",
+             node->name.c_str(), op_name(node->op).data());
+    for (const Tensor* s : node->src) {
+      SD_CHECK(!s || (s->data && s->buffer && s->buffer->is_host()),
+               "[CPU] input '%s' of %s is not in host memory", s ? s->name.c_str() : "",
+               op_name(node->op).data());
+    }
+    if (kernels_ == CpuKernels::Fast) {
+      CpuKernel fast = cpu_fast_kernel(node->op);
+      if (fast && fast(ctx_, node)) continue;
+    }
+    reference_kernel(node->op)(node);
+  }
+}
+
+}  // namespace sd

@@ -1,0 +1,24 @@
+// Runs graphs on the host: each node goes to its fast kernel when one exists and accepts
+// the node's dtypes and layout, otherwise to the op's reference kernel.
+#pragma once
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_context.h"
+#include "backend/cpu/cpu_device.h"
+
+namespace sd {
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(CpuDevice& device, const BackendOptions& options, CpuKernels kernels);
+  Device& device() override { return device_; }
+  void set_threads(int threads) override;
+  void compute(const Graph& graph) override;
+
+ private:
+  CpuDevice& device_;
+  CpuKernels kernels_;
+  CpuContext ctx_;
+};
+
+}  // namespace sd

@@ -1,0 +1,136 @@
+#include "tensor/graph_allocator.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <unordered_map>
+
+#include "tensor/error.h"
+
+namespace sd {
+
+namespace {
+
+size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+// First-fit-by-best-size free list over one growing address range.
+class FreeList {
+ public:
+  explicit FreeList(size_t alignment) : alignment_(alignment) {}
+
+  size_t allocate(size_t size) {
+    size = align_up(std::max<size_t>(size, 1), alignment_);
+    // Best fit: the smallest free block that holds `size` keeps large holes for large tensors.
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second >= size && (best == free_.end() || it->second < best->second)) best = it;
+    }
+    if (best != free_.end()) {
+      const size_t offset = best->first;
+      const size_t rest = best->second - size;
+      free_.erase(best);
+      if (rest) free_[offset + size] = rest;
+      return offset;
+    }
+    // A free block at the end can be grown instead of leaving it unused.
+    if (!free_.empty()) {
+      auto last = std::prev(free_.end());
+      if (last->first + last->second == end_) {
+        const size_t offset = last->first;
+        free_.erase(last);
+        end_ = offset + size;
+        return offset;
+      }
+    }
+    const size_t offset = end_;
+    end_ += size;
+    return offset;
+  }
+
+  void release(size_t offset, size_t size) {
+    size = align_up(std::max<size_t>(size, 1), alignment_);
+    auto [it, inserted] = free_.emplace(offset, size);
+    SD_CHECK(inserted, "[allocator] double free at offset %zu", offset);
+    // Merge with the following and preceding blocks.
+    auto next = std::next(it);
+    if (next != free_.end() && it->first + it->second == next->first) {
+      it->second += next->second;
+      free_.erase(next);
+    }
+    if (it != free_.begin()) {
+      auto prev = std::prev(it);
+      if (prev->first + prev->second == it->first) {
+        prev->second += it->second;
+        free_.erase(it);
+      }
+    }
+  }
+
+  size_t high_water() const { return end_; }
+
+ private:
+  size_t alignment_;
+  size_t end_ = 0;
+  std::map<size_t, size_t> free_;  // offset -> size
+};
+
+bool needs_memory(const Tensor* t) { return t->data == nullptr && t->view_src == nullptr; }
+
+}  // namespace
+
+AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse) {
+  AllocationPlan plan;
+  FreeList list(alignment);
+  std::unordered_map<const Tensor*, size_t> offset_of;
+
+  auto place = [&](Tensor* t) {
+    const size_t off = list.allocate(t->nbytes());
+    offset_of[t] = off;
+    plan.offsets.emplace_back(t, off);
+    plan.size_without_reuse += align_up(std::max<size_t>(t->nbytes(), 1), alignment);
+  };
+
+  // Readers left per storage: a tensor's memory is free once its last reader has run.
+  std::unordered_map<const Tensor*, int> readers;
+  for (const Tensor* n : graph.nodes) {
+    if (is_view_op(n->op)) continue;
+    for (const Tensor* s : n->src) {
+      if (s) ++readers[s->storage_root()];
+    }
+  }
+
+  // Leaves (inputs) stay for the whole graph: the caller sets them before compute.
+  for (Tensor* t : graph.leafs) {
+    if (needs_memory(t)) place(t);
+  }
+  for (Tensor* n : graph.nodes) {
+    if (is_view_op(n->op)) continue;
+    if (needs_memory(n)) place(n);
+    if (!reuse) continue;
+    for (const Tensor* s : n->src) {
+      if (!s) continue;
+      const Tensor* root = s->storage_root();
+      if (--readers[root] > 0) continue;
+      auto it = offset_of.find(root);
+      // Only graph-owned intermediates are freed: never inputs, outputs or weights.
+      if (it == offset_of.end() || root->op == Op::None || root->has_flag(kFlagOutput)) continue;
+      list.release(it->second, root->nbytes());
+      offset_of.erase(it);
+    }
+  }
+  plan.size = list.high_water();
+  return plan;
+}
+
+void bind_views(const Graph& graph) {
+  for (Tensor* n : graph.nodes) {
+    if (!n->view_src) continue;
+    const Tensor* src = n->view_src;
+    SD_CHECK(src->data, "[allocator] view '%s' of '%s' which has no memory", n->name.c_str(),
+             src->name.c_str());
+    n->buffer = src->buffer;
+    n->data = static_cast<char*>(src->data) + n->view_offset;
+  }
+}
+
+}  // namespace sd

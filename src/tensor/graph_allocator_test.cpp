@@ -1,0 +1,91 @@
+#include "tensor/graph_allocator.h"
+
+#include <gtest/gtest.h>
+
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/unary.h"
+#include "tensor/ops/view.h"
+#include "test_support.h"
+
+namespace sd {
+namespace {
+
+// A chain where each intermediate dies after the next op: reuse must keep the buffer at
+// about two tensors instead of one per op.
+std::vector<Tensor*> chain(Context& ctx, int length) {
+  Tensor* x = ctx.new_tensor(DType::F32, {256, 64}, "x");
+  Tensor* b = ctx.new_tensor(DType::F32, {256, 1}, "b");
+  Tensor* y = x;
+  for (int i = 0; i < length; ++i) {
+    y = add(ctx, silu(ctx, y), b);
+    if (i % 3 == 2) y = cont(ctx, transpose(ctx, reshape(ctx, y, {256, 64})));
+    if (i % 3 == 2) y = cont(ctx, transpose(ctx, y));
+  }
+  return {y};
+}
+
+TEST(GraphAllocator, ReuseShrinksTheBufferAndKeepsResults) {
+  Context ctx;
+  Graph g = Graph::build(chain(ctx, 12));
+  AllocationPlan reused = plan_allocation(g, 64, true);
+  AllocationPlan separate = plan_allocation(g, 64, false);
+  EXPECT_EQ(separate.size, separate.size_without_reuse);
+  EXPECT_LT(reused.size * 4, separate.size) << "reuse saved too little";
+
+  test::GraphCase c;
+  c.build = [](Context& ctx) { return chain(ctx, 12); };
+  c.reuse_memory = true;
+  auto with_reuse = test::run_case(c, CpuKernels::Fast);
+  c.reuse_memory = false;
+  auto without = test::run_case(c, CpuKernels::Fast);
+  ASSERT_EQ(with_reuse.size(), 1u);
+  EXPECT_EQ(with_reuse[0], without[0]);  // bit-identical
+}
+
+TEST(GraphAllocator, OutputsAndInputsAreNeverOverwritten) {
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {1000}, "x");
+  Tensor* a = silu(ctx, x);
+  Tensor* b = silu(ctx, a);  // a is an output: must survive b's and c's placement
+  Tensor* c = silu(ctx, b);
+  Graph g = Graph::build({a, c});
+  AllocationPlan plan = plan_allocation(g, 64, true);
+  std::map<Tensor*, size_t> off(plan.offsets.begin(), plan.offsets.end());
+  EXPECT_NE(off[x], off[a]);
+  EXPECT_NE(off[a], off[c]);
+  EXPECT_NE(off[x], off[c]);
+}
+
+TEST(GraphAllocator, ViewsShareTheirSourceMemory) {
+  test::GraphCase c;
+  c.build = [](Context& ctx) {
+    Tensor* x = ctx.new_tensor(DType::F32, {8, 6, 4}, "x");
+    Tensor* s = slice(ctx, permute(ctx, x, {2, 0, 1, 3}), 1, 2, 5);  // [4, 3, 6]
+    return std::vector<Tensor*>{scale(ctx, s, 2.0f)};
+  };
+  c.fill = [](const Tensor& t, int) {
+    std::vector<float> v(static_cast<size_t>(t.nelements()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i);
+    return v;
+  };
+  auto out = test::run_case(c, CpuKernels::Reference)[0];
+  ASSERT_EQ(out.size(), 4u * 3 * 6);
+  // out[i0, i1, i2] = 2 * x[i1 + 2, i2, i0] = 2 * ((i1 + 2) + 8 * i2 + 48 * i0)
+  for (int i2 = 0; i2 < 6; ++i2)
+    for (int i1 = 0; i1 < 3; ++i1)
+      for (int i0 = 0; i0 < 4; ++i0)
+        EXPECT_EQ(out[i0 + 4 * (i1 + 3 * i2)], 2.0f * ((i1 + 2) + 8 * i2 + 48 * i0));
+}
+
+TEST(GraphAllocator, StructuralHashIgnoresDataButNotShape) {
+  auto hash_of = [](int64_t n) {
+    Context ctx;
+    Tensor* x = ctx.new_tensor(DType::F32, {n}, "x");
+    return Graph::build({silu(ctx, x)}).structural_hash();
+  };
+  EXPECT_EQ(hash_of(16), hash_of(16));
+  EXPECT_NE(hash_of(16), hash_of(32));
+}
+
+}  // namespace
+}  // namespace sd

@@ -1,0 +1,106 @@
+#include "test_support.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "backend/compute_buffer.h"
+#include "backend/registry.h"
+#include "tensor/graph.h"
+#include "tensor/ops/access.h"
+#include "tensor/quant/quant.h"
+
+namespace sd::test {
+
+std::string shared_dir() {
+  std::error_code ec;
+  return std::filesystem::is_directory(SD_SHARED_DIR, ec) ? std::string(SD_SHARED_DIR) : "";
+}
+
+std::vector<float> random_values(int64_t n, uint32_t seed, float lo, float hi) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+namespace {
+
+// Writes f32 values into a contiguous leaf of any dtype (quantizing block types).
+void set_leaf(Tensor& t, const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(t.nbytes());
+  if (t.type == DType::I32) {
+    for (size_t i = 0; i < values.size(); ++i) {
+      int32_t v = static_cast<int32_t>(values[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    }
+  } else {
+    quantize_rows(t.type, values.data(), bytes.data(), t.nrows(), t.ne[0]);
+  }
+  tensor_set(t, bytes.data());
+}
+
+std::vector<float> get_f32(const Tensor& t) {
+  std::vector<float> out(static_cast<size_t>(t.nelements()));
+  size_t k = 0;
+  std::vector<float> row(static_cast<size_t>(t.ne[0]));
+  for (int64_t i3 = 0; i3 < t.ne[3]; ++i3)
+    for (int64_t i2 = 0; i2 < t.ne[2]; ++i2)
+      for (int64_t i1 = 0; i1 < t.ne[1]; ++i1) {
+        load_row_f32(&t, i1, i2, i3, row.data());
+        for (float v : row) out[k++] = v;
+      }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels, int threads) {
+  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+  Context ctx;
+  std::vector<Tensor*> outputs = c.build(ctx);
+  Graph graph = Graph::build(outputs);
+  ComputeBuffer memory(cpu.buffer_type(), c.reuse_memory);
+  memory.allocate(graph);
+  for (size_t i = 0; i < graph.leafs.size(); ++i) {
+    Tensor& leaf = *graph.leafs[i];
+    std::vector<float> values =
+        c.fill ? c.fill(leaf, static_cast<int>(i)) : std::vector<float>{};
+    if (values.empty()) values = random_values(leaf.nelements(), c.seed + static_cast<uint32_t>(i));
+    set_leaf(leaf, values);
+  }
+  auto backend = cpu.create_backend(BackendOptions{threads}, kernels);
+  backend->compute(graph);
+  backend->synchronize();
+  std::vector<std::vector<float>> results;
+  for (Tensor* t : outputs) results.push_back(get_f32(*t));
+  return results;
+}
+
+double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b, double atol,
+                        double rtol) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double diff = std::fabs(static_cast<double>(a[i]) - b[i]);
+    const double scaled = diff / (atol + rtol * std::fabs(static_cast<double>(b[i])));
+    if (std::isnan(a[i]) != std::isnan(b[i])) return INFINITY;
+    if (!std::isnan(scaled)) worst = std::max(worst, scaled);
+  }
+  return worst;
+}
+
+void expect_fast_matches_reference(const GraphCase& c, double atol, double rtol) {
+  auto fast = run_case(c, CpuKernels::Fast);
+  auto ref = run_case(c, CpuKernels::Reference);
+  ASSERT_EQ(fast.size(), ref.size());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    ASSERT_EQ(fast[i].size(), ref[i].size());
+    EXPECT_LE(max_scaled_error(fast[i], ref[i], atol, rtol), 1.0)
+        << "output " << i << " differs beyond atol " << atol << " + rtol " << rtol;
+  }
+}
+
+}  // namespace sd::test

@@ -1,0 +1,43 @@
+// Shared test helpers: random data, running a graph on a backend, comparing results.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_device.h"
+#include "tensor/context.h"
+
+namespace sd::test {
+
+// Path of ../shared beside the project, or "" when it is absent.
+std::string shared_dir();
+
+// Fills a float or quantizable tensor's host data with values uniform in [lo, hi).
+std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
+
+// Builds a graph with `build` in a fresh context, gives every leaf random data (leaf i
+// gets seed + i; `fill` may override a leaf's data), computes it with the given CPU kernel
+// set and returns the outputs as f32.
+struct GraphCase {
+  std::function<std::vector<Tensor*>(Context&)> build;
+  // Values for a leaf; default uniform [-1, 1). Called with the leaf and its index.
+  std::function<std::vector<float>(const Tensor&, int)> fill;
+  uint32_t seed = 1;
+  bool reuse_memory = true;
+};
+
+std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels, int threads = 2);
+
+// Max |a - b| / (atol + rtol * |b|) over all elements; <= 1 passes.
+double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b, double atol,
+                        double rtol);
+
+// Runs `c` with fast and reference kernels and expects every output to agree within
+// atol + rtol * |reference|.
+void expect_fast_matches_reference(const GraphCase& c, double atol, double rtol);
+
+}  // namespace sd::test
