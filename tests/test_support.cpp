@@ -8,6 +8,7 @@
 
 #include "backend/compute_buffer.h"
 #include "backend/registry.h"
+#include "tensor/error.h"
 #include "tensor/graph.h"
 #include "tensor/ops/access.h"
 #include "tensor/quant/quant.h"
@@ -70,6 +71,10 @@ std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels,
     std::vector<float> values =
         c.fill ? c.fill(leaf, static_cast<int>(i)) : std::vector<float>{};
     if (values.empty()) values = random_values(leaf.nelements(), c.seed + static_cast<uint32_t>(i));
+    if (values.size() != static_cast<size_t>(leaf.nelements())) {
+      throw Error(format("[test] fill gave %zu values for leaf '%s' of %lld elements",
+                         values.size(), leaf.name.c_str(), static_cast<long long>(leaf.nelements())));
+    }
     set_leaf(leaf, values);
   }
   auto backend = cpu.create_backend(BackendOptions{threads}, kernels);

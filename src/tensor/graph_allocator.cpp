@@ -100,8 +100,9 @@ AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse)
   }
 
   // Leaves (inputs) stay for the whole graph: the caller sets them before compute.
+  // Weights are placed by whoever loads them, never here.
   for (Tensor* t : graph.leafs) {
-    if (needs_memory(t)) place(t);
+    if (needs_memory(t) && !t->has_flag(kFlagParam)) place(t);
   }
   for (Tensor* n : graph.nodes) {
     if (is_view_op(n->op)) continue;

@@ -89,3 +89,27 @@ TEST(GraphAllocator, StructuralHashIgnoresDataButNotShape) {
 
 }  // namespace
 }  // namespace sd
+
+#include "sd15_block_graph.h"
+
+namespace sd {
+namespace {
+
+// On a real SD1.5 stage most intermediates die young: liveness reuse must keep the
+// compute buffer well under one-buffer-per-tensor. The floor is the feed-forward's live
+// set (GEGLU projection 84 MiB + gate 42 MiB + product 42 MiB + residual), ~190 MiB.
+TEST(GraphAllocator, Sd15StageNeedsAFractionOfTheNaiveMemory) {
+  Context ctx;
+  test::Sd15BlockBuilder builder(ctx, {});
+  Graph g = Graph::build({builder.build()});
+  AllocationPlan plan = plan_allocation(g, 64, true);
+  const double mib = 1.0 / (1 << 20);
+  std::printf("SD1.5 64x64 stage: %zu ops, compute buffer %.0f MiB with reuse, %.0f MiB without\n",
+              g.nodes.size(), plan.size * mib, plan.size_without_reuse * mib);
+  EXPECT_LT(plan.size * 10, plan.size_without_reuse * 4);
+  EXPECT_LT(plan.size, size_t{210} << 20);
+  for (auto& [t, offset] : plan.offsets) EXPECT_FALSE(t->has_flag(kFlagParam)) << t->name;
+}
+
+}  // namespace
+}  // namespace sd

@@ -24,7 +24,7 @@ void print_usage(const char* argv0) {
 }
 
 void list_devices() {
-  std::printf("%-8s %-6s %-12s %s\n", "name", "kind", "memory", "description");
+  std::printf("%-8s %-7s %-16s %s\n", "name", "kind", "free/total", "description");
   for (const auto& d : sd::DeviceRegistry::instance().devices()) {
     const sd::DeviceMemory mem = d->memory();
     const char* kind = d->kind() == sd::DeviceKind::Cpu   ? "cpu"
@@ -33,7 +33,7 @@ void list_devices() {
     char memory[64];
     std::snprintf(memory, sizeof memory, "%.1f/%.1f GiB", static_cast<double>(mem.free) / (1u << 30),
                   static_cast<double>(mem.total) / (1u << 30));
-    std::printf("%-8s %-6s %-12s %s\n", d->name().c_str(), kind, memory, d->description().c_str());
+    std::printf("%-8s %-7s %-16s %s\n", d->name().c_str(), kind, memory, d->description().c_str());
   }
 }
 
