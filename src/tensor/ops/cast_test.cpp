@@ -28,8 +28,9 @@ TEST(Cast, QuantizesAndDequantizesBlocks) {
     return std::vector<Tensor*>{cast(ctx, cast(ctx, x, DType::Q8_0), DType::F32), x};
   };
   auto out = test::run_case(c, CpuKernels::Reference);
-  // q8_0 keeps each value within half a step of amax / 127 of its block (amax < 1 here).
-  EXPECT_LE(test::max_scaled_error(out[0], out[1], 0.5 / 127 + 1e-6, 0), 1.0);
+  // q8_0 keeps each value within half a step of amax / 127 of its block (amax < 1 here),
+  // plus the f16 rounding of the stored scale: 127 * 2^-11 steps at worst.
+  EXPECT_LE(test::max_scaled_error(out[0], out[1], (0.5 + 127.0 / 2048) / 127, 0), 1.0);
 }
 
 TEST(Cast, InvalidConversionsAreErrors) {

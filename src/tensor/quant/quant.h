@@ -22,4 +22,15 @@ void quantize_row(DType type, const float* src, void* dst, int64_t n);
 // in parallel.
 size_t quantize_rows(DType type, const float* src, void* dst, int64_t nrows, int64_t n_per_row);
 
+// As above with an importance matrix (llama.cpp's imatrix): `imatrix` holds n_per_row
+// non-negative weights, one per column, used for every row; the bytes are those of ggml's
+// quantizers given quant_weights (ggml_quantize_chunk with an imatrix). A null imatrix
+// gives the plain quantize_rows. f32, f16, bf16, q8_0 and q8_K ignore the weights, as the
+// reference does.
+//
+// stable-diffusion.cpp's convert always passes an all-ones imatrix, so its q4_0..q6_K
+// files are reproduced by this overload with ones, not by the plain one.
+size_t quantize_rows(DType type, const float* src, void* dst, int64_t nrows, int64_t n_per_row,
+                     const float* imatrix);
+
 }  // namespace sd
