@@ -1,20 +1,115 @@
-// oneDNN objects a CPU backend keeps across graphs: one engine and stream, and weights
-// reordered once into oneDNN's preferred layout, keyed by their memory.
+// oneDNN objects a CPU backend keeps across graphs: one engine and stream, primitives
+// keyed by shape, scratch memory that persists between calls (nothing is allocated per op
+// once shapes repeat), and weights reordered once into oneDNN's preferred layout, keyed by
+// their memory.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
-#include <utility>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <unordered_map>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "backend/cpu/cpu_context.h"
+#include "tensor/tensor.h"
 
 namespace sd {
 
+// Scratch buffers of the linear-algebra kernels; each slot grows to the largest request
+// and is kept, so repeated shapes allocate nothing.
+enum class DnnlScratch {
+  Src,         // activations converted to the GEMM's dtype and a dense layout
+  Weights,     // weights packed per call when they are not cached
+  Stage,       // dequantized weight rows before packing
+  Dst,         // results in oneDNN's layout (or a column tile) before the final copy
+  Bias,        // a bias converted to f32
+  Scratchpad,  // oneDNN's own temporary memory (scratchpad_mode::user)
+  Kernel,      // our own kernels' per-thread buffers (attention)
+  Count,
+};
+
+// A primitive with the memory layouts it was created for.
+struct DnnlPrimitive {
+  dnnl::primitive prim;
+  dnnl::memory::desc src, weights, dst, scratchpad;
+};
+
+// Identifies a primitive by the integers that shaped it: "matmul", dims, dtypes, strides.
+class DnnlKey {
+ public:
+  explicit DnnlKey(const char* kind) : key_(kind) {}
+  DnnlKey& operator<<(int64_t v) {
+    key_.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  const std::string& str() const { return key_; }
+
+ private:
+  std::string key_;
+};
+
 struct DnnlState {
+  DnnlState();
+  ~DnnlState();
+
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  // The CPU has bf16 dot products (AVX512_BF16 or AMX): a bf16 GEMM runs at about twice
+  // the f32 rate. Without them oneDNN emulates bf16, slower than f32, so kernels use f32.
+  bool native_bf16 = false;
+
+  // Bytes of packed weight copies kept; past it, weights are packed per call instead.
+  // The first weights seen stay cached: a model's layers run in the same order every
+  // step, and evicting in that order would miss on every call.
+  size_t weight_cache_limit = size_t{2} << 30;
+
+  // `bytes` of 64-byte aligned memory in `slot`, valid until the slot's next request.
+  void* scratch(DnnlScratch slot, size_t bytes);
+  // A memory object of layout `desc` over scratch `slot`.
+  dnnl::memory scratch_memory(DnnlScratch slot, const dnnl::memory::desc& desc);
+
+  // The primitive cached under `key`, created by `make` on first use.
+  const DnnlPrimitive& primitive(const DnnlKey& key, const std::function<DnnlPrimitive()>& make);
+
+  // Whether `t`'s packed copy may be cached: weights and other leaves the caller does not
+  // rewrite between calls (kFlagInput leaves change every call).
+  static bool cacheable(const Tensor* t);
+  // The packed copy of weight `t` in `layout`, filled by `pack` on first use and whenever
+  // the bytes of `t` changed (a sampled fingerprint: LoRA applied in place, or another
+  // weight loaded at the same address). An empty memory when `t` is not cacheable or the
+  // cache is full; the caller then packs into scratch.
+  dnnl::memory cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
+                              const std::function<void(const dnnl::memory&)>& pack);
+  // Drops every packed copy (call after freeing weights, to give the memory back).
+  void forget_weights();
+  size_t weight_cache_bytes() const { return weight_bytes_; }
+
+  // Runs a primitive on the stream and waits.
+  void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
+
+ private:
+  struct Block {
+    void* data = nullptr;
+    size_t size = 0;
+  };
+  struct PackedWeights {
+    dnnl::memory::desc layout;
+    dnnl::memory memory;
+    uint64_t fingerprint = 0;
+  };
+  using WeightKey = std::tuple<const void*, DType, std::array<int64_t, kMaxDims>,
+                                 std::array<size_t, kMaxDims>>;
+
+  Block scratch_[static_cast<int>(DnnlScratch::Count)];
+  std::map<std::string, DnnlPrimitive> primitives_;
+  std::map<WeightKey, PackedWeights> weights_;
+  size_t weight_bytes_ = 0;
 };
 
 }  // namespace sd

@@ -2,6 +2,9 @@
 
 #include <array>
 
+#include "backend/cpu/linalg_kernels.h"
+#include "backend/cpu/simd_kernels.h"
+
 namespace sd {
 
 namespace {
@@ -12,28 +15,28 @@ constexpr std::array<CpuKernel, kOpCount> kFast = {
     nullptr,  // View
     nullptr,  // Reshape
     nullptr,  // Permute
-    nullptr,  // Add
-    nullptr,  // Sub
-    nullptr,  // Mul
-    nullptr,  // Div
-    nullptr,  // Scale
-    nullptr,  // Clamp
-    nullptr,  // Unary
-    nullptr,  // Cast
-    nullptr,  // Cont
-    nullptr,  // Concat
-    nullptr,  // Pad
-    nullptr,  // GetRows
-    nullptr,  // Upscale
+    cpu_binary,  // Add
+    cpu_binary,  // Sub
+    cpu_binary,  // Mul
+    cpu_binary,  // Div
+    cpu_scale,  // Scale
+    cpu_clamp,  // Clamp
+    cpu_unary,  // Unary
+    cpu_cast,  // Cast
+    cpu_cont,  // Cont
+    cpu_concat,  // Concat
+    cpu_pad,  // Pad
+    cpu_get_rows,  // GetRows
+    cpu_upscale,  // Upscale
     nullptr,  // Sum
     nullptr,  // Mean
-    nullptr,  // Softmax
-    nullptr,  // GroupNorm
-    nullptr,  // LayerNorm
-    nullptr,  // RmsNorm
-    nullptr,  // MatMul
-    nullptr,  // Conv2d
-    nullptr,  // Attention
+    cpu_softmax,  // Softmax
+    cpu_group_norm,  // GroupNorm
+    cpu_layer_norm,  // LayerNorm
+    cpu_rms_norm,  // RmsNorm
+    cpu_matmul,  // MatMul
+    cpu_conv2d,  // Conv2d
+    cpu_attention,  // Attention
     nullptr,  // Arange
     nullptr,  // TimestepEmbedding
 };

@@ -2,9 +2,20 @@
 
 #include <array>
 
+#include "tensor/ops/attention.h"
 #include "tensor/ops/cast.h"
+#include "tensor/ops/concat.h"
+#include "tensor/ops/conv2d.h"
 #include "tensor/ops/elementwise.h"
+#include "tensor/ops/generate.h"
+#include "tensor/ops/get_rows.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/norm.h"
+#include "tensor/ops/pad.h"
+#include "tensor/ops/reduce.h"
+#include "tensor/ops/softmax.h"
 #include "tensor/ops/unary.h"
+#include "tensor/ops/upscale.h"
 #include "tensor/ops/view.h"
 
 namespace sd {
@@ -26,21 +37,21 @@ constexpr std::array<Kernel, kOpCount> kReference = {
     reference_unary,    // Unary
     reference_cast,     // Cast
     reference_cont,     // Cont
-    nullptr,            // Concat
-    nullptr,            // Pad
-    nullptr,            // GetRows
-    nullptr,            // Upscale
-    nullptr,            // Sum
-    nullptr,            // Mean
-    nullptr,            // Softmax
-    nullptr,            // GroupNorm
-    nullptr,            // LayerNorm
-    nullptr,            // RmsNorm
-    nullptr,            // MatMul
-    nullptr,            // Conv2d
-    nullptr,            // Attention
-    nullptr,            // Arange
-    nullptr,            // TimestepEmbedding
+    reference_concat,   // Concat
+    reference_pad,      // Pad
+    reference_get_rows,  // GetRows
+    reference_upscale,  // Upscale
+    reference_reduce,   // Sum
+    reference_reduce,   // Mean
+    reference_softmax,  // Softmax
+    reference_group_norm,  // GroupNorm
+    reference_layer_norm,  // LayerNorm
+    reference_rms_norm,  // RmsNorm
+    reference_matmul,   // MatMul
+    reference_conv2d,   // Conv2d
+    reference_attention,  // Attention
+    reference_arange,   // Arange
+    reference_timestep_embedding,  // TimestepEmbedding
 };
 static_assert(kReference.size() == kOpCount);
 

@@ -1,0 +1,312 @@
+// Fused attention on the CPU. Each task is one (batch, head, block of queries); it walks
+// the keys in blocks, computes the block's scores as a register-tiled GEMM, folds them into
+// a running max and sum per query (the online softmax of FlashAttention, Dao et al. 2022)
+// and accumulates the weighted values, so a thread's memory is a few tiles at any sequence
+// length.
+//
+// Queries sit in vector lanes throughout: scores are kept as [keys x queries], so the
+// softmax's max and sum over keys are plain vertical vector ops, and neither head size is
+// vectorized: D = 40 (SD1.5's first level) wastes no lanes, and odd sizes need no tails.
+#include <omp.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/dnnl_state.h"
+#include "backend/cpu/linalg_kernels.h"
+
+#ifndef SD_BACKEND_CPU_ATTENTION_JOB
+#define SD_BACKEND_CPU_ATTENTION_JOB
+namespace sd {
+
+// One attention node, as the per-target code sees it. k, v and mask rows are contiguous
+// (the dispatcher copies them otherwise); q may have any strides (it is packed per task).
+struct AttentionJob {
+  const char* q;
+  const float* k;
+  const float* v;
+  const float* mask;  // null, or [Lk, Lq] with rows mask_row floats apart
+  std::array<size_t, kMaxDims> q_nb;
+  int64_t k_row, k_head, k_batch;  // strides in floats
+  int64_t v_row, v_head, v_batch;
+  int64_t mask_row;
+  int64_t D, Dv, Lq, Lk, H, N;
+  float scale;
+  float* out;  // [Dv, H, Lq, N], contiguous
+};
+
+}  // namespace sd
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "backend/cpu/attention.cpp"
+#include <hwy/foreach_target.h>  // IWYU pragma: keep
+#include <hwy/highway.h>
+#include <hwy/contrib/math/math-inl.h>
+
+HWY_BEFORE_NAMESPACE();
+namespace sd {
+namespace HWY_NAMESPACE {
+namespace {
+
+namespace hn = hwy::HWY_NAMESPACE;
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Register tile: kKeyRows keys x kQV vectors of queries. 8 x 3 accumulators plus 3 query
+// vectors fill AVX-512's 32 registers; AVX2 has 16, so 4 x 3.
+constexpr int kQV = 3;
+#if HWY_TARGET <= HWY_AVX3
+constexpr int kKeyRows = 8;
+#else
+constexpr int kKeyRows = 4;
+#endif
+// Keys per block: a 256 x 48 score tile (48 KiB) stays in L1/L2 between the three passes
+// over it (scores, softmax, values).
+constexpr int64_t kKeyBlock = 256;
+
+size_t query_block() { return kQV * hn::Lanes(DF()); }
+
+// s[r][x] = sum_d k[r * ks + d] * qt[d][x] for R keys.
+template <int R>
+HWY_INLINE void score_rows(const float* HWY_RESTRICT qt, int64_t D, const float* k, int64_t ks,
+                           float* HWY_RESTRICT s) {
+  const DF df;
+  const size_t nl = hn::Lanes(df), bq = kQV * nl;
+  VF acc[R][kQV];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < kQV; ++x) acc[r][x] = hn::Zero(df);
+  for (int64_t d = 0; d < D; ++d) {
+    VF qv[kQV];
+    for (int x = 0; x < kQV; ++x) qv[x] = hn::Load(df, qt + d * bq + x * nl);
+    for (int r = 0; r < R; ++r) {
+      const VF kv = hn::Set(df, k[r * ks + d]);
+      for (int x = 0; x < kQV; ++x) acc[r][x] = hn::MulAdd(kv, qv[x], acc[r][x]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < kQV; ++x) hn::Store(acc[r][x], df, s + r * bq + x * nl);
+}
+
+// o[e][x] += sum_{j < nk} v[j * vs + e] * p[j][x] for R value dims e.
+template <int R>
+HWY_INLINE void value_rows(const float* HWY_RESTRICT p, int64_t nk, const float* v, int64_t vs,
+                           float* HWY_RESTRICT o) {
+  const DF df;
+  const size_t nl = hn::Lanes(df), bq = kQV * nl;
+  VF acc[R][kQV];
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < kQV; ++x) acc[r][x] = hn::Load(df, o + r * bq + x * nl);
+  for (int64_t j = 0; j < nk; ++j) {
+    VF pv[kQV];
+    for (int x = 0; x < kQV; ++x) pv[x] = hn::Load(df, p + j * bq + x * nl);
+    const float* vj = v + j * vs;
+    for (int r = 0; r < R; ++r) {
+      const VF vv = hn::Set(df, vj[r]);
+      for (int x = 0; x < kQV; ++x) acc[r][x] = hn::MulAdd(vv, pv[x], acc[r][x]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int x = 0; x < kQV; ++x) hn::Store(acc[r][x], df, o + r * bq + x * nl);
+}
+
+// Runs Tile<kKeyRows> over rows [0, n) and one smaller Tile for the remainder (R is
+// clamped only so that AVX2's kKeyRows = 4 does not instantiate unused wider tiles).
+template <template <int> class Tile, typename... Args>
+HWY_INLINE void for_rows(int64_t n, Args... args) {
+  int64_t i = 0;
+  for (; i + kKeyRows <= n; i += kKeyRows) Tile<kKeyRows>::run(i, args...);
+  switch (n - i) {
+    case 1: return Tile<1>::run(i, args...);
+    case 2: return Tile<2>::run(i, args...);
+    case 3: return Tile<3>::run(i, args...);
+    case 4: return Tile<4>::run(i, args...);
+    case 5: return Tile<5>::run(i, args...);
+    case 6: return Tile<6>::run(i, args...);
+    case 7: return Tile<7>::run(i, args...);
+    default: return;
+  }
+}
+
+template <int R>
+struct ScoreTile {
+  static void run(int64_t j, const float* qt, int64_t D, const float* k, int64_t ks, float* s) {
+    score_rows<(R < kKeyRows ? R : kKeyRows)>(qt, D, k + j * ks, ks, s + j * kQV * hn::Lanes(DF()));
+  }
+};
+
+template <int R>
+struct ValueTile {
+  static void run(int64_t e, const float* p, int64_t nk, const float* v, int64_t vs, float* o) {
+    value_rows<(R < kKeyRows ? R : kKeyRows)>(p, nk, v + e, vs, o + e * kQV * hn::Lanes(DF()));
+  }
+};
+
+// Folds a block of scores s[nk][bq] into the running max m and sum l of each query,
+// replaces the scores by their exponentials and rescales the output accumulators o.
+void online_softmax(float* HWY_RESTRICT s, int64_t nk, float* HWY_RESTRICT m,
+                    float* HWY_RESTRICT l, float* HWY_RESTRICT o, int64_t Dv) {
+  const DF df;
+  const size_t nl = hn::Lanes(df), bq = kQV * nl;
+  const VF neg_inf = hn::Set(df, -INFINITY);
+  for (int x = 0; x < kQV; ++x) {
+    float* sx = s + x * nl;
+    VF block_max = neg_inf;
+    for (int64_t j = 0; j < nk; ++j) block_max = hn::Max(block_max, hn::Load(df, sx + j * bq));
+    const VF m_old = hn::Load(df, m + x * nl);
+    const VF m_new = hn::Max(m_old, block_max);
+    // While every key so far is masked out, subtract 0 rather than -inf - -inf = NaN; the
+    // exponentials are then exp(-inf) = 0, and the query ends with zeros.
+    const VF m_use = hn::IfThenZeroElse(hn::Eq(m_new, neg_inf), m_new);
+    const VF alpha = hn::Exp(df, hn::Sub(m_old, m_use));
+    VF sum = hn::Zero(df);
+    for (int64_t j = 0; j < nk; ++j) {
+      const VF p = hn::Exp(df, hn::Sub(hn::Load(df, sx + j * bq), m_use));
+      hn::Store(p, df, sx + j * bq);
+      sum = hn::Add(sum, p);
+    }
+    hn::Store(hn::MulAdd(hn::Load(df, l + x * nl), alpha, sum), df, l + x * nl);
+    hn::Store(m_new, df, m + x * nl);
+    for (int64_t e = 0; e < Dv; ++e) {
+      float* oe = o + e * bq + x * nl;
+      hn::Store(hn::Mul(hn::Load(df, oe), alpha), df, oe);
+    }
+  }
+}
+
+// Floats of per-thread scratch attention_task needs.
+size_t task_scratch_floats(int64_t D, int64_t Dv) {
+  return query_block() * static_cast<size_t>(D + kKeyBlock + Dv + 2);
+}
+
+void attention_task(const AttentionJob& job, int64_t task, float* scratch) {
+  const int64_t bq = static_cast<int64_t>(query_block());
+  const int64_t nqb = (job.Lq + bq - 1) / bq;
+  const int64_t qb = task % nqb, h = (task / nqb) % job.H, n = task / nqb / job.H;
+  const int64_t q0 = qb * bq, nq = std::min(bq, job.Lq - q0);
+  const int64_t D = job.D, Dv = job.Dv;
+  float* qt = scratch;         // [D][bq]: the queries, transposed and scaled
+  float* s = qt + D * bq;      // [kKeyBlock][bq]: scores, then probabilities
+  float* o = s + kKeyBlock * bq;  // [Dv][bq]: output accumulators
+  float* m = o + Dv * bq;      // [bq]: running max per query
+  float* l = m + bq;           // [bq]: running sum per query
+
+  const char* qh = job.q + h * job.q_nb[2] + n * job.q_nb[3];
+  for (int64_t d = 0; d < D; ++d)
+    for (int64_t i = 0; i < bq; ++i) {
+      float x = 0;
+      if (i < nq) std::memcpy(&x, qh + d * job.q_nb[0] + (q0 + i) * job.q_nb[1], 4);
+      qt[d * bq + i] = x * job.scale;
+    }
+  std::fill(o, o + Dv * bq, 0.0f);
+  std::fill(m, m + bq, -INFINITY);
+  std::fill(l, l + bq, 0.0f);
+
+  const float* k = job.k + h * job.k_head + n * job.k_batch;
+  const float* v = job.v + h * job.v_head + n * job.v_batch;
+  for (int64_t j0 = 0; j0 < job.Lk; j0 += kKeyBlock) {
+    const int64_t nk = std::min(kKeyBlock, job.Lk - j0);
+    for_rows<ScoreTile>(nk, qt, D, k + j0 * job.k_row, job.k_row, s);
+    if (job.mask) {
+      for (int64_t i = 0; i < nq; ++i) {
+        const float* mrow = job.mask + (q0 + i) * job.mask_row + j0;
+        for (int64_t j = 0; j < nk; ++j) s[j * bq + i] += mrow[j];
+      }
+    }
+    online_softmax(s, nk, m, l, o, Dv);
+    for_rows<ValueTile>(Dv, s, nk, v + j0 * job.v_row, job.v_row, o);
+  }
+
+  for (int64_t i = 0; i < nq; ++i) {
+    const float inv = m[i] == -INFINITY ? 0.0f : 1.0f / l[i];
+    float* out = job.out + ((n * job.Lq + q0 + i) * job.H + h) * Dv;
+    for (int64_t e = 0; e < Dv; ++e) out[e] = o[e * bq + i] * inv;
+  }
+}
+
+}  // namespace
+}  // namespace HWY_NAMESPACE
+}  // namespace sd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace sd {
+
+HWY_EXPORT(task_scratch_floats);
+HWY_EXPORT(query_block);
+HWY_EXPORT(attention_task);
+
+namespace {
+
+// `t` ([ne0, L, H, N]) with contiguous rows: t's data if it has them, else a copy at `buf`.
+const float* contiguous_rows(CpuContext& ctx, const Tensor* t, float* buf) {
+  if (t->nb[0] == sizeof(float)) return static_cast<const float*>(t->data);
+  const int64_t rows = t->nrows(), n0 = t->ne[0];
+#pragma omp parallel for num_threads(ctx.threads) schedule(static)
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i1 = r % t->ne[1], i2 = (r / t->ne[1]) % t->ne[2], i3 = r / t->ne[1] / t->ne[2];
+    const char* row = static_cast<const char*>(t->data) + i1 * t->nb[1] + i2 * t->nb[2] + i3 * t->nb[3];
+    for (int64_t i0 = 0; i0 < n0; ++i0) std::memcpy(buf + r * n0 + i0, row + i0 * t->nb[0], 4);
+  }
+  return buf;
+}
+
+}  // namespace
+
+bool cpu_attention(CpuContext& ctx, Tensor* dst) {
+  const Tensor* q = dst->src[0];
+  const Tensor* k = dst->src[1];
+  const Tensor* v = dst->src[2];
+  const Tensor* mask = dst->src[3];
+  if (q->type != DType::F32 || k->type != DType::F32 || v->type != DType::F32 ||
+      (mask && mask->type != DType::F32) || !dst->is_contiguous())
+    return false;
+  if (dst->nelements() == 0) return true;
+
+  AttentionJob job{};
+  job.D = q->ne[0];
+  job.Dv = v->ne[0];
+  job.Lq = q->ne[1];
+  job.Lk = k->ne[1];
+  job.H = q->ne[2];
+  job.N = q->ne[3];
+  job.scale = dst->param_f32(0);
+  job.q = static_cast<const char*>(q->data);
+  job.q_nb = q->nb;
+  job.out = static_cast<float*>(dst->data);
+
+  // One scratch block: per-thread tiles, then copies of any k, v, mask without dense rows.
+  const size_t per_thread = (HWY_DYNAMIC_DISPATCH(task_scratch_floats)(job.D, job.Dv) + 15) / 16 * 16;
+  const size_t tiles = per_thread * static_cast<size_t>(ctx.threads);
+  const size_t k_copy = k->nb[0] == 4 ? 0 : static_cast<size_t>(k->nelements());
+  const size_t v_copy = v->nb[0] == 4 ? 0 : static_cast<size_t>(v->nelements());
+  const size_t m_copy = !mask || mask->nb[0] == 4 ? 0 : static_cast<size_t>(mask->nelements());
+  auto* scratch = static_cast<float*>(ctx.dnnl->scratch(
+      DnnlScratch::Kernel, sizeof(float) * (tiles + k_copy + v_copy + m_copy)));
+  job.k = contiguous_rows(ctx, k, scratch + tiles);
+  job.v = contiguous_rows(ctx, v, scratch + tiles + k_copy);
+  auto strides = [](const Tensor* t, bool copied, int64_t& row, int64_t& head, int64_t& batch) {
+    row = copied ? t->ne[0] : static_cast<int64_t>(t->nb[1] / 4);
+    head = copied ? t->ne[0] * t->ne[1] : static_cast<int64_t>(t->nb[2] / 4);
+    batch = copied ? t->ne[0] * t->ne[1] * t->ne[2] : static_cast<int64_t>(t->nb[3] / 4);
+  };
+  strides(k, k_copy > 0, job.k_row, job.k_head, job.k_batch);
+  strides(v, v_copy > 0, job.v_row, job.v_head, job.v_batch);
+  if (mask) {
+    job.mask = contiguous_rows(ctx, mask, scratch + tiles + k_copy + v_copy);
+    job.mask_row = m_copy > 0 ? mask->ne[0] : static_cast<int64_t>(mask->nb[1] / 4);
+  }
+
+  const int64_t bq = static_cast<int64_t>(HWY_DYNAMIC_DISPATCH(query_block)());
+  const int64_t tasks = job.N * job.H * ((job.Lq + bq - 1) / bq);
+#pragma omp parallel for num_threads(ctx.threads) schedule(dynamic, 4)
+  for (int64_t t = 0; t < tasks; ++t) {
+    HWY_DYNAMIC_DISPATCH(attention_task)(job, t, scratch + per_thread * omp_get_thread_num());
+  }
+  return true;
+}
+
+}  // namespace sd
+#endif  // HWY_ONCE

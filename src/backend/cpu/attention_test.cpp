@@ -1,0 +1,87 @@
+// Fast fused attention against the reference kernel: SD's head sizes, Lq != Lk, Dv != D,
+// sizes that cut query and key blocks, masks with -inf, and strided q/k/v views.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "simd_test_util.h"
+#include "tensor/ops/attention.h"
+#include "tensor/ops/view.h"
+
+namespace sd {
+namespace {
+
+// Both kernels sum the D products of a score in f32 vs double; the softmax is computed
+// online (running max, rescaled sums) against the reference's two passes, and hwy::Exp is
+// within a few ulps. Outputs are averages of values in [-1, 1], so an absolute bound fits:
+// observed errors stay below 8e-7 for these sizes; 3e-6 leaves margin and still catches a
+// single misplaced key (which moves an output by ~1 / Lk >= 1e-3).
+constexpr double kAtol = 3e-6;
+
+struct AttnCase {
+  int64_t D, Dv, Lq, Lk, H, N;
+  bool mask;
+  // q, k and v as permuted views of [D, H, L, N] projections, as SD's attention splits
+  // heads, with v transposed ([L, Dv] leaf) so its rows are strided too.
+  bool views;
+};
+
+test::GraphCase attn_case(const AttnCase& a) {
+  test::GraphCase c;
+  c.build = [=](Context& ctx) {
+    Tensor *q, *k, *v;
+    if (a.views) {
+      auto split_heads = [&](int64_t d, int64_t l, const char* name) {
+        return permute(ctx, ctx.new_tensor(DType::F32, {d, a.H, l, a.N}, name), {0, 2, 1, 3});
+      };
+      q = split_heads(a.D, a.Lq, "q_p");
+      k = split_heads(a.D, a.Lk, "k_p");
+      v = permute(ctx, ctx.new_tensor(DType::F32, {a.Lk, a.Dv, a.H, a.N}, "v_t"), {1, 0, 2, 3});
+    } else {
+      q = ctx.new_tensor(DType::F32, {a.D, a.Lq, a.H, a.N}, "q");
+      k = ctx.new_tensor(DType::F32, {a.D, a.Lk, a.H, a.N}, "k");
+      v = ctx.new_tensor(DType::F32, {a.Dv, a.Lk, a.H, a.N}, "v");
+    }
+    Tensor* mask = a.mask ? ctx.new_tensor(DType::F32, {a.Lk, a.Lq}, "mask") : nullptr;
+    return std::vector<Tensor*>{
+        attention(ctx, q, k, v, mask, 1.0f / std::sqrt(static_cast<float>(a.D)))};
+  };
+  // Scores of a few units, as trained networks produce; the mask is causal where Lq == Lk
+  // and otherwise hides every third key, and query 1 sees no key at all.
+  c.fill = [](const Tensor& t, int leaf) {
+    std::vector<float> x = test::random_values(t.nelements(), 40 + leaf, -2.0f, 2.0f);
+    if (t.name != "mask") return x;
+    const int64_t lk = t.ne[0], lq = t.ne[1];
+    for (int64_t i = 0; i < lq; ++i)
+      for (int64_t j = 0; j < lk; ++j) {
+        const bool hidden = lq == lk ? j > i : j % 3 == 0;
+        x[i * lk + j] = hidden || i == 1 ? -INFINITY : 0.5f * x[i * lk + j];
+      }
+    return x;
+  };
+  return c;
+}
+
+TEST(CpuAttention, SelfAndCrossAttentionShapes) {
+  const AttnCase cases[] = {
+      // D, Dv, Lq, Lk, H, N, mask, views
+      {40, 40, 64, 64, 2, 2, false, false},  // SD1.5 head size
+      {40, 40, 50, 77, 2, 1, false, false},  // cross-attention to 77 text tokens
+      {64, 64, 77, 77, 2, 1, true, false},   // CLIP's causal mask
+      {1, 1, 1, 1, 1, 1, false, false},     {7, 3, 5, 9, 3, 2, true, false},  // odd sizes, Dv != D
+      {16, 24, 97, 300, 1, 1, true, false},  // Lq cuts a query block, Lk a 256-key block
+  };
+  for (const AttnCase& a : cases) {
+    SCOPED_TRACE(testing::Message() << "D " << a.D << " Dv " << a.Dv << " Lq " << a.Lq << " Lk "
+                                    << a.Lk << " mask " << a.mask);
+    test::expect_fast_path(attn_case(a), kAtol, 0);
+  }
+}
+
+TEST(CpuAttention, StridedViews) {
+  test::expect_fast_path(attn_case({40, 40, 33, 70, 3, 2, false, true}), kAtol, 0);
+  test::expect_fast_path(attn_case({24, 13, 20, 20, 2, 1, true, true}), kAtol, 0);
+}
+
+}  // namespace
+}  // namespace sd

@@ -1,0 +1,195 @@
+// Fast Conv2d through oneDNN's direct convolution. Our tensors are NCHW ([W, H, C, N] in ne
+// order); oneDNN runs on whatever layout it prefers for the shape and we reorder into and
+// out of it (see kActivationLayout for why).
+//
+// Weights: f32 runs an f32 convolution; bf16 a bf16 one (the input converted to bf16 by
+// the same reorder that changes its layout; f32 accumulation and output) on CPUs with
+// native bf16; f16 is converted to f32, exactly, since a convolution's weights are small
+// next to its work. Packed weights are cached in DnnlState, which matters at low
+// resolution: at 16x16 latents a 1280-channel 3x3 weight takes as long to reorder as a
+// tenth of the convolution.
+#include <algorithm>
+
+#include "backend/cpu/dnnl_state.h"
+#include "backend/cpu/linalg_kernels.h"
+#include "tensor/ops/conv2d.h"
+#include "tensor/quant/quant.h"
+
+namespace sd {
+
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+// Layout of the convolution's input and output. `any` lets oneDNN pick its blocked layout
+// (nChw16c on AVX-512) and costs a reorder on each side; plain nchw avoids them but runs
+// the im2col + GEMM implementation. Measured on the SD1.5 3x3 convolutions (2 threads,
+// bench/conv2d_bench.cpp): see bench/README.md for the figures behind this choice.
+constexpr tag kActivationLayout = tag::any;
+
+memory::dims strides_of(const Tensor* t, std::initializer_list<int> dims) {
+  memory::dims s;
+  for (int d : dims) s.push_back(static_cast<int64_t>(t->nb[d] / type_size(t->type)));
+  return s;
+}
+
+// The weight as f32 or bf16 in `layout`: converted (f16) and reordered.
+void pack_conv_weights(CpuContext& ctx, const Tensor* w, const memory::dims& dims,
+                       const memory::dims& user_strides, dt type, const memory& to) {
+  DnnlState& st = *ctx.dnnl;
+  const bool convert = (type == dt::f32) != (w->type == DType::F32);
+  memory::desc user(dims, type, user_strides);
+  void* data = w->data;
+  if (convert) {
+    // f16 (or bf16 without native bf16) to dense f32 [KW, KH, Cin/g, Cout].
+    const int64_t count = w->nelements();
+    auto* f = static_cast<float*>(st.scratch(DnnlScratch::Stage, sizeof(float) * count));
+    const auto* src = static_cast<const char*>(w->data);
+    if (w->is_contiguous()) {
+      constexpr int64_t kChunk = 1 << 16;
+#pragma omp parallel for num_threads(ctx.threads) schedule(static)
+      for (int64_t i = 0; i < count; i += kChunk)
+        dequantize_row(w->type, src + i * w->nb[0], f + i, std::min(kChunk, count - i));
+    } else {  // a strided view: element by element
+      for (int64_t i = 0; i < count; ++i) {
+        const int64_t i0 = i % w->ne[0], i1 = (i / w->ne[0]) % w->ne[1];
+        const int64_t i2 = (i / w->ne[0] / w->ne[1]) % w->ne[2], i3 = i / w->ne[0] / w->ne[1] / w->ne[2];
+        dequantize_row(w->type, src + i0 * w->nb[0] + i1 * w->nb[1] + i2 * w->nb[2] + i3 * w->nb[3],
+                       f + i, 1);
+      }
+    }
+    memory::dims dense(dims.size());
+    int64_t stride = 1;
+    for (size_t i = dims.size(); i-- > 0;) {
+      dense[i] = stride;
+      stride *= dims[i];
+    }
+    user = memory::desc(dims, dt::f32, dense);
+    data = f;
+  }
+  dnnl::reorder::primitive_desc pd(st.engine, user, st.engine, to.get_desc());
+  st.execute(dnnl::reorder(pd), {{DNNL_ARG_FROM, memory(user, st.engine, data)}, {DNNL_ARG_TO, to}});
+}
+
+// Runs a cached reorder between two layouts.
+void reorder(CpuContext& ctx, DnnlKey key, const memory& from, const memory& to) {
+  DnnlState& st = *ctx.dnnl;
+  const DnnlPrimitive& r = st.primitive(key, [&] {
+    return DnnlPrimitive{dnnl::reorder(dnnl::reorder::primitive_desc(
+                             st.engine, from.get_desc(), st.engine, to.get_desc())),
+                         {}, {}, {}, {}};
+  });
+  st.execute(r.prim, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+}
+
+void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
+  DnnlState& st = *ctx.dnnl;
+  const Tensor* x = dst->src[0];
+  const Tensor* w = dst->src[1];
+  const Tensor* bias = dst->src[2];
+  const Conv2dParams p = conv2d_params(dst);
+  const int64_t g = p.groups, cout = w->ne[3];
+  const memory::dims src_dims = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]};
+  const memory::dims dst_dims = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
+  memory::dims w_dims, w_strides;
+  const memory::dims ws = strides_of(w, {3, 2, 1, 0});
+  if (g == 1) {
+    w_dims = {cout, w->ne[2], w->ne[1], w->ne[0]};
+    w_strides = ws;
+  } else {
+    w_dims = {g, cout / g, w->ne[2], w->ne[1], w->ne[0]};
+    w_strides = {ws[0] * (cout / g), ws[0], ws[1], ws[2], ws[3]};
+  }
+  // oneDNN takes both paddings and 0-based dilation; the right padding is what makes the
+  // output size come out as the op's floor((...) / stride) + 1 (negative when it cuts).
+  const memory::dims strides = {p.s1, p.s0}, dilates = {p.d1 - 1, p.d0 - 1},
+                     pad_l = {p.p1, p.p0},
+                     pad_r = {(dst->ne[1] - 1) * p.s1 + (w->ne[1] - 1) * p.d1 + 1 - x->ne[1] - p.p1,
+                              (dst->ne[0] - 1) * p.s0 + (w->ne[0] - 1) * p.d0 + 1 - x->ne[0] - p.p0};
+
+  DnnlKey key("conv2d");
+  for (auto v : src_dims) key << v;
+  for (auto v : w_dims) key << v;
+  for (auto v : {strides, dilates, pad_l, pad_r})
+    for (auto e : v) key << e;
+  key << static_cast<int64_t>(type) << (bias != nullptr) << ctx.threads;
+  const DnnlPrimitive& conv = st.primitive(key, [&] {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const memory::desc src_md(src_dims, type, kActivationLayout);
+    const memory::desc w_md(w_dims, type, tag::any);
+    const memory::desc dst_md(dst_dims, dt::f32, kActivationLayout);
+    const memory::desc bias_md =
+        bias ? memory::desc({cout}, dt::f32, tag::a) : memory::desc();
+    dnnl::convolution_forward::primitive_desc pd(
+        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                        dnnl::algorithm::convolution_direct, src_md, w_md,
+                                        bias_md, dst_md, strides, dilates, pad_l, pad_r),
+        attr, st.engine);
+    return DnnlPrimitive{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
+                         pd.dst_desc(), pd.scratchpad_desc()};
+  });
+
+  // Input: x itself if it already is in the convolution's layout, else reordered.
+  const memory x_mem(memory::desc(src_dims, dt::f32, strides_of(x, {3, 2, 1, 0})), st.engine,
+                     x->data);
+  memory src = x_mem;
+  if (conv.src != x_mem.get_desc()) {
+    src = st.scratch_memory(DnnlScratch::Src, conv.src);
+    DnnlKey rkey = key;
+    for (auto v : strides_of(x, {3, 2, 1, 0})) rkey << v;
+    reorder(ctx, rkey << -1, x_mem, src);
+  }
+
+  auto pack = [&](const memory& to) { pack_conv_weights(ctx, w, w_dims, w_strides, type, to); };
+  memory weights = st.cached_weights(w, conv.weights, pack);
+  if (!weights) {
+    weights = st.scratch_memory(DnnlScratch::Weights, conv.weights);
+    pack(weights);
+  }
+
+  memory bias_mem;
+  if (bias) {
+    const memory::desc bias_md({cout}, dt::f32, tag::a);
+    if (bias->type == DType::F32 && bias->rows_contiguous()) {
+      bias_mem = memory(bias_md, st.engine, bias->data);
+    } else {
+      bias_mem = st.scratch_memory(DnnlScratch::Bias, bias_md);
+      auto* f = static_cast<float*>(bias_mem.get_data_handle());
+      const auto* b = static_cast<const char*>(bias->data);
+      for (int64_t c = 0; c < cout; ++c) dequantize_row(bias->type, b + c * bias->nb[0], f + c, 1);
+    }
+  }
+
+  const memory out(memory::desc(dst_dims, dt::f32, tag::nchw), st.engine, dst->data);
+  const bool direct = conv.dst == out.get_desc();
+  const memory conv_dst = direct ? out : st.scratch_memory(DnnlScratch::Dst, conv.dst);
+  std::unordered_map<int, memory> args = {
+      {DNNL_ARG_SRC, src},
+      {DNNL_ARG_WEIGHTS, weights},
+      {DNNL_ARG_DST, conv_dst},
+      {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, conv.scratchpad)}};
+  if (bias) args[DNNL_ARG_BIAS] = bias_mem;
+  st.execute(conv.prim, args);
+  if (!direct) reorder(ctx, DnnlKey(key) << -2, conv_dst, out);
+}
+
+}  // namespace
+
+bool cpu_conv2d(CpuContext& ctx, Tensor* dst) {
+  const Tensor* x = dst->src[0];
+  const Tensor* w = dst->src[1];
+  if (x->type != DType::F32 || !is_float(w->type) || !dst->is_contiguous()) return false;
+  if (dst->nelements() == 0) return true;
+  const dt type = w->type == DType::BF16 && ctx.dnnl->native_bf16 ? dt::bf16 : dt::f32;
+  try {
+    run_conv(ctx, dst, type);
+  } catch (const dnnl::error&) {
+    return false;  // a shape this oneDNN build has no kernel for: the reference runs
+  }
+  return true;
+}
+
+}  // namespace sd

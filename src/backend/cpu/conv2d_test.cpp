@@ -1,0 +1,91 @@
+// Fast Conv2d (oneDNN) against the reference kernel: kernel sizes, stride, padding,
+// dilation, groups (depthwise included), bias, strided input views and weight dtypes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "simd_test_util.h"
+#include "tensor/ops/conv2d.h"
+#include "tensor/ops/view.h"
+
+namespace sd {
+namespace {
+
+// Error bounds, for values uniform in [-1, 1] summed over R = Cin/groups * KH * KW taps:
+// - f32 (f32 and f16 weights; f16 converts to f32 exactly): blocked f32 sums against the
+//   reference's double sums, observed up to 5e-8 R; 3e-7 R leaves a margin of 6 and stays
+//   far below an indexing bug's O(1) error.
+// - bf16 weights: the input is rounded to bf16 too, 2^-8 relative error per product, a
+//   random walk over R taps: 2^-7 sqrt(R) is a bound with margin (observed up to a
+//   quarter of it; see matmul_test.cpp).
+double atol_for(DType w, int64_t taps) {
+  return w == DType::BF16 ? std::sqrt(static_cast<double>(taps)) / 128
+                          : 3e-7 * static_cast<double>(taps);
+}
+
+struct ConvCase {
+  int64_t W, H, cin, N, KW, KH, cout;
+  int s0, s1, p0, p1, d0, d1, groups;
+  bool bias;
+};
+
+test::GraphCase conv_case(const ConvCase& k, DType wt, bool permuted_x = false) {
+  test::GraphCase c;
+  c.build = [=](Context& ctx) {
+    // A permuted view: the leaf is [W, Cin, H, N] and the op sees [W, H, Cin, N].
+    Tensor* x = permuted_x ? permute(ctx, ctx.new_tensor(DType::F32, {k.W, k.cin, k.H, k.N}, "x_p"),
+                                     {0, 2, 1, 3})
+                           : ctx.new_tensor(DType::F32, {k.W, k.H, k.cin, k.N}, "x");
+    Tensor* w = ctx.new_tensor(wt, {k.KW, k.KH, k.cin / k.groups, k.cout}, "w");
+    Tensor* b = k.bias ? ctx.new_tensor(DType::F32, {k.cout}, "b") : nullptr;
+    return std::vector<Tensor*>{conv2d(ctx, x, w, b, k.s0, k.s1, k.p0, k.p1, k.d0, k.d1, k.groups)};
+  };
+  return c;
+}
+
+void expect_matches(const ConvCase& k, DType wt, bool permuted_x = false) {
+  const int64_t taps = k.cin / k.groups * k.KW * k.KH + (k.bias ? 1 : 0);
+  test::expect_fast_path(conv_case(k, wt, permuted_x), atol_for(wt, taps), 0);
+}
+
+TEST(CpuConv2d, KernelsStridesPaddingDilation) {
+  const ConvCase cases[] = {
+      // W, H, Cin, N, KW, KH, Cout, s0, s1, p0, p1, d0, d1, groups, bias
+      {9, 7, 5, 2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, true},       // SD's 3x3, odd sizes
+      {16, 16, 32, 1, 3, 3, 16, 2, 2, 1, 1, 1, 1, 1, true},   // downsampling conv
+      {13, 11, 19, 1, 1, 1, 23, 1, 1, 0, 0, 1, 1, 1, false},  // 1x1 projection
+      {12, 10, 4, 2, 3, 2, 5, 2, 1, 0, 2, 2, 3, 1, false},    // asymmetric everything
+      {5, 8, 3, 1, 5, 3, 4, 3, 2, 1, 0, 1, 1, 1, true},       // stride that does not divide
+      {4, 4, 2, 1, 1, 1, 2, 2, 2, 0, 0, 1, 1, 1, false},      // right edge cut off (pad_r < 0)
+      {8, 6, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},       // one input channel
+  };
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE(testing::Message() << k.W << "x" << k.H << "x" << k.cin << " k " << k.KW << "x"
+                                    << k.KH << " s " << k.s0 << "," << k.s1 << " p " << k.p0 << ","
+                                    << k.p1 << " d " << k.d0 << "," << k.d1);
+    expect_matches(k, DType::F32);
+  }
+}
+
+TEST(CpuConv2d, Groups) {
+  expect_matches({10, 9, 8, 2, 3, 3, 12, 1, 1, 1, 1, 1, 1, 4, true}, DType::F32);
+  expect_matches({10, 9, 6, 1, 3, 3, 6, 1, 1, 1, 1, 1, 1, 6, true}, DType::F32);  // depthwise
+  expect_matches({7, 7, 6, 1, 3, 3, 12, 2, 2, 1, 1, 2, 2, 3, false}, DType::F16);
+}
+
+TEST(CpuConv2d, WeightDtypes) {
+  const ConvCase k{11, 9, 20, 2, 3, 3, 17, 1, 1, 1, 1, 1, 1, 1, true};
+  for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(t));
+    expect_matches(k, t);
+    expect_matches({11, 9, 20, 2, 3, 3, 16, 1, 1, 1, 1, 1, 1, 2, false}, t);
+  }
+}
+
+TEST(CpuConv2d, StridedInputView) {
+  expect_matches({9, 7, 6, 2, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, true}, DType::F32, true);
+  expect_matches({9, 7, 6, 2, 3, 3, 5, 2, 2, 1, 1, 1, 1, 1, true}, DType::BF16, true);
+}
+
+}  // namespace
+}  // namespace sd

@@ -1,0 +1,112 @@
+#include "backend/cpu/dnnl_state.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "tensor/error.h"
+
+namespace sd {
+
+namespace {
+
+// FNV-1a over up to 64 evenly spaced 64-byte pieces of the tensor's bytes (all of them when
+// small): cheap enough for every call, and a rewritten weight changes the sampled bytes.
+uint64_t fingerprint(const Tensor* t) {
+  const auto* p = static_cast<const unsigned char*>(t->data);
+  const size_t n = t->nbytes();
+  constexpr size_t kPiece = 64, kPieces = 64;
+  uint64_t h = 1469598103934665603ull;
+  auto mix = [&h](const unsigned char* q, size_t len) {
+    for (size_t i = 0; i < len; ++i) h = (h ^ q[i]) * 1099511628211ull;
+  };
+  if (n <= kPiece * kPieces) {
+    mix(p, n);
+  } else {
+    const size_t step = (n - kPiece) / (kPieces - 1);
+    for (size_t i = 0; i < kPieces; ++i) mix(p + i * step, kPiece);
+  }
+  return h;
+}
+
+// ISA values are bit sets, each including the ones below it (AMX includes AVX512_BF16).
+bool isa_has_bf16(dnnl::cpu_isa isa) {
+  const auto bits = static_cast<unsigned>(isa),
+             bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
+  return (bits & bf16) == bf16;
+}
+
+}  // namespace
+
+DnnlState::DnnlState() : native_bf16(isa_has_bf16(dnnl::get_effective_cpu_isa())) {}
+
+DnnlState::~DnnlState() {
+  for (Block& b : scratch_) std::free(b.data);
+}
+
+void* DnnlState::scratch(DnnlScratch slot, size_t bytes) {
+  Block& b = scratch_[static_cast<int>(slot)];
+  if (bytes > b.size) {
+    std::free(b.data);
+    b.size = 0;
+    // Rounded up to whole 64-byte lines, as aligned_alloc requires.
+    const size_t size = (bytes + 63) / 64 * 64;
+    b.data = std::aligned_alloc(64, size);
+    SD_CHECK(b.data, "[CPU] cannot allocate %zu bytes of scratch memory for oneDNN", size);
+    b.size = size;
+  }
+  return b.data;
+}
+
+dnnl::memory DnnlState::scratch_memory(DnnlScratch slot, const dnnl::memory::desc& desc) {
+  return dnnl::memory(desc, engine, scratch(slot, desc.get_size()));
+}
+
+const DnnlPrimitive& DnnlState::primitive(const DnnlKey& key,
+                                          const std::function<DnnlPrimitive()>& make) {
+  auto it = primitives_.find(key.str());
+  if (it == primitives_.end()) it = primitives_.emplace(key.str(), make()).first;
+  return it->second;
+}
+
+bool DnnlState::cacheable(const Tensor* t) {
+  return t->op == Op::None && (t->has_flag(kFlagParam) || !t->has_flag(kFlagInput));
+}
+
+dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
+                                       const std::function<void(const dnnl::memory&)>& pack) {
+  if (!cacheable(t)) return {};
+  const WeightKey key{t->data, t->type, t->ne, t->nb};
+  const uint64_t fp = fingerprint(t);
+  auto it = weights_.find(key);
+  if (it != weights_.end()) {
+    PackedWeights& w = it->second;
+    if (w.layout == layout) {
+      if (w.fingerprint != fp) {
+        pack(w.memory);
+        w.fingerprint = fp;
+      }
+      return w.memory;
+    }
+    // Another consumer wants another layout: the newest wins.
+    weight_bytes_ -= w.layout.get_size();
+    weights_.erase(it);
+  }
+  if (weight_bytes_ + layout.get_size() > weight_cache_limit) return {};
+  PackedWeights w{layout, dnnl::memory(layout, engine), fp};
+  pack(w.memory);
+  weight_bytes_ += layout.get_size();
+  return weights_.emplace(key, std::move(w)).first->second.memory;
+}
+
+void DnnlState::forget_weights() {
+  weights_.clear();
+  weight_bytes_ = 0;
+}
+
+void DnnlState::execute(const dnnl::primitive& p,
+                        const std::unordered_map<int, dnnl::memory>& args) {
+  p.execute(stream, args);
+  stream.wait();
+}
+
+}  // namespace sd

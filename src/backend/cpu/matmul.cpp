@@ -1,0 +1,247 @@
+// Fast MatMul through oneDNN's matmul primitive. In oneDNN's row-major terms b is the
+// source [rows, K], a the weights [K, M] (a's rows are the weight matrix's columns) and dst
+// the [rows, M] result, so out[m, n] lands at dst[n * M + m] as the op defines.
+//
+// Weight dtype policy (what the GEMM runs in):
+//   f32                 f32 GEMM over the whole weight, packed once into oneDNN's blocked
+//                       layout (cached for weights, packed per call otherwise).
+//   bf16                bf16 GEMM (activations converted to bf16), f32 accumulation and
+//                       output, on CPUs with native bf16; f32 tiles below otherwise.
+//   f16, q8_0           rows dequantized tile by tile to f32: f16 is exact in f32, and
+//                       q8_0's own error (~0.2% of a block's max) is no larger than bf16's
+//                       rounding, which would double it.
+//   q2_K..q6_K, q4_0..  tiles dequantized to bf16 (native bf16 CPUs): these types' own error
+//   q5_1                (>= 1% of a block's max) dwarfs bf16's 0.4%, and the bf16 GEMM runs
+//                       at about twice the f32 rate.
+// Tiles bound the staging memory: a weight is never dequantized whole.
+#include <omp.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/cpu/dnnl_state.h"
+#include "backend/cpu/linalg_kernels.h"
+#include "tensor/quant/quant.h"
+
+namespace sd {
+
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+// Values of dequantized weights per tile: 4 MiB of f32 staging, while every tile's GEMM
+// stays large enough (>= 64 output columns) to run at full speed.
+constexpr int64_t kTileValues = int64_t{1} << 20;
+
+int64_t dt_size(dt t) { return t == dt::f32 ? 4 : 2; }
+
+// A source tensor as a dense 4-D [B3, B2, N, K] matrix stack of dtype `type`: b itself when
+// it already is one, else a copy in scratch (a permuted view, or bf16 for a bf16 GEMM).
+// oneDNN's fast matmul kernels want dense operands; the copy costs one pass over b against
+// the GEMM's 2 M passes.
+void* dense_src(CpuContext& ctx, const Tensor* b, dt type) {
+  DnnlState& st = *ctx.dnnl;
+  const memory::dims dims = {b->ne[3], b->ne[2], b->ne[1], b->ne[0]};
+  if (type == dt::f32 && b->is_contiguous()) return b->data;
+  const memory::dims strides = {static_cast<int64_t>(b->nb[3] / 4),
+                                static_cast<int64_t>(b->nb[2] / 4),
+                                static_cast<int64_t>(b->nb[1] / 4),
+                                static_cast<int64_t>(b->nb[0] / 4)};
+  const memory::desc user(dims, dt::f32, strides);
+  const memory::desc dense(dims, type, tag::abcd);
+  DnnlKey key("reorder-src");
+  for (int i = 0; i < 4; ++i) key << dims[i] << strides[i];
+  key << static_cast<int64_t>(type) << ctx.threads;
+  const DnnlPrimitive& r = st.primitive(key, [&] {
+    return DnnlPrimitive{dnnl::reorder(dnnl::reorder::primitive_desc(st.engine, user, st.engine,
+                                                                     dense)),
+                         {}, {}, {}, {}};
+  });
+  memory out = st.scratch_memory(DnnlScratch::Src, dense);
+  st.execute(r.prim, {{DNNL_ARG_FROM, memory(user, st.engine, b->data)}, {DNNL_ARG_TO, out}});
+  return out.get_data_handle();
+}
+
+// Identifies a GEMM by its shapes and dtype (and the thread count oneDNN planned for).
+DnnlKey gemm_key(CpuContext& ctx, const char* kind, const memory::dims& src,
+                 const memory::dims& weights, dt type) {
+  DnnlKey key(kind);
+  for (auto d : src) key << d;
+  for (auto d : weights) key << d;
+  key << static_cast<int64_t>(type) << ctx.threads;
+  return key;
+}
+
+// A matmul primitive for dense src/dst and weights in whatever layout oneDNN prefers.
+const DnnlPrimitive& gemm_primitive(CpuContext& ctx, const DnnlKey& key, const memory::dims& src,
+                                    const memory::dims& weights, const memory::dims& dst,
+                                    dt type) {
+  DnnlState& st = *ctx.dnnl;
+  return st.primitive(key, [&] {
+    const tag plain = src.size() == 2 ? tag::ab : tag::abcdef;
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    dnnl::matmul::primitive_desc pd(
+        dnnl::matmul::desc(memory::desc(src, type, plain), memory::desc(weights, type, tag::any),
+                           memory::desc(dst, dt::f32, plain)),
+        attr, st.engine);
+    return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
+                         pd.scratchpad_desc()};
+  });
+}
+
+// Packs weights given as `user` at `data` into `layout` (a GEMM's weights layout; `key`
+// names the pair): the cached copy of `owner` when `cache`, else a per-call copy in scratch.
+memory pack_weights(CpuContext& ctx, const DnnlKey& key, const Tensor* owner,
+                    const memory::desc& user, const void* data, const memory::desc& layout,
+                    bool cache) {
+  DnnlState& st = *ctx.dnnl;
+  auto pack = [&](const memory& to) {
+    const DnnlPrimitive& r = st.primitive(key, [&] {
+      return DnnlPrimitive{
+          dnnl::reorder(dnnl::reorder::primitive_desc(st.engine, user, st.engine, layout)),
+          {}, {}, {}, {}};
+    });
+    st.execute(r.prim, {{DNNL_ARG_FROM, memory(user, st.engine, const_cast<void*>(data))},
+                        {DNNL_ARG_TO, to}});
+  };
+  memory packed = cache ? st.cached_weights(owner, layout, pack) : memory();
+  if (!packed) {
+    packed = st.scratch_memory(DnnlScratch::Weights, layout);
+    pack(packed);
+  }
+  return packed;
+}
+
+void run_gemm(CpuContext& ctx, const DnnlPrimitive& p, void* src, const memory& weights,
+              void* dst) {
+  DnnlState& st = *ctx.dnnl;
+  st.execute(p.prim, {{DNNL_ARG_SRC, memory(p.src, st.engine, src)},
+                      {DNNL_ARG_WEIGHTS, weights},
+                      {DNNL_ARG_DST, memory(p.dst, st.engine, dst)},
+                      {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad,
+                                                              p.scratchpad)}});
+}
+
+struct MatmulDims {
+  int64_t K, M, N, A2, A3, B2, B3, r2, r3;
+};
+
+// f32 or bf16 weights, in one GEMM: a's batch dims broadcast over b's by splitting b's
+// [B2, B3] into [A2, r2] x [A3, r3] and giving the weights size-1 dims where b has r2, r3.
+void whole_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
+  const Tensor* a = dst->src[0];
+  const Tensor* b = dst->src[1];
+  const int64_t es = static_cast<int64_t>(type_size(a->type));
+  const int64_t sa0 = static_cast<int64_t>(a->nb[0]) / es, sa1 = static_cast<int64_t>(a->nb[1]) / es;
+  const int64_t sa2 = static_cast<int64_t>(a->nb[2]) / es, sa3 = static_cast<int64_t>(a->nb[3]) / es;
+  memory::dims src, weights, out, user_strides;
+  if (s.A2 * s.A3 == 1) {
+    const int64_t rows = s.N * s.B2 * s.B3;
+    src = {rows, s.K};
+    weights = {s.K, s.M};
+    out = {rows, s.M};
+    user_strides = {sa0, sa1};
+  } else {
+    src = {s.A3, s.r3, s.A2, s.r2, s.N, s.K};
+    weights = {s.A3, 1, s.A2, 1, s.K, s.M};
+    out = {s.A3, s.r3, s.A2, s.r2, s.N, s.M};
+    user_strides = {sa3, sa3, sa2, sa2, sa0, sa1};
+  }
+  DnnlKey key = gemm_key(ctx, "matmul", src, weights, type);
+  const DnnlPrimitive& p = gemm_primitive(ctx, key, src, weights, out, type);
+  void* src_data = dense_src(ctx, b, type);
+  key << -1;  // the weights reorder: this GEMM's layout from a's strides
+  for (auto st : user_strides) key << st;
+  const memory::desc user(weights, type, user_strides);
+  const memory packed =
+      pack_weights(ctx, key, a, user, a->data, p.weights, DnnlState::cacheable(a));
+  run_gemm(ctx, p, src_data, packed, dst->data);
+}
+
+// Row m of a's batch (i2, i3) as f32.
+void load_weight_row(const Tensor* a, int64_t m, int64_t i2, int64_t i3, float* out) {
+  const char* row = static_cast<const char*>(a->data) + m * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3];
+  if (a->rows_contiguous()) {
+    dequantize_row(a->type, row, out, a->ne[0]);
+  } else {  // a strided view of a float weight
+    for (int64_t k = 0; k < a->ne[0]; ++k) dequantize_row(a->type, row + k * a->nb[0], out + k, 1);
+  }
+}
+
+// f16 and block-type weights: tiles of `mt` rows of a are dequantized to f32, packed into
+// the GEMM dtype `type` by a oneDNN reorder and multiplied, tile after tile.
+void tiled_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
+  DnnlState& st = *ctx.dnnl;
+  const Tensor* a = dst->src[0];
+  const Tensor* b = dst->src[1];
+  const bool batched = s.A2 * s.A3 > 1;
+  const int64_t rows = batched ? s.N : s.N * s.B2 * s.B3;  // GEMM rows per call
+  int64_t mt = s.M;
+  if (s.M * s.K > kTileValues) mt = std::min(s.M, std::max<int64_t>(64, kTileValues / s.K / 64 * 64));
+
+  auto* src = static_cast<char*>(dense_src(ctx, b, type));
+  auto* stage = static_cast<float*>(st.scratch(DnnlScratch::Stage, sizeof(float) * mt * s.K));
+  auto* out = static_cast<float*>(dst->data);
+  for (int64_t ia3 = 0; ia3 < s.A3; ++ia3)
+    for (int64_t ia2 = 0; ia2 < s.A2; ++ia2)
+      for (int64_t m0 = 0; m0 < s.M; m0 += mt) {
+        const int64_t mc = std::min(mt, s.M - m0);
+        DnnlKey key = gemm_key(ctx, "matmul-tile", {rows, s.K}, {s.K, mc}, type);
+        const DnnlPrimitive& p = gemm_primitive(ctx, key, {rows, s.K}, {s.K, mc}, {rows, mc}, type);
+#pragma omp parallel for num_threads(ctx.threads) schedule(static)
+        for (int64_t r = 0; r < mc; ++r) load_weight_row(a, m0 + r, ia2, ia3, stage + r * s.K);
+        const memory::desc staged({s.K, mc}, dt::f32, memory::dims{1, s.K});
+        const memory packed = pack_weights(ctx, key << -1, a, staged, stage, p.weights, false);
+        for (int64_t j3 = 0; j3 < (batched ? s.r3 : 1); ++j3)
+          for (int64_t j2 = 0; j2 < (batched ? s.r2 : 1); ++j2) {
+            const int64_t batch = batched ? (ia3 * s.r3 + j3) * s.B2 + ia2 * s.r2 + j2 : 0;
+            char* src_rows = src + batch * s.N * s.K * dt_size(type);
+            float* dst_rows = out + batch * s.N * s.M;
+            if (mc == s.M) {
+              run_gemm(ctx, p, src_rows, packed, dst_rows);
+              continue;
+            }
+            // A column tile: oneDNN's fast kernels want a dense dst, so copy it into place.
+            auto* tile = static_cast<float*>(st.scratch(DnnlScratch::Dst, sizeof(float) * rows * mc));
+            run_gemm(ctx, p, src_rows, packed, tile);
+#pragma omp parallel for num_threads(ctx.threads) schedule(static)
+            for (int64_t r = 0; r < rows; ++r)
+              std::memcpy(dst_rows + r * s.M + m0, tile + r * mc, sizeof(float) * mc);
+          }
+      }
+}
+
+}  // namespace
+
+bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
+  const Tensor* a = dst->src[0];
+  const Tensor* b = dst->src[1];
+  if (b->type != DType::F32 || !dst->is_contiguous()) return false;
+  const MatmulDims s{a->ne[0], a->ne[1], b->ne[1], a->ne[2], a->ne[3],
+                 b->ne[2], b->ne[3], b->ne[2] / a->ne[2], b->ne[3] / a->ne[3]};
+  if (dst->nelements() == 0) return true;
+  if (s.K == 0) {
+    std::memset(dst->data, 0, dst->nbytes());
+    return true;
+  }
+  const bool bf16 = ctx.dnnl->native_bf16;
+  try {
+    if (a->type == DType::F32) {
+      whole_weight(ctx, dst, s, dt::f32);
+    } else if (a->type == DType::BF16 && bf16) {
+      whole_weight(ctx, dst, s, dt::bf16);
+    } else {
+      const bool bf16_tile = bf16 && is_quantized(a->type) && a->type != DType::Q8_0 &&
+                             a->type != DType::Q8_K;
+      tiled_weight(ctx, dst, s, bf16_tile ? dt::bf16 : dt::f32);
+    }
+  } catch (const dnnl::error&) {
+    return false;  // a shape or dtype this oneDNN build has no kernel for: reference runs
+  }
+  return true;
+}
+
+}  // namespace sd

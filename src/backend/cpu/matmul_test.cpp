@@ -1,0 +1,174 @@
+// Fast MatMul (oneDNN) against the reference kernel: odd sizes, K not a multiple of 16,
+// broadcast batch dims, strided views and every weight dtype.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "backend/compute_buffer.h"
+#include "backend/registry.h"
+#include "simd_test_util.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/view.h"
+
+namespace sd {
+namespace {
+
+// Error bounds, for values uniform in [-1, 1] (|a_k b_k| <= 1, a sum of K of them):
+// - f32 GEMM (f32 weights, f16 and q8_0 tiles): oneDNN sums in f32 in blocks, the
+//   reference in double; observed errors reach 6e-8 K, so 3e-7 K leaves a margin of 5
+//   while any indexing bug errs by O(1).
+double f32_atol(int64_t K) {
+  return 3e-7 * static_cast<double>(K);
+}
+// - bf16 GEMM (bf16 weights, 2..6-bit tiles): both operands are rounded to 8 significant
+//   bits, so each product is off by up to 2^-8 of itself, and K such errors add up like a
+//   random walk: 2^-8 sqrt(K) is about four standard deviations (observed up to 0.7 of
+//   it), so 2^-7 sqrt(K) bounds it with margin, still small against results of typical
+//   size sqrt(K) / 3.
+double bf16_atol(int64_t K) {
+  return std::sqrt(static_cast<double>(K)) / 128;
+}
+
+bool bf16_gemm(DType t) {
+  return t == DType::BF16 || (is_quantized(t) && t != DType::Q8_0);
+}
+
+double atol_for(DType t, int64_t K) {
+  return bf16_gemm(t) ? bf16_atol(K) : f32_atol(K);
+}
+
+enum class Layout { Contiguous, TransposedB, PermutedB, TransposedA };
+
+// matmul(a, b) with a [K, M, A2, A3] of dtype `ta` and b [K, N, B2, B3] f32, built in
+// `layout` (a view of a differently shaped leaf when not contiguous).
+test::GraphCase matmul_case(DType ta, Shape sa, Shape sb, Layout layout = Layout::Contiguous) {
+  test::GraphCase c;
+  c.build = [=](Context& ctx) {
+    Tensor* a = nullptr;
+    Tensor* b = nullptr;
+    if (layout == Layout::TransposedA) {
+      a = transpose(ctx, ctx.new_tensor(ta, {sa[1], sa[0], sa[2], sa[3]}, "a_t"));
+    } else {
+      a = ctx.new_tensor(ta, sa, "a");
+    }
+    if (layout == Layout::TransposedB) {
+      b = transpose(ctx, ctx.new_tensor(DType::F32, {sb[1], sb[0], sb[2], sb[3]}, "b_t"));
+    } else if (layout == Layout::PermutedB) {
+      // [K, B2, N, B3] -> [K, N, B2, B3], as attention heads are split off a projection.
+      b = permute(ctx, ctx.new_tensor(DType::F32, {sb[0], sb[2], sb[1], sb[3]}, "b_p"),
+                  {0, 2, 1, 3});
+    } else {
+      b = ctx.new_tensor(DType::F32, sb, "b");
+    }
+    return std::vector<Tensor*>{matmul(ctx, a, b)};
+  };
+  return c;
+}
+
+TEST(CpuMatMul, F32OddSizes) {
+  for (auto [K, M, N] : {std::array<int64_t, 3>{1, 1, 1},
+                         {3, 1, 5},
+                         {17, 5, 3},
+                         {33, 70, 9},
+                         {333, 65, 31},
+                         {96, 100, 77}}) {
+    SCOPED_TRACE(testing::Message() << "K " << K << " M " << M << " N " << N);
+    test::expect_fast_path(matmul_case(DType::F32, make_shape({K, M}), make_shape({K, N, 2})),
+                           f32_atol(K), 0);
+  }
+}
+
+TEST(CpuMatMul, WeightBroadcastsOverBatch) {
+  // b's 4 x 6 batch over a's 2 x 3: each a slice serves 2 x 2 slices of b.
+  for (DType t : {DType::F32, DType::BF16, DType::F16, DType::Q4_0}) {
+    SCOPED_TRACE(dtype_name(t));
+    test::expect_fast_path(matmul_case(t, make_shape({64, 7, 2, 3}), make_shape({64, 5, 4, 6})),
+                           atol_for(t, 64), 0);
+    test::expect_fast_path(matmul_case(t, make_shape({64, 9, 3, 1}), make_shape({64, 4, 3, 2})),
+                           atol_for(t, 64), 0);
+  }
+}
+
+TEST(CpuMatMul, StridedViews) {
+  for (DType t : {DType::F32, DType::BF16, DType::F16}) {
+    SCOPED_TRACE(dtype_name(t));
+    test::expect_fast_path(
+        matmul_case(t, make_shape({45, 21}), make_shape({45, 19, 3}), Layout::TransposedB),
+        atol_for(t, 45), 0);
+    test::expect_fast_path(
+        matmul_case(t, make_shape({40, 21}), make_shape({40, 19, 3, 2}), Layout::PermutedB),
+        atol_for(t, 40), 0);
+    test::expect_fast_path(
+        matmul_case(t, make_shape({24, 33, 2}), make_shape({24, 10, 4}), Layout::TransposedA),
+        atol_for(t, 24), 0);
+  }
+  test::expect_fast_path(
+      matmul_case(DType::Q8_0, make_shape({64, 21}), make_shape({64, 19, 3}), Layout::PermutedB),
+      f32_atol(64), 0);
+}
+
+TEST(CpuMatMul, EveryWeightDtype) {
+  const DType types[] = {DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
+                         DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,
+                         DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::Q6_K};
+  for (DType t : types) {
+    SCOPED_TRACE(dtype_name(t));
+    const int64_t K = block_size(t) == 256 ? 512 : 96;  // K-quants need whole 256-blocks
+    test::expect_fast_path(matmul_case(t, make_shape({K, 37}), make_shape({K, 13, 2})),
+                           atol_for(t, K), 0);
+  }
+}
+
+TEST(CpuMatMul, WeightsLargerThanOneTile) {
+  // 512 x 2100 values exceed one 1 Mi-value tile: a full 2048-row tile and a 52-row one.
+  for (DType t : {DType::Q4_0, DType::F16}) {
+    SCOPED_TRACE(dtype_name(t));
+    test::expect_fast_path(matmul_case(t, make_shape({512, 2100}), make_shape({512, 5})),
+                           atol_for(t, 512), 0);
+  }
+}
+
+// A weight rewritten in place (LoRA applied, another weight loaded at the same address)
+// must not be served from the packed-weight cache.
+TEST(CpuMatMul, CachedWeightsFollowInPlaceChanges) {
+  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+  for (DType t : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(t));
+    Context ctx;
+    Tensor* a = ctx.new_tensor(t, {64, 48}, "a");
+    a->flags |= kFlagParam;
+    Tensor* b = ctx.new_tensor(DType::F32, {64, 8}, "b");
+    Tensor* y = matmul(ctx, a, b);
+    Graph graph = Graph::build({y});
+    // Weights are placed by their loader, not by the graph's compute buffer.
+    auto weights = cpu.buffer_type().allocate(a->nbytes());
+    bind_tensor(*a, *weights, 0);
+    ComputeBuffer memory(cpu.buffer_type());
+    memory.allocate(graph);
+    auto fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
+    auto ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
+    auto set = [](Tensor* t, uint32_t seed) {
+      std::vector<float> v = test::random_values(t->nelements(), seed);
+      std::vector<uint8_t> bytes(t->nbytes());
+      quantize_rows(t->type, v.data(), bytes.data(), t->nrows(), t->ne[0]);
+      tensor_set(*t, bytes.data());
+    };
+    auto result = [&](Backend& backend) {
+      backend.compute(graph);
+      std::vector<float> out(static_cast<size_t>(y->nelements()));
+      tensor_get(*y, out.data());
+      return out;
+    };
+    set(b, 1);
+    for (uint32_t seed : {2u, 3u}) {
+      set(a, seed);
+      const std::vector<float> got = result(*fast);
+      EXPECT_LE(test::max_scaled_error(got, result(*ref), atol_for(t, 64), 0), 1.0)
+          << "weights from seed " << seed;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace sd

@@ -1,0 +1,57 @@
+#include "backend/cpu/strided_loop.h"
+
+#include "tensor/quant/quant.h"
+
+namespace sd {
+
+StridedLoop make_strided_loop(Tensor* dst, std::initializer_list<const Tensor*> srcs) {
+  StridedLoop loop;
+  std::array<const Tensor*, kMaxLoopOperands> ts{};
+  ts[loop.operands++] = dst;
+  for (const Tensor* s : srcs) ts[loop.operands++] = s;
+  for (int k = 0; k < loop.operands; ++k) {
+    loop.data[k] = static_cast<char*>(ts[k]->data);
+    loop.type[k] = ts[k]->type;
+  }
+
+  // Keep the dims where dst has extent > 1, merging each into the previous kept dim when
+  // every operand steps through both as one: stride[d] == stride[prev] * ne[prev].
+  int kept = 0;
+  for (int d = 0; d < kMaxDims; ++d) {
+    const int64_t n = dst->ne[d];
+    if (n == 1) continue;
+    auto stride = [&](int k) { return ts[k]->ne[d] == 1 ? size_t{0} : ts[k]->nb[d]; };
+    bool merge = kept > 0;
+    for (int k = 0; merge && k < loop.operands; ++k) {
+      merge = stride(k) == loop.nb[k][kept - 1] * static_cast<size_t>(loop.ne[kept - 1]);
+    }
+    if (merge) {
+      loop.ne[kept - 1] *= n;
+      continue;
+    }
+    loop.ne[kept] = n;
+    for (int k = 0; k < loop.operands; ++k) loop.nb[k][kept] = stride(k);
+    ++kept;
+  }
+  // A single value: one run of one element, dense in every operand.
+  if (kept == 0) {
+    for (int k = 0; k < loop.operands; ++k) loop.nb[k][0] = type_size(loop.type[k]);
+  }
+  return loop;
+}
+
+const float* load_run_f32(const StridedLoop& loop, int k, int64_t row, int64_t i0, int64_t n,
+                          float* scratch) {
+  const char* p = loop.row_ptr(k, row) + static_cast<size_t>(i0) * loop.nb[k][0];
+  if (loop.type[k] == DType::F32) return reinterpret_cast<const float*>(p);
+  dequantize_row(loop.type[k], p, scratch, n);
+  return scratch;
+}
+
+float load_scalar_f32(const StridedLoop& loop, int k, int64_t row) {
+  float v;
+  dequantize_row(loop.type[k], loop.row_ptr(k, row), &v, 1);
+  return v;
+}
+
+}  // namespace sd
