@@ -9,6 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   python3 python3-numpy
+  nlohmann-json3-dev
 )
 
 missing=()
