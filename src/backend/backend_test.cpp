@@ -6,6 +6,7 @@
 #include "backend/registry.h"
 #include "tensor/error.h"
 #include "tensor/ops/elementwise.h"
+#include "tensor/ops/softmax.h"
 
 namespace sd {
 namespace {
@@ -84,6 +85,42 @@ TEST(CpuBackend, RefusesAGraphWithoutMemory) {
   Graph g = Graph::build({add(ctx, x, x)});
   auto backend = cpu.create_backend({});
   EXPECT_THROW(backend->compute(g), Error);
+}
+
+// A device that computes everything the CPU does except softmax, as a GPU backend
+// without that kernel would: planning must name the op and the device.
+class NoSoftmaxDevice final : public Device {
+ public:
+  std::string name() const override { return "TEST0"; }
+  std::string description() const override { return "test device"; }
+  DeviceKind kind() const override { return DeviceKind::Gpu; }
+  DeviceMemory memory() const override { return {}; }
+  DeviceCaps caps() const override { return {}; }
+  BufferType& buffer_type() override { return cpu().buffer_type(); }
+  std::unique_ptr<Backend> create_backend(const BackendOptions& o) override {
+    return cpu().create_backend(o);
+  }
+  bool supports_op(const Tensor& node) const override { return node.op != Op::Softmax; }
+
+ private:
+  static Device& cpu() { return DeviceRegistry::instance().get("CPU"); }
+};
+
+TEST(CheckSupported, NamesTheOpAndTheDevice) {
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {4}, "x");
+  Graph ok = Graph::build({add(ctx, x, x)});
+  Graph bad = Graph::build({softmax(ctx, add(ctx, x, x))});
+  NoSoftmaxDevice device;
+  EXPECT_NO_THROW(check_supported(device, ok));
+  try {
+    check_supported(device, bad);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("softmax"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("TEST0"), std::string::npos) << msg;
+  }
 }
 
 }  // namespace
