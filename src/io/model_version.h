@@ -1,0 +1,59 @@
+// Which model a set of weights is, from tensor names and shapes alone (no metadata, no
+// bytes): what the loader uses to choose the network preset and the defaults.
+//
+// What weights cannot tell: SD2.x eps vs v prediction (768-v and 512-base have identical
+// tensors) and SD3/Flux sampling details; those come from a flag or file metadata.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "io/tensor_info.h"
+
+namespace sd::io {
+
+enum class ModelVersion {
+  Unknown,
+  SD1,
+  SD1Inpaint,  // UNet input has 9 channels: latent + mask + masked-image latent
+  SD1Pix2Pix,  // 8 channels: latent + input-image latent
+  SD2,         // OpenCLIP ViT-H text encoder, context 1024
+  SD2Inpaint,
+  SDXL,
+  SDXLInpaint,
+  SDXLPix2Pix,
+  SDXLRefiner,  // OpenCLIP-bigG only, context 1280
+  SD3,          // SD3 Medium: 24 joint blocks
+  SD3_5Medium,  // MMDiT-X: x_block.attn2 in the first joint blocks
+  SD3_5Large,   // 38 joint blocks
+  Flux,         // Flux.1 dev: guidance embedding (guidance_in)
+  FluxSchnell,  // no guidance_in
+  FluxFill,     // img_in takes 384 channels (64 latent + 320 mask/image)
+};
+
+enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux };
+
+ModelFamily family_of(ModelVersion v);
+// sd.cpp's strings where it has the version ("SD 1.x", "SD 2.x Inpaint", "SDXL", "Flux
+// Fill"), otherwise in the same style ("SDXL Refiner", "SD3.5 Large", "Flux Schnell").
+const char* version_name(ModelVersion v);
+const char* family_name(ModelFamily f);
+bool is_unet_family(ModelVersion v);  // encoders under cond_stage_model. (name_conversion.h)
+
+// What detection measured, for messages and presets.
+struct ModelDescription {
+  ModelVersion version = ModelVersion::Unknown;
+  int64_t in_channels = 0;  // of the UNet's conv_in / the DiT's patch input
+  int64_t context_dim = 0;  // cross-attention key width (UNets)
+  int depth = 0;            // joint blocks (SD3) or double blocks (Flux)
+};
+
+// Accepts raw checkpoint names or canonical ones (names are canonicalized as a checkpoint
+// first). Returns version Unknown when nothing matches.
+ModelDescription describe_model(const std::vector<TensorInfo>& tensors);
+
+// As describe_model, but an unknown model is an sd::Error:
+// "unknown model: saw N tensors, e.g. <first names>; expected one of SD1.x, ...".
+ModelVersion detect_version(const std::vector<TensorInfo>& tensors);
+
+}  // namespace sd::io
