@@ -27,6 +27,7 @@ std::string dtype_string(const TensorInfo& t) {
 }
 
 void load_tensor_data(const TensorInfo& info, const void* src, void* dst) {
+  if (info.size == 0) return;  // empty tensors may come with null pointers
   if (!info.needs_conversion()) {
     std::memcpy(dst, src, static_cast<size_t>(info.size));
     return;

@@ -1,0 +1,52 @@
+// Read-only view of a zip archive in a mapped file, as PyTorch's torch.save (>= 1.6)
+// writes them: entries stored uncompressed and aligned, so a tensor's bytes can be used in
+// place. Our own reader rather than libzip or minizip: those hand out entries through
+// read calls into buffers and do not expose where an entry's bytes sit in the file, which
+// zero-copy mmap loading needs. Only the parts of the format real archives use are read:
+// the end-of-central-directory record (and its zip64 form, for archives over 4 GiB), the
+// central directory and the local headers. Everything is bounds-checked against the file.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "io/mapped_file.h"
+
+namespace sd::io {
+
+struct ZipEntry {
+  std::string name;
+  uint16_t method = 0;  // 0: stored; 8: deflate (not read here)
+  uint16_t flags = 0;
+  uint64_t compressed_size = 0;
+  uint64_t size = 0;         // uncompressed
+  uint64_t header = 0;       // file offset of the local header
+  uint64_t data_offset = 0;  // file offset of the entry's (compressed) bytes
+};
+
+class ZipArchive {
+ public:
+  // "PK\3\4" at the start: the file is a zip archive (or claims to be).
+  static bool looks_like_zip(const MappedFile& file);
+  // Parses the directory; throws sd::Error "<path>: <what> (<hint>)".
+  static ZipArchive parse(std::shared_ptr<const MappedFile> file);
+
+  const std::vector<ZipEntry>& entries() const { return entries_; }
+  const ZipEntry* find(std::string_view name) const;
+  // The bytes of an uncompressed entry in the file (entry.size of them); throws sd::Error
+  // for a compressed or encrypted one.
+  const uint8_t* stored_data(const ZipEntry& entry) const;
+  const MappedFile& file() const { return *file_; }
+  const std::shared_ptr<const MappedFile>& shared_file() const { return file_; }
+
+ private:
+  std::shared_ptr<const MappedFile> file_;
+  std::vector<ZipEntry> entries_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+}  // namespace sd::io
