@@ -1,10 +1,13 @@
 // sd-cli: the command-line front end. Until the generation pipeline lands it lists
-// devices and reports its version; flags keep stable-diffusion.cpp's names.
+// devices, reports its version and converts models; flags keep stable-diffusion.cpp's names.
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/convert.h"
 #include "backend/registry.h"
 #include "tensor/error.h"
 
@@ -19,8 +22,16 @@ void print_usage(const char* argv0) {
       "  --version             print the version and exit\n"
       "  --list-devices        list the devices modules can run on, and exit\n"
       "  -t, --threads N       CPU threads (default: all cores)\n"
-      "  -v, --verbose         print extra information\n",
-      argv0);
+      "  -v, --verbose         print extra information\n"
+      "  -M, --mode MODE       img_gen (default) or convert\n"
+      "  -m, --model PATH      model file or diffusers folder\n"
+      "  -o, --output PATH     output file (convert: a .gguf file)\n"
+      "  --type TYPE           convert: weight type, one of %s\n"
+      "                        (default: keep each tensor's type)\n"
+      "  --tensor-type-rules R convert: per-tensor types, \"regex=type,...\";\n"
+      "                        the first matching rule wins\n"
+      "  --vae PATH            VAE file replacing the model's VAE\n",
+      argv0, sd::api::convert_type_list().c_str());
 }
 
 void list_devices() {
@@ -31,7 +42,8 @@ void list_devices() {
                        : d->kind() == sd::DeviceKind::Gpu ? "gpu"
                                                           : "remote";
     char memory[64];
-    std::snprintf(memory, sizeof memory, "%.1f/%.1f GiB", static_cast<double>(mem.free) / (1u << 30),
+    std::snprintf(memory, sizeof memory, "%.1f/%.1f GiB",
+                  static_cast<double>(mem.free) / (1u << 30),
                   static_cast<double>(mem.total) / (1u << 30));
     std::printf("%-8s %-7s %-16s %s\n", d->name().c_str(), kind, memory, d->description().c_str());
   }
@@ -43,7 +55,18 @@ struct Options {
   bool list_devices = false;
   int threads = 0;
   bool verbose = false;
+  std::string mode = "img_gen";
+  bool mode_given = false;
+  std::string model, output, vae, tensor_type_rules;
+  std::optional<sd::DType> type;
 };
+
+constexpr const char* kModes[] = {"img_gen", "convert"};
+
+std::string lowercase(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -68,11 +91,54 @@ Options parse(int argc, char** argv) {
       SD_CHECK(end && *end == '\0' && n >= -1 && n <= 4096,
                "--threads takes a whole number (0 or -1: all cores), got '%s'", v.c_str());
       o.threads = static_cast<int>(n);
+    } else if (arg == "-M" || arg == "--mode") {
+      o.mode = lowercase(value());
+      o.mode_given = true;
+      bool known = false;
+      for (const char* m : kModes) known = known || o.mode == m;
+      SD_CHECK(known, "unknown mode '%s'; valid modes: img_gen, convert", o.mode.c_str());
+    } else if (arg == "-m" || arg == "--model") {
+      o.model = value();
+    } else if (arg == "-o" || arg == "--output") {
+      o.output = value();
+    } else if (arg == "--type") {
+      o.type = sd::api::parse_convert_type(value());
+    } else if (arg == "--tensor-type-rules") {
+      o.tensor_type_rules = value();
+    } else if (arg == "--vae") {
+      o.vae = value();
     } else {
       sd::fail("unknown option '%s'; see %s --help", arg.c_str(), argv[0]);
     }
   }
   return o;
+}
+
+int run_convert(const Options& o) {
+  SD_CHECK(!o.model.empty(), "convert needs an input model: -m FILE");
+  SD_CHECK(!o.output.empty(), "convert needs an output file: -o OUT.gguf");
+  sd::api::ConvertOptions c;
+  c.input = o.model;
+  c.output = o.output;
+  c.vae = o.vae;
+  c.type = o.type;
+  c.tensor_type_rules = o.tensor_type_rules;
+  c.progress = [](const sd::api::ConvertProgress& p) {
+    std::fprintf(stderr, "\r[%zu/%zu] %.1f/%.1f MiB  %-60.*s", p.index, p.count,
+                 static_cast<double>(p.bytes_written) / (1 << 20),
+                 static_cast<double>(p.bytes_total) / (1 << 20), static_cast<int>(p.name.size()),
+                 p.name.data());
+    if (p.index == p.count) std::fputc('\n', stderr);
+  };
+  const sd::api::ConvertResult r = sd::api::convert_model(c);
+  std::string counts;
+  for (const auto& [type, n] : r.type_counts) {
+    if (!counts.empty()) counts += ", ";
+    counts += std::to_string(n) + " " + std::string(sd::dtype_name(type));
+  }
+  std::fprintf(stderr, "wrote %s: %zu tensors (%s), %.1f MiB\n", o.output.c_str(), r.tensors,
+               counts.c_str(), static_cast<double>(r.bytes) / (1 << 20));
+  return 0;
 }
 
 }  // namespace
@@ -91,6 +157,10 @@ int main(int argc, char** argv) {
     if (o.list_devices) {
       list_devices();
       return 0;
+    }
+    if (o.mode == "convert") return run_convert(o);
+    if (o.mode_given || !o.model.empty()) {
+      sd::fail("generation is not built yet; use -M convert, --list-devices or --version");
     }
     print_usage(argv[0]);
     return 1;
