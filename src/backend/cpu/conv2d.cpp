@@ -23,11 +23,13 @@ using dnnl::memory;
 using dt = memory::data_type;
 using tag = memory::format_tag;
 
-// Layout of the convolution's input and output. `any` lets oneDNN pick its blocked layout
-// (nChw16c on AVX-512) and costs a reorder on each side; plain nchw avoids them but runs
-// the im2col + GEMM implementation. Measured on the SD1.5 3x3 convolutions (2 threads,
-// bench/conv2d_bench.cpp): see bench/README.md for the figures behind this choice.
-constexpr tag kActivationLayout = tag::any;
+// Layout of the convolution's input and output. Plain nchw needs no reorders but gets
+// oneDNN's im2col + GEMM implementation; its direct (brgemm) kernels want nhwc or a blocked
+// nChw16c layout, at the cost of a reorder on each side. On the SD1.5 3x3 convolutions
+// (bench/conv2d_bench.cpp, BM_Conv2dLayout; figures in bench/README.md) the reorders cost
+// far less than they win: nchw ran 15-21% slower in f32 and 30-42% slower in bf16, while
+// nhwc and the blocked layout tied within 2% on two threads (nhwc 1-4% ahead on one).
+constexpr tag kActivationLayout = tag::nhwc;
 
 memory::dims strides_of(const Tensor* t, std::initializer_list<int> dims) {
   memory::dims s;
@@ -35,8 +37,9 @@ memory::dims strides_of(const Tensor* t, std::initializer_list<int> dims) {
   return s;
 }
 
-// The weight as f32 or bf16 in `layout`: converted (f16) and reordered.
-void pack_conv_weights(CpuContext& ctx, const Tensor* w, const memory::dims& dims,
+// The weight as f32 or bf16 in `to`'s layout: converted (f16) and reordered; `key` names
+// the convolution.
+void pack_conv_weights(CpuContext& ctx, DnnlKey key, const Tensor* w, const memory::dims& dims,
                        const memory::dims& user_strides, dt type, const memory& to) {
   DnnlState& st = *ctx.dnnl;
   const bool convert = (type == dt::f32) != (w->type == DType::F32);
@@ -55,7 +58,8 @@ void pack_conv_weights(CpuContext& ctx, const Tensor* w, const memory::dims& dim
     } else {  // a strided view: element by element
       for (int64_t i = 0; i < count; ++i) {
         const int64_t i0 = i % w->ne[0], i1 = (i / w->ne[0]) % w->ne[1];
-        const int64_t i2 = (i / w->ne[0] / w->ne[1]) % w->ne[2], i3 = i / w->ne[0] / w->ne[1] / w->ne[2];
+        const int64_t i2 = (i / w->ne[0] / w->ne[1]) % w->ne[2],
+                      i3 = i / w->ne[0] / w->ne[1] / w->ne[2];
         dequantize_row(w->type, src + i0 * w->nb[0] + i1 * w->nb[1] + i2 * w->nb[2] + i3 * w->nb[3],
                        f + i, 1);
       }
@@ -69,19 +73,9 @@ void pack_conv_weights(CpuContext& ctx, const Tensor* w, const memory::dims& dim
     user = memory::desc(dims, dt::f32, dense);
     data = f;
   }
-  dnnl::reorder::primitive_desc pd(st.engine, user, st.engine, to.get_desc());
-  st.execute(dnnl::reorder(pd), {{DNNL_ARG_FROM, memory(user, st.engine, data)}, {DNNL_ARG_TO, to}});
-}
-
-// Runs a cached reorder between two layouts.
-void reorder(CpuContext& ctx, DnnlKey key, const memory& from, const memory& to) {
-  DnnlState& st = *ctx.dnnl;
-  const DnnlPrimitive& r = st.primitive(key, [&] {
-    return DnnlPrimitive{dnnl::reorder(dnnl::reorder::primitive_desc(
-                             st.engine, from.get_desc(), st.engine, to.get_desc())),
-                         {}, {}, {}, {}};
-  });
-  st.execute(r.prim, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+  key << -3 << static_cast<int64_t>(w->type);
+  for (auto v : user_strides) key << v;
+  st.reorder(key, user, data, to);
 }
 
 void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
@@ -104,10 +98,10 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
   }
   // oneDNN takes both paddings and 0-based dilation; the right padding is what makes the
   // output size come out as the op's floor((...) / stride) + 1 (negative when it cuts).
-  const memory::dims strides = {p.s1, p.s0}, dilates = {p.d1 - 1, p.d0 - 1},
-                     pad_l = {p.p1, p.p0},
-                     pad_r = {(dst->ne[1] - 1) * p.s1 + (w->ne[1] - 1) * p.d1 + 1 - x->ne[1] - p.p1,
-                              (dst->ne[0] - 1) * p.s0 + (w->ne[0] - 1) * p.d0 + 1 - x->ne[0] - p.p0};
+  const memory::dims strides = {p.s1, p.s0}, dilates = {p.d1 - 1, p.d0 - 1}, pad_l = {p.p1, p.p0},
+                     pad_r = {
+                         (dst->ne[1] - 1) * p.s1 + (w->ne[1] - 1) * p.d1 + 1 - x->ne[1] - p.p1,
+                         (dst->ne[0] - 1) * p.s0 + (w->ne[0] - 1) * p.d0 + 1 - x->ne[0] - p.p0};
 
   DnnlKey key("conv2d");
   for (auto v : src_dims) key << v;
@@ -121,12 +115,11 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
     const memory::desc src_md(src_dims, type, kActivationLayout);
     const memory::desc w_md(w_dims, type, tag::any);
     const memory::desc dst_md(dst_dims, dt::f32, kActivationLayout);
-    const memory::desc bias_md =
-        bias ? memory::desc({cout}, dt::f32, tag::a) : memory::desc();
+    const memory::desc bias_md = bias ? memory::desc({cout}, dt::f32, tag::a) : memory::desc();
     dnnl::convolution_forward::primitive_desc pd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, src_md, w_md,
-                                        bias_md, dst_md, strides, dilates, pad_l, pad_r),
+                                        dnnl::algorithm::convolution_direct, src_md, w_md, bias_md,
+                                        dst_md, strides, dilates, pad_l, pad_r),
         attr, st.engine);
     return DnnlPrimitive{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
                          pd.dst_desc(), pd.scratchpad_desc()};
@@ -140,10 +133,12 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
     src = st.scratch_memory(DnnlScratch::Src, conv.src);
     DnnlKey rkey = key;
     for (auto v : strides_of(x, {3, 2, 1, 0})) rkey << v;
-    reorder(ctx, rkey << -1, x_mem, src);
+    st.reorder(rkey << -1, x_mem.get_desc(), x->data, src);
   }
 
-  auto pack = [&](const memory& to) { pack_conv_weights(ctx, w, w_dims, w_strides, type, to); };
+  auto pack = [&](const memory& to) {
+    pack_conv_weights(ctx, key, w, w_dims, w_strides, type, to);
+  };
   memory weights = st.cached_weights(w, conv.weights, pack);
   if (!weights) {
     weights = st.scratch_memory(DnnlScratch::Weights, conv.weights);
@@ -173,7 +168,7 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
       {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, conv.scratchpad)}};
   if (bias) args[DNNL_ARG_BIAS] = bias_mem;
   st.execute(conv.prim, args);
-  if (!direct) reorder(ctx, DnnlKey(key) << -2, conv_dst, out);
+  if (!direct) st.reorder(DnnlKey(key) << -2, conv.dst, conv_dst.get_data_handle(), out);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -24,13 +25,14 @@ namespace sd {
 // Scratch buffers of the linear-algebra kernels; each slot grows to the largest request
 // and is kept, so repeated shapes allocate nothing.
 enum class DnnlScratch {
-  Src,         // activations converted to the GEMM's dtype and a dense layout
-  Weights,     // weights packed per call when they are not cached
-  Stage,       // dequantized weight rows before packing
-  Dst,         // results in oneDNN's layout (or a column tile) before the final copy
-  Bias,        // a bias converted to f32
-  Scratchpad,  // oneDNN's own temporary memory (scratchpad_mode::user)
-  Kernel,      // our own kernels' per-thread buffers (attention)
+  Src,          // activations converted to the GEMM's dtype and a dense layout
+  Weights,      // weights packed per call when they are not cached
+  TailWeights,  // the same weights packed for a GEMM that wants another layout
+  Stage,        // dequantized weight rows before packing
+  Dst,          // results in oneDNN's layout (or a column tile) before the final copy
+  Bias,         // a bias converted to f32
+  Scratchpad,   // oneDNN's own temporary memory (scratchpad_mode::user)
+  Kernel,       // our own kernels' per-thread buffers (attention)
   Count,
 };
 
@@ -43,7 +45,8 @@ struct DnnlPrimitive {
 // Identifies a primitive by the integers that shaped it: "matmul", dims, dtypes, strides.
 class DnnlKey {
  public:
-  explicit DnnlKey(const char* kind) : key_(kind) {}
+  // The kind's terminating zero keeps "matmul" + dims apart from "matmul-tile" + dims.
+  explicit DnnlKey(const char* kind) : key_(kind, std::strlen(kind) + 1) {}
   DnnlKey& operator<<(int64_t v) {
     key_.append(reinterpret_cast<const char*>(&v), sizeof v);
     return *this;
@@ -76,6 +79,9 @@ struct DnnlState {
 
   // The primitive cached under `key`, created by `make` on first use.
   const DnnlPrimitive& primitive(const DnnlKey& key, const std::function<DnnlPrimitive()>& make);
+  // A reorder from layout `from` to `to`, cached under `key`, run on `from_data` into `to`.
+  void reorder(const DnnlKey& key, const dnnl::memory::desc& from, const void* from_data,
+               const dnnl::memory& to);
 
   // Whether `t`'s packed copy may be cached: weights and other leaves the caller does not
   // rewrite between calls (kFlagInput leaves change every call).
@@ -103,8 +109,8 @@ struct DnnlState {
     dnnl::memory memory;
     uint64_t fingerprint = 0;
   };
-  using WeightKey = std::tuple<const void*, DType, std::array<int64_t, kMaxDims>,
-                                 std::array<size_t, kMaxDims>>;
+  using WeightKey =
+      std::tuple<const void*, DType, std::array<int64_t, kMaxDims>, std::array<size_t, kMaxDims>>;
 
   Block scratch_[static_cast<int>(DnnlScratch::Count)];
   std::map<std::string, DnnlPrimitive> primitives_;

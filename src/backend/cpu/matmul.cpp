@@ -8,11 +8,12 @@
 //   bf16                bf16 GEMM (activations converted to bf16), f32 accumulation and
 //                       output, on CPUs with native bf16; f32 tiles below otherwise.
 //   f16, q8_0           rows dequantized tile by tile to f32: f16 is exact in f32, and
-//                       q8_0's own error (~0.2% of a block's max) is no larger than bf16's
-//                       rounding, which would double it.
+//                       q8_0's own error (up to half a step of a block's max / 127, 0.4%)
+//                       is the size of bf16's rounding (up to 0.2% of every weight and
+//                       activation), which would about double it.
 //   q2_K..q6_K, q4_0..  tiles dequantized to bf16 (native bf16 CPUs): these types' own error
-//   q5_1                (>= 1% of a block's max) dwarfs bf16's 0.4%, and the bf16 GEMM runs
-//                       at about twice the f32 rate.
+//   q5_1                (half a step of max / 31 or coarser: >= 1.6%) dwarfs bf16's
+//                       rounding, and the bf16 GEMM runs at about twice the f32 rate.
 // Tiles bound the staging memory: a weight is never dequantized whole.
 #include <omp.h>
 
@@ -34,33 +35,33 @@ using tag = memory::format_tag;
 // Values of dequantized weights per tile: 4 MiB of f32 staging, while every tile's GEMM
 // stays large enough (>= 64 output columns) to run at full speed.
 constexpr int64_t kTileValues = int64_t{1} << 20;
+// Activation values converted per GEMM call when they need converting: 2 MiB of bf16, in
+// cache still when the GEMM reads it, and rows enough that each GEMM call runs at full
+// speed (of 256 Ki, 1 Mi and 4 Mi values, 1 Mi measured fastest on the UNet shapes).
+constexpr int64_t kChunkValues = int64_t{1} << 20;
 
-int64_t dt_size(dt t) { return t == dt::f32 ? 4 : 2; }
+int64_t dt_size(dt t) {
+  return t == dt::f32 ? 4 : 2;
+}
 
 // A source tensor as a dense 4-D [B3, B2, N, K] matrix stack of dtype `type`: b itself when
 // it already is one, else a copy in scratch (a permuted view, or bf16 for a bf16 GEMM).
-// oneDNN's fast matmul kernels want dense operands; the copy costs one pass over b against
-// the GEMM's 2 M passes.
+// oneDNN's fast matmul kernels want dense operands (strided ones get its slower gemm
+// kernels); the copy reads b once, where the GEMM does 2 M flops per value of b.
 void* dense_src(CpuContext& ctx, const Tensor* b, dt type) {
   DnnlState& st = *ctx.dnnl;
   const memory::dims dims = {b->ne[3], b->ne[2], b->ne[1], b->ne[0]};
   if (type == dt::f32 && b->is_contiguous()) return b->data;
-  const memory::dims strides = {static_cast<int64_t>(b->nb[3] / 4),
-                                static_cast<int64_t>(b->nb[2] / 4),
-                                static_cast<int64_t>(b->nb[1] / 4),
-                                static_cast<int64_t>(b->nb[0] / 4)};
+  const memory::dims strides = {
+      static_cast<int64_t>(b->nb[3] / 4), static_cast<int64_t>(b->nb[2] / 4),
+      static_cast<int64_t>(b->nb[1] / 4), static_cast<int64_t>(b->nb[0] / 4)};
   const memory::desc user(dims, dt::f32, strides);
   const memory::desc dense(dims, type, tag::abcd);
   DnnlKey key("reorder-src");
   for (int i = 0; i < 4; ++i) key << dims[i] << strides[i];
   key << static_cast<int64_t>(type) << ctx.threads;
-  const DnnlPrimitive& r = st.primitive(key, [&] {
-    return DnnlPrimitive{dnnl::reorder(dnnl::reorder::primitive_desc(st.engine, user, st.engine,
-                                                                     dense)),
-                         {}, {}, {}, {}};
-  });
   memory out = st.scratch_memory(DnnlScratch::Src, dense);
-  st.execute(r.prim, {{DNNL_ARG_FROM, memory(user, st.engine, b->data)}, {DNNL_ARG_TO, out}});
+  st.reorder(key, user, b->data, out);
   return out.get_data_handle();
 }
 
@@ -76,8 +77,7 @@ DnnlKey gemm_key(CpuContext& ctx, const char* kind, const memory::dims& src,
 
 // A matmul primitive for dense src/dst and weights in whatever layout oneDNN prefers.
 const DnnlPrimitive& gemm_primitive(CpuContext& ctx, const DnnlKey& key, const memory::dims& src,
-                                    const memory::dims& weights, const memory::dims& dst,
-                                    dt type) {
+                                    const memory::dims& weights, const memory::dims& dst, dt type) {
   DnnlState& st = *ctx.dnnl;
   return st.primitive(key, [&] {
     const tag plain = src.size() == 2 ? tag::ab : tag::abcdef;
@@ -93,23 +93,15 @@ const DnnlPrimitive& gemm_primitive(CpuContext& ctx, const DnnlKey& key, const m
 }
 
 // Packs weights given as `user` at `data` into `layout` (a GEMM's weights layout; `key`
-// names the pair): the cached copy of `owner` when `cache`, else a per-call copy in scratch.
+// names the pair): the cached copy of `owner` when `cache`, else a per-call copy in `slot`.
 memory pack_weights(CpuContext& ctx, const DnnlKey& key, const Tensor* owner,
                     const memory::desc& user, const void* data, const memory::desc& layout,
-                    bool cache) {
+                    bool cache, DnnlScratch slot = DnnlScratch::Weights) {
   DnnlState& st = *ctx.dnnl;
-  auto pack = [&](const memory& to) {
-    const DnnlPrimitive& r = st.primitive(key, [&] {
-      return DnnlPrimitive{
-          dnnl::reorder(dnnl::reorder::primitive_desc(st.engine, user, st.engine, layout)),
-          {}, {}, {}, {}};
-    });
-    st.execute(r.prim, {{DNNL_ARG_FROM, memory(user, st.engine, const_cast<void*>(data))},
-                        {DNNL_ARG_TO, to}});
-  };
+  auto pack = [&](const memory& to) { st.reorder(key, user, data, to); };
   memory packed = cache ? st.cached_weights(owner, layout, pack) : memory();
   if (!packed) {
-    packed = st.scratch_memory(DnnlScratch::Weights, layout);
+    packed = st.scratch_memory(slot, layout);
     pack(packed);
   }
   return packed;
@@ -118,16 +110,65 @@ memory pack_weights(CpuContext& ctx, const DnnlKey& key, const Tensor* owner,
 void run_gemm(CpuContext& ctx, const DnnlPrimitive& p, void* src, const memory& weights,
               void* dst) {
   DnnlState& st = *ctx.dnnl;
-  st.execute(p.prim, {{DNNL_ARG_SRC, memory(p.src, st.engine, src)},
-                      {DNNL_ARG_WEIGHTS, weights},
-                      {DNNL_ARG_DST, memory(p.dst, st.engine, dst)},
-                      {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad,
-                                                              p.scratchpad)}});
+  st.execute(p.prim,
+             {{DNNL_ARG_SRC, memory(p.src, st.engine, src)},
+              {DNNL_ARG_WEIGHTS, weights},
+              {DNNL_ARG_DST, memory(p.dst, st.engine, dst)},
+              {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, p.scratchpad)}});
 }
 
 struct MatmulDims {
   int64_t K, M, N, A2, A3, B2, B3, r2, r3;
 };
+
+// The reorder that packs a's weights for the GEMM named `key`, from a's strides.
+DnnlKey weights_key(DnnlKey key, const memory::dims& user_strides) {
+  key << -1;
+  for (auto st : user_strides) key << st;
+  return key;
+}
+
+// 2-D weights and activations that need converting (to bf16, or out of a strided view):
+// chunks of rows are converted and multiplied in turn, so the converted copy stays in
+// cache; converting b whole would write it to memory and read it back, which cost ~10% of
+// the bf16 GEMM with 320 outputs (4096 x 1280 -> 320).
+void chunked_rows(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type,
+                  const memory::dims& user_strides) {
+  DnnlState& st = *ctx.dnnl;
+  const Tensor* a = dst->src[0];
+  const Tensor* b = dst->src[1];
+  const memory::desc user({s.K, s.M}, type, user_strides);
+  const int64_t chunk = std::min(s.N, std::max<int64_t>(64, kChunkValues / s.K / 64 * 64));
+  const int64_t sb0 = static_cast<int64_t>(b->nb[0] / 4), sb1 = static_cast<int64_t>(b->nb[1] / 4);
+  memory packed;
+  for (int64_t i3 = 0; i3 < s.B3; ++i3)
+    for (int64_t i2 = 0; i2 < s.B2; ++i2)
+      for (int64_t n0 = 0; n0 < s.N; n0 += chunk) {
+        const int64_t c = std::min(chunk, s.N - n0);
+        const DnnlKey key = gemm_key(ctx, "matmul", {c, s.K}, {s.K, s.M}, type);
+        const DnnlPrimitive& p = gemm_primitive(ctx, key, {c, s.K}, {s.K, s.M}, {c, s.M}, type);
+        // Packed (and cached) once, for the first chunk; a shorter tail chunk's GEMM may
+        // want another layout, packed per call beside the first.
+        memory w = packed;
+        if (!packed) {
+          w = packed = pack_weights(ctx, weights_key(key, user_strides), a, user, a->data,
+                                    p.weights, DnnlState::cacheable(a));
+        } else if (packed.get_desc() != p.weights) {
+          w = pack_weights(ctx, weights_key(key, user_strides), a, user, a->data, p.weights, false,
+                           DnnlScratch::TailWeights);
+        }
+        const memory::desc rows({c, s.K}, dt::f32, memory::dims{sb1, sb0});
+        const memory::desc dense({c, s.K}, type, tag::ab);
+        DnnlKey rkey("matmul-rows");
+        rkey << c << s.K << sb1 << sb0 << static_cast<int64_t>(type) << ctx.threads;
+        const memory converted = st.scratch_memory(DnnlScratch::Src, dense);
+        st.reorder(rkey, rows,
+                   static_cast<char*>(b->data) + n0 * b->nb[1] + i2 * b->nb[2] + i3 * b->nb[3],
+                   converted);
+        float* out = static_cast<float*>(dst->data) + ((i3 * s.B2 + i2) * s.N + n0) * s.M;
+        run_gemm(ctx, p, converted.get_data_handle(), w, out);
+      }
+}
 
 // f32 or bf16 weights, in one GEMM: a's batch dims broadcast over b's by splitting b's
 // [B2, B3] into [A2, r2] x [A3, r3] and giving the weights size-1 dims where b has r2, r3.
@@ -135,8 +176,12 @@ void whole_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
   const Tensor* a = dst->src[0];
   const Tensor* b = dst->src[1];
   const int64_t es = static_cast<int64_t>(type_size(a->type));
-  const int64_t sa0 = static_cast<int64_t>(a->nb[0]) / es, sa1 = static_cast<int64_t>(a->nb[1]) / es;
-  const int64_t sa2 = static_cast<int64_t>(a->nb[2]) / es, sa3 = static_cast<int64_t>(a->nb[3]) / es;
+  const int64_t sa0 = static_cast<int64_t>(a->nb[0]) / es,
+                sa1 = static_cast<int64_t>(a->nb[1]) / es;
+  const int64_t sa2 = static_cast<int64_t>(a->nb[2]) / es,
+                sa3 = static_cast<int64_t>(a->nb[3]) / es;
+  const bool in_place = type == dt::f32 && b->is_contiguous();
+  if (s.A2 * s.A3 == 1 && !in_place) return chunked_rows(ctx, dst, s, type, {sa0, sa1});
   memory::dims src, weights, out, user_strides;
   if (s.A2 * s.A3 == 1) {
     const int64_t rows = s.N * s.B2 * s.B3;
@@ -150,20 +195,19 @@ void whole_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
     out = {s.A3, s.r3, s.A2, s.r2, s.N, s.M};
     user_strides = {sa3, sa3, sa2, sa2, sa0, sa1};
   }
-  DnnlKey key = gemm_key(ctx, "matmul", src, weights, type);
+  const DnnlKey key = gemm_key(ctx, "matmul", src, weights, type);
   const DnnlPrimitive& p = gemm_primitive(ctx, key, src, weights, out, type);
   void* src_data = dense_src(ctx, b, type);
-  key << -1;  // the weights reorder: this GEMM's layout from a's strides
-  for (auto st : user_strides) key << st;
   const memory::desc user(weights, type, user_strides);
-  const memory packed =
-      pack_weights(ctx, key, a, user, a->data, p.weights, DnnlState::cacheable(a));
+  const memory packed = pack_weights(ctx, weights_key(key, user_strides), a, user, a->data,
+                                     p.weights, DnnlState::cacheable(a));
   run_gemm(ctx, p, src_data, packed, dst->data);
 }
 
 // Row m of a's batch (i2, i3) as f32.
 void load_weight_row(const Tensor* a, int64_t m, int64_t i2, int64_t i3, float* out) {
-  const char* row = static_cast<const char*>(a->data) + m * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3];
+  const char* row =
+      static_cast<const char*>(a->data) + m * a->nb[1] + i2 * a->nb[2] + i3 * a->nb[3];
   if (a->rows_contiguous()) {
     dequantize_row(a->type, row, out, a->ne[0]);
   } else {  // a strided view of a float weight
@@ -180,7 +224,8 @@ void tiled_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
   const bool batched = s.A2 * s.A3 > 1;
   const int64_t rows = batched ? s.N : s.N * s.B2 * s.B3;  // GEMM rows per call
   int64_t mt = s.M;
-  if (s.M * s.K > kTileValues) mt = std::min(s.M, std::max<int64_t>(64, kTileValues / s.K / 64 * 64));
+  if (s.M * s.K > kTileValues)
+    mt = std::min(s.M, std::max<int64_t>(64, kTileValues / s.K / 64 * 64));
 
   auto* src = static_cast<char*>(dense_src(ctx, b, type));
   auto* stage = static_cast<float*>(st.scratch(DnnlScratch::Stage, sizeof(float) * mt * s.K));
@@ -189,12 +234,13 @@ void tiled_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
     for (int64_t ia2 = 0; ia2 < s.A2; ++ia2)
       for (int64_t m0 = 0; m0 < s.M; m0 += mt) {
         const int64_t mc = std::min(mt, s.M - m0);
-        DnnlKey key = gemm_key(ctx, "matmul-tile", {rows, s.K}, {s.K, mc}, type);
+        const DnnlKey key = gemm_key(ctx, "matmul-tile", {rows, s.K}, {s.K, mc}, type);
         const DnnlPrimitive& p = gemm_primitive(ctx, key, {rows, s.K}, {s.K, mc}, {rows, mc}, type);
 #pragma omp parallel for num_threads(ctx.threads) schedule(static)
         for (int64_t r = 0; r < mc; ++r) load_weight_row(a, m0 + r, ia2, ia3, stage + r * s.K);
         const memory::desc staged({s.K, mc}, dt::f32, memory::dims{1, s.K});
-        const memory packed = pack_weights(ctx, key << -1, a, staged, stage, p.weights, false);
+        const memory packed =
+            pack_weights(ctx, weights_key(key, {1, s.K}), a, staged, stage, p.weights, false);
         for (int64_t j3 = 0; j3 < (batched ? s.r3 : 1); ++j3)
           for (int64_t j2 = 0; j2 < (batched ? s.r2 : 1); ++j2) {
             const int64_t batch = batched ? (ia3 * s.r3 + j3) * s.B2 + ia2 * s.r2 + j2 : 0;
@@ -205,7 +251,8 @@ void tiled_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
               continue;
             }
             // A column tile: oneDNN's fast kernels want a dense dst, so copy it into place.
-            auto* tile = static_cast<float*>(st.scratch(DnnlScratch::Dst, sizeof(float) * rows * mc));
+            auto* tile =
+                static_cast<float*>(st.scratch(DnnlScratch::Dst, sizeof(float) * rows * mc));
             run_gemm(ctx, p, src_rows, packed, tile);
 #pragma omp parallel for num_threads(ctx.threads) schedule(static)
             for (int64_t r = 0; r < rows; ++r)
@@ -220,8 +267,9 @@ bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
   const Tensor* a = dst->src[0];
   const Tensor* b = dst->src[1];
   if (b->type != DType::F32 || !dst->is_contiguous()) return false;
-  const MatmulDims s{a->ne[0], a->ne[1], b->ne[1], a->ne[2], a->ne[3],
-                 b->ne[2], b->ne[3], b->ne[2] / a->ne[2], b->ne[3] / a->ne[3]};
+  const MatmulDims s{a->ne[0],           a->ne[1], b->ne[1], a->ne[2],
+                     a->ne[3],           b->ne[2], b->ne[3], b->ne[2] / a->ne[2],
+                     b->ne[3] / a->ne[3]};
   if (dst->nelements() == 0) return true;
   if (s.K == 0) {
     std::memset(dst->data, 0, dst->nbytes());
@@ -234,8 +282,8 @@ bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
     } else if (a->type == DType::BF16 && bf16) {
       whole_weight(ctx, dst, s, dt::bf16);
     } else {
-      const bool bf16_tile = bf16 && is_quantized(a->type) && a->type != DType::Q8_0 &&
-                             a->type != DType::Q8_K;
+      const bool bf16_tile =
+          bf16 && is_quantized(a->type) && a->type != DType::Q8_0 && a->type != DType::Q8_K;
       tiled_weight(ctx, dst, s, bf16_tile ? dt::bf16 : dt::f32);
     }
   } catch (const dnnl::error&) {

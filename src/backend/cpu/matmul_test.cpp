@@ -8,6 +8,7 @@
 #include "backend/compute_buffer.h"
 #include "backend/registry.h"
 #include "simd_test_util.h"
+#include "tensor/ops/cast.h"
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/view.h"
 
@@ -126,6 +127,29 @@ TEST(CpuMatMul, WeightsLargerThanOneTile) {
     SCOPED_TRACE(dtype_name(t));
     test::expect_fast_path(matmul_case(t, make_shape({512, 2100}), make_shape({512, 5})),
                            atol_for(t, 512), 0);
+  }
+}
+
+TEST(CpuMatMul, ActivationsConvertedInChunks) {
+  // 4100 rows of K = 256 exceed one 1 Mi-value conversion chunk: 4096 rows, then 4.
+  test::expect_fast_path(matmul_case(DType::BF16, make_shape({256, 5}), make_shape({256, 4100})),
+                         bf16_atol(256), 0);
+  test::expect_fast_path(
+      matmul_case(DType::F32, make_shape({256, 5}), make_shape({256, 4100}), Layout::TransposedB),
+      f32_atol(256), 0);
+}
+
+TEST(CpuMatMul, WeightsComputedInTheGraph) {
+  // Not leaves, so never cached: packed per call (here once per batch of b).
+  for (DType t : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(t));
+    test::GraphCase c;
+    c.build = [t](Context& ctx) {
+      Tensor* a = cast(ctx, ctx.new_tensor(DType::F32, {48, 20, 2}, "a"), t);
+      Tensor* b = ctx.new_tensor(DType::F32, {48, 9, 4}, "b");
+      return std::vector<Tensor*>{matmul(ctx, a, b)};
+    };
+    test::expect_fast_path(c, atol_for(t, 48), 0);
   }
 }
 

@@ -1,0 +1,48 @@
+// Fused attention at Stable Diffusion 1.5 (512x512) shapes, 8 heads, batch 2: the first
+// UNet stage's self-attention (4096 tokens, head size 40) and cross-attention (4096
+// queries x 77 text tokens), and the deeper stages' self-attention (1024 tokens x 80,
+// 256 x 160). FLOPs count the two GEMMs, 4 Lq Lk D per head; softmax is extra work.
+// Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Attention
+#include <cmath>
+
+#include "linalg_bench.h"
+#include "tensor/ops/attention.h"
+
+namespace sd {
+namespace {
+
+struct AttnShape {
+  const char* name;
+  int64_t Lq, Lk, D;
+};
+
+constexpr AttnShape kShapes[] = {
+    {"self 4096x4096 d40", 4096, 4096, 40},
+    {"cross 4096x77 d40", 4096, 77, 40},
+    {"self 1024x1024 d80", 1024, 1024, 80},
+    {"self 256x256 d160", 256, 256, 160},
+};
+constexpr int64_t kHeads = 8, kBatch = 2;
+
+void BM_Attention(benchmark::State& state) {
+  const AttnShape& s = kShapes[state.range(0)];
+  const double flops = 4.0 * s.Lq * s.Lk * s.D * kHeads * kBatch;
+  bench::run_linalg_bench(
+      state, flops,
+      [&](Context& ctx) {
+        Tensor* q = ctx.new_tensor(DType::F32, {s.D, s.Lq, kHeads, kBatch}, "q");
+        Tensor* k = ctx.new_tensor(DType::F32, {s.D, s.Lk, kHeads, kBatch}, "k");
+        Tensor* v = ctx.new_tensor(DType::F32, {s.D, s.Lk, kHeads, kBatch}, "v");
+        return attention(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(s.D)));
+      },
+      s.name);
+}
+
+BENCHMARK(BM_Attention)
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("max", sd::bench::max_value);
+
+}  // namespace
+}  // namespace sd

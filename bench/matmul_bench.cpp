@@ -1,0 +1,48 @@
+// MatMul at Stable Diffusion 1.5 (512x512) shapes, per weight dtype: the UNet's first
+// stage projections (4096 tokens x 320 <-> 1280 channels, batch 2 for classifier-free
+// guidance) and CLIP's 77-token 768 x 768 projection.
+// Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=MatMul
+#include "linalg_bench.h"
+#include "tensor/ops/matmul.h"
+
+namespace sd {
+namespace {
+
+struct MatmulShape {
+  const char* name;
+  int64_t K, M, N, batch;
+};
+
+constexpr MatmulShape kShapes[] = {
+    {"unet 4096x320->1280", 320, 1280, 4096, 2},
+    {"unet 4096x1280->320", 1280, 320, 4096, 2},
+    {"clip 77x768->768", 768, 768, 77, 1},
+};
+constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
+
+// Args: shape index, weight dtype index.
+void BM_MatMul(benchmark::State& state) {
+  const MatmulShape& s = kShapes[state.range(0)];
+  const DType t = kTypes[state.range(1)];
+  if (s.K % block_size(t) != 0) {
+    state.SkipWithError("K is not a multiple of the dtype's block size");
+    return;
+  }
+  const double flops = 2.0 * s.K * s.M * s.N * s.batch;
+  bench::run_linalg_bench(
+      state, flops,
+      [&](Context& ctx) {
+        return matmul(ctx, bench::weight(ctx, t, {s.K, s.M}, "w"),
+                      ctx.new_tensor(DType::F32, {s.K, s.N, s.batch}, "x"));
+      },
+      std::string(s.name) + " " + std::string(dtype_name(t)));
+}
+
+BENCHMARK(BM_MatMul)
+    ->ArgsProduct({{0, 1, 2}, {0, 1, 2, 3, 4}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("max", sd::bench::max_value);
+
+}  // namespace
+}  // namespace sd
