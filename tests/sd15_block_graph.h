@@ -38,11 +38,13 @@ class Sd15BlockBuilder {
 
   Tensor* res_block(Tensor* x, Tensor* temb) {
     const int64_t c = s_.channels;
-    Tensor* h = silu(ctx_, group_norm(ctx_, x, 32, 1e-5f, weight({c}, DType::F32), weight({c}, DType::F32)));
+    Tensor* h = silu(
+        ctx_, group_norm(ctx_, x, 32, 1e-5f, weight({c}, DType::F32), weight({c}, DType::F32)));
     h = conv2d(ctx_, h, weight({3, 3, c, c}), weight({c}, DType::F32), 1, 1, 1, 1, 1, 1);
     Tensor* t = linear(silu(ctx_, temb), s_.temb_dim, c);  // [C, N]
     h = add(ctx_, h, reshape(ctx_, t, {1, 1, c, s_.batch}));
-    h = silu(ctx_, group_norm(ctx_, h, 32, 1e-5f, weight({c}, DType::F32), weight({c}, DType::F32)));
+    h = silu(ctx_,
+             group_norm(ctx_, h, 32, 1e-5f, weight({c}, DType::F32), weight({c}, DType::F32)));
     h = conv2d(ctx_, h, weight({3, 3, c, c}), weight({c}, DType::F32), 1, 1, 1, 1, 1, 1);
     return add(ctx_, x, h);
   }
@@ -52,8 +54,10 @@ class Sd15BlockBuilder {
     Tensor* q = reshape(ctx_, matmul(ctx_, weight({c, c}), x), {d, s_.heads, l, s_.batch});
     Tensor* kv_src = context ? context : x;
     const int64_t kv_dim = kv_src->ne[0], lk = kv_src->ne[1];
-    Tensor* k = reshape(ctx_, matmul(ctx_, weight({kv_dim, c}), kv_src), {d, s_.heads, lk, s_.batch});
-    Tensor* v = reshape(ctx_, matmul(ctx_, weight({kv_dim, c}), kv_src), {d, s_.heads, lk, s_.batch});
+    Tensor* k =
+        reshape(ctx_, matmul(ctx_, weight({kv_dim, c}), kv_src), {d, s_.heads, lk, s_.batch});
+    Tensor* v =
+        reshape(ctx_, matmul(ctx_, weight({kv_dim, c}), kv_src), {d, s_.heads, lk, s_.batch});
     auto heads_first = [&](Tensor* t) { return permute(ctx_, t, {0, 2, 1, 3}); };  // [D, L, H, N]
     Tensor* o = attention(ctx_, heads_first(q), heads_first(k), heads_first(v), nullptr,
                           1.0f / std::sqrt(static_cast<float>(d)));
@@ -84,7 +88,8 @@ class Sd15BlockBuilder {
   Tensor* build() {
     Tensor* x = ctx_.new_tensor(DType::F32, {s_.width, s_.height, s_.channels, s_.batch}, "x");
     Tensor* temb = ctx_.new_tensor(DType::F32, {s_.temb_dim, s_.batch}, "temb");
-    Tensor* context = ctx_.new_tensor(DType::F32, {s_.context_dim, s_.context_tokens, s_.batch}, "context");
+    Tensor* context =
+        ctx_.new_tensor(DType::F32, {s_.context_dim, s_.context_tokens, s_.batch}, "context");
     for (Tensor* in : {x, temb, context}) in->flags |= kFlagInput;
     return transformer(res_block(x, temb), context);
   }

@@ -68,12 +68,12 @@ std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels,
   memory.allocate(graph);
   for (size_t i = 0; i < graph.leafs.size(); ++i) {
     Tensor& leaf = *graph.leafs[i];
-    std::vector<float> values =
-        c.fill ? c.fill(leaf, static_cast<int>(i)) : std::vector<float>{};
+    std::vector<float> values = c.fill ? c.fill(leaf, static_cast<int>(i)) : std::vector<float>{};
     if (values.empty()) values = random_values(leaf.nelements(), c.seed + static_cast<uint32_t>(i));
     if (values.size() != static_cast<size_t>(leaf.nelements())) {
       throw Error(format("[test] fill gave %zu values for leaf '%s' of %lld elements",
-                         values.size(), leaf.name.c_str(), static_cast<long long>(leaf.nelements())));
+                         values.size(), leaf.name.c_str(),
+                         static_cast<long long>(leaf.nelements())));
     }
     set_leaf(leaf, values);
   }

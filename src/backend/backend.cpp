@@ -52,8 +52,10 @@ void check_supported(const Device& device, const Graph& graph) {
     item += ")";
     if (missing.find(item) == std::string::npos) missing += (missing.empty() ? "" : ", ") + item;
   }
-  SD_CHECK(missing.empty(), "[plan] backend %s cannot compute: %s; place this module on another "
-           "device with --backend", device.name().c_str(), missing.c_str());
+  SD_CHECK(missing.empty(),
+           "[plan] backend %s cannot compute: %s; place this module on another "
+           "device with --backend",
+           device.name().c_str(), missing.c_str());
 }
 
 }  // namespace sd

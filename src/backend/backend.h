@@ -28,8 +28,8 @@ struct DeviceMemory {
 };
 
 struct DeviceCaps {
-  bool host_addressable = false;   // kernels can read host memory directly (mmap'd weights)
-  bool async_copy = false;         // set/get may return before the copy is done
+  bool host_addressable = false;     // kernels can read host memory directly (mmap'd weights)
+  bool async_copy = false;           // set/get may return before the copy is done
   bool host_pinned_buffers = false;  // host_buffer_type() gives page-locked memory
 };
 
@@ -106,8 +106,12 @@ class Backend {
 // Synchronous data transfer of a whole tensor or a byte range of it, bounds-checked.
 void tensor_set(Tensor& t, const void* data, size_t offset, size_t size);
 void tensor_get(const Tensor& t, void* data, size_t offset, size_t size);
-inline void tensor_set(Tensor& t, const void* data) { tensor_set(t, data, 0, t.nbytes()); }
-inline void tensor_get(const Tensor& t, void* data) { tensor_get(t, data, 0, t.nbytes()); }
+inline void tensor_set(Tensor& t, const void* data) {
+  tensor_set(t, data, 0, t.nbytes());
+}
+inline void tensor_get(const Tensor& t, void* data) {
+  tensor_get(t, data, 0, t.nbytes());
+}
 
 // Places `t` at `offset` of `buffer` (weights and inputs that are not graph-allocated).
 void bind_tensor(Tensor& t, Buffer& buffer, size_t offset);

@@ -38,7 +38,9 @@ bool iequal(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-const DTypeInfo& dtype_info(DType t) { return kInfo[static_cast<size_t>(t)]; }
+const DTypeInfo& dtype_info(DType t) {
+  return kInfo[static_cast<size_t>(t)];
+}
 
 std::optional<DType> dtype_from_name(std::string_view name) {
   for (size_t i = 0; i < kInfo.size(); ++i) {

@@ -38,11 +38,21 @@ struct DTypeInfo {
 
 const DTypeInfo& dtype_info(DType t);
 
-inline std::string_view dtype_name(DType t) { return dtype_info(t).name; }
-inline int64_t block_size(DType t) { return dtype_info(t).block_size; }
-inline size_t type_size(DType t) { return dtype_info(t).type_size; }
-inline bool is_quantized(DType t) { return dtype_info(t).quantized; }
-inline bool is_float(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16; }
+inline std::string_view dtype_name(DType t) {
+  return dtype_info(t).name;
+}
+inline int64_t block_size(DType t) {
+  return dtype_info(t).block_size;
+}
+inline size_t type_size(DType t) {
+  return dtype_info(t).type_size;
+}
+inline bool is_quantized(DType t) {
+  return dtype_info(t).quantized;
+}
+inline bool is_float(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16;
+}
 
 // Bytes of one row of `ne0` elements; ne0 must be a multiple of the block size.
 inline size_t row_size(DType t, int64_t ne0) {

@@ -21,9 +21,9 @@ std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 }  // namespace sd
 
 // Checks an argument a caller supplied; the message names the operation, e.g. "[add] ...".
-#define SD_CHECK(cond, ...)      \
-  do {                           \
-    if (!(cond)) {               \
-      ::sd::fail(__VA_ARGS__);   \
-    }                            \
+#define SD_CHECK(cond, ...)    \
+  do {                         \
+    if (!(cond)) {             \
+      ::sd::fail(__VA_ARGS__); \
+    }                          \
   } while (0)

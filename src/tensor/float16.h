@@ -9,8 +9,12 @@
 
 namespace sd {
 
-inline float fp16_to_f32(uint16_t h) { return _cvtsh_ss(h); }
-inline uint16_t f32_to_fp16(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+inline float fp16_to_f32(uint16_t h) {
+  return _cvtsh_ss(h);
+}
+inline uint16_t f32_to_fp16(float f) {
+  return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT);
+}
 
 inline float bf16_to_f32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;

@@ -11,7 +11,9 @@ namespace sd {
 
 namespace {
 
-size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+size_t align_up(size_t n, size_t a) {
+  return (n + a - 1) / a * a;
+}
 
 // First-fit-by-best-size free list over one growing address range.
 class FreeList {
@@ -74,7 +76,9 @@ class FreeList {
   std::map<size_t, size_t> free_;  // offset -> size
 };
 
-bool needs_memory(const Tensor* t) { return t->data == nullptr && t->view_src == nullptr; }
+bool needs_memory(const Tensor* t) {
+  return t->data == nullptr && t->view_src == nullptr;
+}
 
 }  // namespace
 

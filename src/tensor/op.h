@@ -70,6 +70,8 @@ enum class UpscaleMode : int32_t { Nearest, Bilinear, BilinearAlignCorners };
 std::string_view op_name(Op op);
 std::string_view unary_name(UnaryOp op);
 
-inline bool is_view_op(Op op) { return op == Op::View || op == Op::Reshape || op == Op::Permute; }
+inline bool is_view_op(Op op) {
+  return op == Op::View || op == Op::Reshape || op == Op::Permute;
+}
 
 }  // namespace sd

@@ -23,7 +23,9 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
-bool Tensor::rows_contiguous() const { return nb[0] == type_size(type); }
+bool Tensor::rows_contiguous() const {
+  return nb[0] == type_size(type);
+}
 
 const Tensor* Tensor::storage_root() const {
   const Tensor* t = this;
@@ -55,7 +57,9 @@ std::array<size_t, kMaxDims> contiguous_strides(DType type,
   return nb;
 }
 
-bool same_shape(const Tensor& a, const Tensor& b) { return a.ne == b.ne; }
+bool same_shape(const Tensor& a, const Tensor& b) {
+  return a.ne == b.ne;
+}
 
 bool can_broadcast(const Tensor& a, const Tensor& b) {
   for (int i = 0; i < kMaxDims; ++i) {

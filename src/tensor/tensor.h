@@ -68,7 +68,8 @@ struct Tensor {
 };
 
 // Contiguous strides for a shape of `type`.
-std::array<size_t, kMaxDims> contiguous_strides(DType type, const std::array<int64_t, kMaxDims>& ne);
+std::array<size_t, kMaxDims> contiguous_strides(DType type,
+                                                const std::array<int64_t, kMaxDims>& ne);
 
 bool same_shape(const Tensor& a, const Tensor& b);
 // b can be broadcast to a: every dim of b is 1 or equal to a's.

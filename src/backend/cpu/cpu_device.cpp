@@ -65,14 +65,16 @@ std::unique_ptr<Buffer> CpuBufferType::allocate(size_t size) {
   // Larger than the machine: refuse before asking, since Linux overcommit would "succeed"
   // and fail later at first touch.
   const size_t total = device_.memory().total;
-  SD_CHECK(size <= total, "[CPU] cannot allocate %.2f GiB: this machine has %.2f GiB; keep "
+  SD_CHECK(size <= total,
+           "[CPU] cannot allocate %.2f GiB: this machine has %.2f GiB; keep "
            "weights on disk with --params-backend disk or use a smaller model type",
            static_cast<double>(size) / (1u << 30), static_cast<double>(total) / (1u << 30));
   const size_t padded = (std::max<size_t>(size, 1) + alignment() - 1) / alignment() * alignment();
   void* data = std::aligned_alloc(alignment(), padded);
-  SD_CHECK(data, "[CPU] cannot allocate %zu bytes (%.2f GiB) of host memory; free memory or "
-           "keep weights on disk with --params-backend disk", size,
-           static_cast<double>(size) / (1u << 30));
+  SD_CHECK(data,
+           "[CPU] cannot allocate %zu bytes (%.2f GiB) of host memory; free memory or "
+           "keep weights on disk with --params-backend disk",
+           size, static_cast<double>(size) / (1u << 30));
   return std::make_unique<CpuBuffer>(*this, data, size);
 }
 
@@ -82,8 +84,8 @@ CpuDevice::CpuDevice() : buffer_type_(*this) {
 }
 
 DeviceMemory CpuDevice::memory() const {
-  const size_t total = static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) *
-                       static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+  const size_t total =
+      static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
   return {available_memory(), total};
 }
 

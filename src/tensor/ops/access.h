@@ -22,8 +22,7 @@ inline char* element_ptr(Tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t 
 }
 
 // Reads one element of an f32, f16, bf16 or i32 tensor as float.
-inline float load_f32(const Tensor* t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0,
-                      int64_t i3 = 0) {
+inline float load_f32(const Tensor* t, int64_t i0, int64_t i1 = 0, int64_t i2 = 0, int64_t i3 = 0) {
   const char* p = element_ptr(t, i0, i1, i2, i3);
   switch (t->type) {
     case DType::F32: {
@@ -82,7 +81,9 @@ inline void store_f32(Tensor* t, float v, int64_t i0, int64_t i1 = 0, int64_t i2
 }
 
 // Index of a broadcast source: dims of size 1 repeat.
-inline int64_t bcast(const Tensor* t, int dim, int64_t i) { return t->ne[dim] == 1 ? 0 : i; }
+inline int64_t bcast(const Tensor* t, int dim, int64_t i) {
+  return t->ne[dim] == 1 ? 0 : i;
+}
 
 // Calls f(i0, i1, i2, i3) for every element of a shape; the loop of every reference kernel.
 template <typename F>

@@ -9,13 +9,14 @@
 namespace sd {
 
 Tensor* cast(Context& ctx, Tensor* a, DType type) {
-  SD_CHECK(type != DType::I32 && a->type != DType::I32 && type != DType::Q8_K &&
-               type < DType::Count,
-           "[cast] cannot cast '%s' from %s to %s", a->name.c_str(),
-           std::string(dtype_name(a->type)).c_str(), std::string(dtype_name(type)).c_str());
+  SD_CHECK(
+      type != DType::I32 && a->type != DType::I32 && type != DType::Q8_K && type < DType::Count,
+      "[cast] cannot cast '%s' from %s to %s", a->name.c_str(),
+      std::string(dtype_name(a->type)).c_str(), std::string(dtype_name(type)).c_str());
   SD_CHECK(!is_quantized(a->type) || type == DType::F32,
            "[cast] block type %s converts only to f32", std::string(dtype_name(a->type)).c_str());
-  SD_CHECK(a->ne[0] % block_size(type) == 0, "[cast] %s needs rows of a multiple of %lld values, got %lld",
+  SD_CHECK(a->ne[0] % block_size(type) == 0,
+           "[cast] %s needs rows of a multiple of %lld values, got %lld",
            std::string(dtype_name(type)).c_str(), static_cast<long long>(block_size(type)),
            static_cast<long long>(a->ne[0]));
   return ctx.new_op(Op::Cast, type, a->ne, {a});

@@ -19,17 +19,24 @@ Tensor* binary(Context& ctx, Op op, Tensor* a, Tensor* b) {
   check_float_input(name, a);
   check_float_input(name, b);
   SD_CHECK(can_broadcast(*a, *b), "[%s] cannot broadcast %s ('%s') to %s ('%s')", name,
-           b->shape_string().c_str(), b->name.c_str(), a->shape_string().c_str(),
-           a->name.c_str());
+           b->shape_string().c_str(), b->name.c_str(), a->shape_string().c_str(), a->name.c_str());
   return ctx.new_op(op, DType::F32, a->ne, {a, b});
 }
 
 }  // namespace
 
-Tensor* add(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, Op::Add, a, b); }
-Tensor* sub(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, Op::Sub, a, b); }
-Tensor* mul(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, Op::Mul, a, b); }
-Tensor* div(Context& ctx, Tensor* a, Tensor* b) { return binary(ctx, Op::Div, a, b); }
+Tensor* add(Context& ctx, Tensor* a, Tensor* b) {
+  return binary(ctx, Op::Add, a, b);
+}
+Tensor* sub(Context& ctx, Tensor* a, Tensor* b) {
+  return binary(ctx, Op::Sub, a, b);
+}
+Tensor* mul(Context& ctx, Tensor* a, Tensor* b) {
+  return binary(ctx, Op::Mul, a, b);
+}
+Tensor* div(Context& ctx, Tensor* a, Tensor* b) {
+  return binary(ctx, Op::Div, a, b);
+}
 
 Tensor* scale(Context& ctx, Tensor* a, float s, float bias) {
   check_float_input("scale", a);
@@ -56,11 +63,20 @@ void reference_binary(Tensor* dst) {
     float y = load_f32(b, bcast(b, 0, i0), bcast(b, 1, i1), bcast(b, 2, i2), bcast(b, 3, i3));
     float r = 0;
     switch (dst->op) {
-      case Op::Add: r = x + y; break;
-      case Op::Sub: r = x - y; break;
-      case Op::Mul: r = x * y; break;
-      case Op::Div: r = x / y; break;
-      default: fail("[reference] not a binary op: %s", op_name(dst->op).data());
+      case Op::Add:
+        r = x + y;
+        break;
+      case Op::Sub:
+        r = x - y;
+        break;
+      case Op::Mul:
+        r = x * y;
+        break;
+      case Op::Div:
+        r = x / y;
+        break;
+      default:
+        fail("[reference] not a binary op: %s", op_name(dst->op).data());
     }
     store_f32(dst, r, i0, i1, i2, i3);
   });

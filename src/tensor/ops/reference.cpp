@@ -24,39 +24,41 @@ namespace {
 
 // Indexed by Op; the size check makes a new op without an entry fail the build.
 constexpr std::array<Kernel, kOpCount> kReference = {
-    nullptr,            // None
-    nullptr,            // View
-    nullptr,            // Reshape
-    nullptr,            // Permute
-    reference_binary,   // Add
-    reference_binary,   // Sub
-    reference_binary,   // Mul
-    reference_binary,   // Div
-    reference_scale,    // Scale
-    reference_clamp,    // Clamp
-    reference_unary,    // Unary
-    reference_cast,     // Cast
-    reference_cont,     // Cont
-    reference_concat,   // Concat
-    reference_pad,      // Pad
-    reference_get_rows,  // GetRows
-    reference_upscale,  // Upscale
-    reference_reduce,   // Sum
-    reference_reduce,   // Mean
-    reference_softmax,  // Softmax
-    reference_group_norm,  // GroupNorm
-    reference_layer_norm,  // LayerNorm
-    reference_rms_norm,  // RmsNorm
-    reference_matmul,   // MatMul
-    reference_conv2d,   // Conv2d
-    reference_attention,  // Attention
-    reference_arange,   // Arange
+    nullptr,                       // None
+    nullptr,                       // View
+    nullptr,                       // Reshape
+    nullptr,                       // Permute
+    reference_binary,              // Add
+    reference_binary,              // Sub
+    reference_binary,              // Mul
+    reference_binary,              // Div
+    reference_scale,               // Scale
+    reference_clamp,               // Clamp
+    reference_unary,               // Unary
+    reference_cast,                // Cast
+    reference_cont,                // Cont
+    reference_concat,              // Concat
+    reference_pad,                 // Pad
+    reference_get_rows,            // GetRows
+    reference_upscale,             // Upscale
+    reference_reduce,              // Sum
+    reference_reduce,              // Mean
+    reference_softmax,             // Softmax
+    reference_group_norm,          // GroupNorm
+    reference_layer_norm,          // LayerNorm
+    reference_rms_norm,            // RmsNorm
+    reference_matmul,              // MatMul
+    reference_conv2d,              // Conv2d
+    reference_attention,           // Attention
+    reference_arange,              // Arange
     reference_timestep_embedding,  // TimestepEmbedding
 };
 static_assert(kReference.size() == kOpCount);
 
 }  // namespace
 
-Kernel reference_kernel(Op op) { return kReference[static_cast<size_t>(op)]; }
+Kernel reference_kernel(Op op) {
+  return kReference[static_cast<size_t>(op)];
+}
 
 }  // namespace sd

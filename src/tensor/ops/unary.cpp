@@ -25,19 +25,32 @@ float unary_reference_value(UnaryOp op, float x, float alpha) {
       const float k = std::sqrt(2.0f / static_cast<float>(M_PI));
       return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
     }
-    case UnaryOp::GeluErf: return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
-    case UnaryOp::GeluQuick: return x / (1.0f + std::exp(-1.702f * x));
-    case UnaryOp::Silu: return x / (1.0f + std::exp(-x));
-    case UnaryOp::Relu: return x > 0 ? x : 0.0f;
-    case UnaryOp::LeakyRelu: return x > 0 ? x : alpha * x;
-    case UnaryOp::Tanh: return std::tanh(x);
-    case UnaryOp::Sigmoid: return 1.0f / (1.0f + std::exp(-x));
-    case UnaryOp::Exp: return std::exp(x);
-    case UnaryOp::Sin: return std::sin(x);
-    case UnaryOp::Cos: return std::cos(x);
-    case UnaryOp::Sqrt: return std::sqrt(x);
-    case UnaryOp::Neg: return -x;
-    case UnaryOp::Count: break;
+    case UnaryOp::GeluErf:
+      return 0.5f * x * (1.0f + std::erf(x / std::sqrt(2.0f)));
+    case UnaryOp::GeluQuick:
+      return x / (1.0f + std::exp(-1.702f * x));
+    case UnaryOp::Silu:
+      return x / (1.0f + std::exp(-x));
+    case UnaryOp::Relu:
+      return x > 0 ? x : 0.0f;
+    case UnaryOp::LeakyRelu:
+      return x > 0 ? x : alpha * x;
+    case UnaryOp::Tanh:
+      return std::tanh(x);
+    case UnaryOp::Sigmoid:
+      return 1.0f / (1.0f + std::exp(-x));
+    case UnaryOp::Exp:
+      return std::exp(x);
+    case UnaryOp::Sin:
+      return std::sin(x);
+    case UnaryOp::Cos:
+      return std::cos(x);
+    case UnaryOp::Sqrt:
+      return std::sqrt(x);
+    case UnaryOp::Neg:
+      return -x;
+    case UnaryOp::Count:
+      break;
   }
   fail("[unary] unknown function %d", static_cast<int>(op));
 }

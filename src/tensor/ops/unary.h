@@ -8,10 +8,18 @@ namespace sd {
 // `alpha` is the negative slope of LeakyRelu and unused otherwise.
 Tensor* unary(Context& ctx, Tensor* a, UnaryOp op, float alpha = 0.0f);
 
-inline Tensor* gelu(Context& ctx, Tensor* a) { return unary(ctx, a, UnaryOp::Gelu); }
-inline Tensor* gelu_quick(Context& ctx, Tensor* a) { return unary(ctx, a, UnaryOp::GeluQuick); }
-inline Tensor* silu(Context& ctx, Tensor* a) { return unary(ctx, a, UnaryOp::Silu); }
-inline Tensor* relu(Context& ctx, Tensor* a) { return unary(ctx, a, UnaryOp::Relu); }
+inline Tensor* gelu(Context& ctx, Tensor* a) {
+  return unary(ctx, a, UnaryOp::Gelu);
+}
+inline Tensor* gelu_quick(Context& ctx, Tensor* a) {
+  return unary(ctx, a, UnaryOp::GeluQuick);
+}
+inline Tensor* silu(Context& ctx, Tensor* a) {
+  return unary(ctx, a, UnaryOp::Silu);
+}
+inline Tensor* relu(Context& ctx, Tensor* a) {
+  return unary(ctx, a, UnaryOp::Relu);
+}
 
 // The scalar definition of each function; reference kernels and tests use it.
 float unary_reference_value(UnaryOp op, float x, float alpha);

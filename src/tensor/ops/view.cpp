@@ -41,7 +41,9 @@ Tensor* permute(Context& ctx, Tensor* a, const std::array<int, kMaxDims>& axes) 
   return t;
 }
 
-Tensor* transpose(Context& ctx, Tensor* a) { return permute(ctx, a, {1, 0, 2, 3}); }
+Tensor* transpose(Context& ctx, Tensor* a) {
+  return permute(ctx, a, {1, 0, 2, 3});
+}
 
 Tensor* slice(Context& ctx, Tensor* a, int dim, int64_t start, int64_t end) {
   SD_CHECK(dim >= 0 && dim < kMaxDims, "[slice] dim %d out of range", dim);
@@ -58,7 +60,9 @@ Tensor* slice(Context& ctx, Tensor* a, int dim, int64_t start, int64_t end) {
   return ctx.new_view(Op::View, a, a->type, ne, a->nb, offset);
 }
 
-Tensor* cont(Context& ctx, Tensor* a) { return ctx.new_op(Op::Cont, a->type, a->ne, {a}); }
+Tensor* cont(Context& ctx, Tensor* a) {
+  return ctx.new_op(Op::Cont, a->type, a->ne, {a});
+}
 
 void reference_cont(Tensor* dst) {
   const Tensor* a = dst->src[0];
