@@ -85,6 +85,23 @@ std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels,
   return results;
 }
 
+std::vector<std::vector<float>> run_reference(
+    const std::function<std::vector<Tensor*>(Context&)>& build, const NamedValues& values) {
+  GraphCase c;
+  c.build = build;
+  c.fill = [&values](const Tensor& t, int) {
+    auto it = values.find(t.name);
+    return it == values.end() ? std::vector<float>{} : it->second;
+  };
+  return run_case(c, CpuKernels::Reference);
+}
+
+std::vector<float> run_reference_single(const std::function<Tensor*(Context&)>& build,
+                                        const NamedValues& values) {
+  return run_reference([&build](Context& ctx) { return std::vector<Tensor*>{build(ctx)}; },
+                       values)[0];
+}
+
 double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b, double atol,
                         double rtol) {
   double worst = 0;

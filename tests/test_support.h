@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,17 @@ struct GraphCase {
 };
 
 std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels, int threads = 2);
+
+// Values for leaves by name, for hand-computed op tests.
+using NamedValues = std::map<std::string, std::vector<float>>;
+
+// Runs `build` with reference kernels; leaves named in `values` get those values, the
+// others random ones.
+std::vector<std::vector<float>> run_reference(
+    const std::function<std::vector<Tensor*>(Context&)>& build, const NamedValues& values = {});
+// The same for a graph with one output.
+std::vector<float> run_reference_single(const std::function<Tensor*(Context&)>& build,
+                                        const NamedValues& values = {});
 
 // Max |a - b| / (atol + rtol * |b|) over all elements; <= 1 passes.
 double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b, double atol,

@@ -11,17 +11,7 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<float> run(std::function<Tensor*(Context&)> build, Values values) {
-  test::GraphCase c;
-  c.build = [build](Context& ctx) { return std::vector<Tensor*>{build(ctx)}; };
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference)[0];
-}
+using Values = test::NamedValues;
 
 // One query against two keys whose scaled scores are 0 and ln 3: weights 1/4 and 3/4.
 Tensor* two_keys(Context& ctx, bool with_mask) {
@@ -35,7 +25,7 @@ Tensor* two_keys(Context& ctx, bool with_mask) {
 const Values kTwoKeys = {{"q", {2}}, {"k", {0, std::log(3.0f)}}, {"v", {1, 0, 0, 1}}};
 
 TEST(Attention, SoftmaxWeightsTheValues) {
-  auto y = run([](Context& ctx) { return two_keys(ctx, false); }, kTwoKeys);
+  auto y = test::run_reference_single([](Context& ctx) { return two_keys(ctx, false); }, kTwoKeys);
   ASSERT_EQ(y.size(), 2u);
   EXPECT_NEAR(y[0], 0.25f, 1e-6);
   EXPECT_NEAR(y[1], 0.75f, 1e-6);
@@ -44,21 +34,21 @@ TEST(Attention, SoftmaxWeightsTheValues) {
 TEST(Attention, MaskAddsToScoresAndFullyMaskedQueriesGetZeros) {
   Values values = kTwoKeys;
   values["mask"] = {0, -INFINITY};
-  auto y = run([](Context& ctx) { return two_keys(ctx, true); }, values);
+  auto y = test::run_reference_single([](Context& ctx) { return two_keys(ctx, true); }, values);
   EXPECT_EQ(y, (std::vector<float>{1, 0}));
   values["mask"] = {std::log(3.0f), 0};  // cancels key 1's lead: equal weights
-  y = run([](Context& ctx) { return two_keys(ctx, true); }, values);
+  y = test::run_reference_single([](Context& ctx) { return two_keys(ctx, true); }, values);
   EXPECT_NEAR(y[0], 0.5f, 1e-6);
   EXPECT_NEAR(y[1], 0.5f, 1e-6);
   values["mask"] = {-INFINITY, -INFINITY};
-  y = run([](Context& ctx) { return two_keys(ctx, true); }, values);
+  y = test::run_reference_single([](Context& ctx) { return two_keys(ctx, true); }, values);
   EXPECT_EQ(y, (std::vector<float>{0, 0}));
 }
 
 TEST(Attention, OutputPutsHeadsBeforeQueries) {
   // One key per head, so each query returns its head's value: out[e, h, i, n] = v[e, 0, h, n].
-  Shape shape{};  // read inside build: the graph's context is gone after run()
-  auto y = run(
+  Shape shape{};  // read inside build: the graph's context is gone after the run
+  auto y = test::run_reference_single(
       [&](Context& ctx) {
         Tensor* q = ctx.new_tensor(DType::F32, {1, 3, 2, 1}, "q");
         Tensor* k = ctx.new_tensor(DType::F32, {1, 1, 2, 1}, "k");

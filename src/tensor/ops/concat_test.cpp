@@ -11,19 +11,7 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-// Runs `build` with reference kernels; leaves named in `values` get those values.
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
+using Values = test::NamedValues;
 
 std::vector<float> iota(int64_t n, float first) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -38,7 +26,7 @@ TEST(Concat, EachDimTakesAThenB) {
     nb[dim] = 2;
     Shape ne = base;
     ne[dim] += nb[dim];
-    auto out = run(
+    auto out = test::run_reference(
         [&](Context& ctx) {
           Tensor* a = ctx.new_tensor(DType::F32, base, "a");
           Tensor* b = ctx.new_tensor(DType::F32, nb, "b");
@@ -71,7 +59,7 @@ TEST(Concat, EachDimTakesAThenB) {
 
 TEST(Concat, KeepsI32AndF16Exact) {
   // The result keeps the input dtype, so i32 ids and f16 bits pass through unchanged.
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::I32, {2}, "a");
         Tensor* b = ctx.new_tensor(DType::I32, {1}, "b");
@@ -88,7 +76,7 @@ TEST(Concat, KeepsI32AndF16Exact) {
 }
 
 TEST(Concat, PermutedInputsMatchContiguousCopies) {
-  auto out = run([](Context& ctx) {
+  auto out = test::run_reference([](Context& ctx) {
     Tensor* a = ctx.new_tensor(DType::F32, {4, 3, 2}, "a");
     Tensor* b = ctx.new_tensor(DType::F32, {3, 5, 2}, "b");
     Tensor* at = permute(ctx, a, {1, 0, 2, 3});  // [3, 4, 2], strided

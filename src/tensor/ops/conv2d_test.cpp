@@ -10,22 +10,12 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<float> run(std::function<Tensor*(Context&)> build, Values values) {
-  test::GraphCase c;
-  c.build = [build](Context& ctx) { return std::vector<Tensor*>{build(ctx)}; };
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference)[0];
-}
+using Values = test::NamedValues;
 
 TEST(Conv2d, SumsWindowsByHand) {
   // 3x3 image 1..9 (row-major, W fastest), 2x2 kernel of ones: each output sums a window.
-  Shape shape{};  // read inside build: the graph's context is gone after run()
-  auto y = run(
+  Shape shape{};  // read inside build: the graph's context is gone after the run
+  auto y = test::run_reference_single(
       [&](Context& ctx) {
         Tensor* x = ctx.new_tensor(DType::F32, {3, 3, 1, 1}, "x");
         Tensor* w = ctx.new_tensor(DType::F32, {2, 2, 1, 1}, "w");
@@ -41,7 +31,7 @@ TEST(Conv2d, SumsWindowsByHand) {
 TEST(Conv2d, StrideDilationAndPaddingAlongW) {
   // One row x = 1..5, taps (1, 10) two apart (dilation 2), stride 2, one zero on each side:
   // OW = (5 + 2 - 2 - 1) / 2 + 1 = 3, output ox reads x[2 ox - 1] + 10 x[2 ox + 1].
-  auto y = run(
+  auto y = test::run_reference_single(
       [](Context& ctx) {
         Tensor* x = ctx.new_tensor(DType::F32, {5, 1, 1, 1}, "x");
         Tensor* w = ctx.new_tensor(DType::F16, {2, 1, 1, 1}, "w");
@@ -53,7 +43,7 @@ TEST(Conv2d, StrideDilationAndPaddingAlongW) {
 
 TEST(Conv2d, GroupsKeepChannelsApartAndBiasAdds) {
   // Two groups of one channel, 1x1 kernels 2 and 3, bias (1, -1), batch of 2.
-  auto y = run(
+  auto y = test::run_reference_single(
       [](Context& ctx) {
         Tensor* x = ctx.new_tensor(DType::F32, {2, 1, 2, 2}, "x");
         Tensor* w = ctx.new_tensor(DType::BF16, {1, 1, 1, 2}, "w");

@@ -12,21 +12,11 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
+using Values = test::NamedValues;
 
 std::vector<float> arange_values(float start, float stop, float step) {
-  return run([=](Context& ctx) { return std::vector<Tensor*>{arange(ctx, start, stop, step)}; })[0];
+  return test::run_reference(
+      [=](Context& ctx) { return std::vector<Tensor*>{arange(ctx, start, stop, step)}; })[0];
 }
 
 TEST(Arange, CountsAndValues) {
@@ -62,7 +52,7 @@ double embedding(double t, int dim, int j, double max_period = 10000) {
 TEST(TimestepEmbedding, CosFirstThenSin) {
   // t = 0: cos half is 1, sin half is 0 -- the order ggml and SD's UNet use.
   const std::vector<float> t = {0, 1, 999.5f};
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* ts = ctx.new_tensor(DType::F32, {3}, "t");
         Tensor* e = timestep_embedding(ctx, ts, 8);
@@ -83,7 +73,7 @@ TEST(TimestepEmbedding, CosFirstThenSin) {
 }
 
 TEST(TimestepEmbedding, OddDimEndsInZeroAndMaxPeriodIsUsed) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* ts = ctx.new_tensor(DType::F32, {2}, "t");
         return std::vector<Tensor*>{timestep_embedding(ctx, ts, 7, 100),
@@ -101,7 +91,7 @@ TEST(TimestepEmbedding, OddDimEndsInZeroAndMaxPeriodIsUsed) {
 }
 
 TEST(TimestepEmbedding, StridedTimestepsMatchContiguousCopy) {
-  auto out = run([](Context& ctx) {
+  auto out = test::run_reference([](Context& ctx) {
     Tensor* x = ctx.new_tensor(DType::F32, {2, 3}, "x");
     Tensor* ts = slice(ctx, transpose(ctx, x), 1, 1, 2);  // x[1, :]: [3], stride 8 bytes
     EXPECT_EQ(ts->ne, make_shape({3}));

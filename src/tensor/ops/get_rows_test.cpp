@@ -12,18 +12,7 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
+using Values = test::NamedValues;
 
 std::vector<float> iota(int64_t n) {
   std::vector<float> v(static_cast<size_t>(n));
@@ -37,7 +26,7 @@ std::vector<float> row(const std::vector<float>& table, int64_t k, int64_t r) {
 }
 
 TEST(GetRows, GathersRowsInIdOrder) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* table = ctx.new_tensor(DType::F32, {3, 5}, "table");
         Tensor* ids = ctx.new_tensor(DType::I32, {3}, "ids");
@@ -50,7 +39,7 @@ TEST(GetRows, GathersRowsInIdOrder) {
 }
 
 TEST(GetRows, BatchedIdsGiveA3dResult) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* table = ctx.new_tensor(DType::F16, {2, 4}, "table");
         Tensor* ids = ctx.new_tensor(DType::I32, {2, 2}, "ids");
@@ -64,7 +53,7 @@ TEST(GetRows, BatchedIdsGiveA3dResult) {
 }
 
 TEST(GetRows, Q8TableGivesDequantizedRows) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* table = ctx.new_tensor(DType::Q8_0, {64, 6}, "table");
         Tensor* ids = ctx.new_tensor(DType::I32, {4}, "ids");
@@ -80,7 +69,7 @@ TEST(GetRows, Q8TableGivesDequantizedRows) {
 }
 
 TEST(GetRows, StridedIdsMatchContiguousCopy) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* table = ctx.new_tensor(DType::F32, {4, 6}, "table");
         Tensor* ids = ctx.new_tensor(DType::I32, {2, 3}, "ids");

@@ -11,22 +11,12 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<float> run(std::function<Tensor*(Context&)> build, Values values) {
-  test::GraphCase c;
-  c.build = [build](Context& ctx) { return std::vector<Tensor*>{build(ctx)}; };
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference)[0];
-}
+using Values = test::NamedValues;
 
 TEST(MatMul, LinearLayerByHand) {
   // a holds three rows of K = 2 (one per output), b two columns of K = 2.
-  Shape shape{};  // read inside build: the graph's context is gone after run()
-  auto y = run(
+  Shape shape{};  // read inside build: the graph's context is gone after the run
+  auto y = test::run_reference_single(
       [&](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {2, 3}, "a");
         Tensor* b = ctx.new_tensor(DType::F32, {2, 2}, "b");
@@ -42,7 +32,7 @@ TEST(MatMul, LinearLayerByHand) {
 
 TEST(MatMul, WeightBroadcastsOverBatchDims) {
   // a has 2 batch slices, b has 4: b's slices 0, 1 use a's slice 0 and 2, 3 use slice 1.
-  auto y = run(
+  auto y = test::run_reference_single(
       [](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {1, 1, 2}, "a");
         Tensor* b = ctx.new_tensor(DType::F32, {1, 1, 4}, "b");
@@ -54,7 +44,7 @@ TEST(MatMul, WeightBroadcastsOverBatchDims) {
 
 TEST(MatMul, TransposedViewOfActivations) {
   // b given as the transpose of a [N, K] tensor: same result as the contiguous [K, N] one.
-  auto y = run(
+  auto y = test::run_reference_single(
       [](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {2, 1}, "a");
         Tensor* bt = ctx.new_tensor(DType::F32, {3, 2}, "bt");  // [N = 3, K = 2]
@@ -70,7 +60,7 @@ TEST(MatMul, BlockQuantizedWeights) {
   std::vector<float> a(64), b(32, 1.0f);
   for (int i = 0; i < 64; ++i) a[i] = static_cast<float>((i * 37) % 255 - 127);
   a[0] = a[32] = 127;
-  auto y = run(
+  auto y = test::run_reference_single(
       [](Context& ctx) {
         return matmul(ctx, ctx.new_tensor(DType::Q8_0, {32, 2}, "a"),
                       ctx.new_tensor(DType::F32, {32, 1}, "b"));

@@ -12,18 +12,7 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
+using Values = test::NamedValues;
 
 struct Moments {
   double mean = 0, var = 0;
@@ -46,7 +35,7 @@ TEST(GroupNorm, EachGroupHasMeanZeroVarianceOneThenAffine) {
   const std::vector<float> x = test::random_values(w * h * c * n, 11, 2, 9);
   const std::vector<float> weight = {0.5f, -1, 2, 1.5f, 0.25f, 3};
   const std::vector<float> bias = {1, 2, -3, 0, 0.5f, -0.5f};
-  auto out = run(
+  auto out = test::run_reference(
       [&](Context& ctx) {
         Tensor* t = ctx.new_tensor(DType::F32, {w, h, c, n}, "x");
         Tensor* wt = ctx.new_tensor(DType::F32, {c}, "weight");
@@ -76,7 +65,7 @@ TEST(GroupNorm, EachGroupHasMeanZeroVarianceOneThenAffine) {
 
 TEST(GroupNorm, OneGroupAndOneGroupPerChannel) {
   const std::vector<float> x = test::random_values(2 * 2 * 4, 5);
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* t = ctx.new_tensor(DType::F32, {2, 2, 4}, "x");
         return std::vector<Tensor*>{group_norm(ctx, t, 1, 0), group_norm(ctx, t, 4, 0)};
@@ -94,7 +83,7 @@ TEST(GroupNorm, OneGroupAndOneGroupPerChannel) {
 }
 
 TEST(GroupNorm, ConstantGroupGivesBiasNotNaN) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* t = ctx.new_tensor(DType::F32, {2, 1, 2}, "x");
         Tensor* b = ctx.new_tensor(DType::F32, {1, 1, 2}, "bias");  // conv-style [1, 1, C]
@@ -105,7 +94,7 @@ TEST(GroupNorm, ConstantGroupGivesBiasNotNaN) {
 }
 
 TEST(GroupNorm, PermutedInputMatchesContiguousCopy) {
-  auto out = run([](Context& ctx) {
+  auto out = test::run_reference([](Context& ctx) {
     Tensor* x = ctx.new_tensor(DType::F32, {6, 3, 4, 2}, "x");
     Tensor* wt = ctx.new_tensor(DType::F16, {6}, "weight");
     Tensor* b = ctx.new_tensor(DType::F32, {6}, "bias");
@@ -122,7 +111,7 @@ TEST(LayerNorm, RowsAreNormalizedThenAffine) {
   const std::vector<float> weight = test::random_values(n, 4);
   const std::vector<float> bias = test::random_values(n, 5);
   const float eps = 1e-6f;
-  auto out = run(
+  auto out = test::run_reference(
       [&](Context& ctx) {
         Tensor* t = ctx.new_tensor(DType::F32, {n, rows}, "x");
         Tensor* wt = ctx.new_tensor(DType::F32, {n}, "weight");
@@ -144,7 +133,7 @@ TEST(LayerNorm, RowsAreNormalizedThenAffine) {
 
 TEST(RmsNorm, KnownValues) {
   // [3, 4]: mean square 12.5, so x / sqrt(12.5).
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* t = ctx.new_tensor(DType::F32, {2, 2}, "x");
         Tensor* wt = ctx.new_tensor(DType::BF16, {2}, "weight");
@@ -163,7 +152,7 @@ TEST(RmsNorm, KnownValues) {
 }
 
 TEST(RowNorms, PermutedInputMatchesContiguousCopy) {
-  auto out = run([](Context& ctx) {
+  auto out = test::run_reference([](Context& ctx) {
     Tensor* x = ctx.new_tensor(DType::F32, {5, 7, 3}, "x");
     Tensor* wt = ctx.new_tensor(DType::F32, {7}, "weight");
     Tensor* b = ctx.new_tensor(DType::F32, {7}, "bias");

@@ -11,22 +11,11 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
+using Values = test::NamedValues;
 
 TEST(Pad, PlacesInputAndFillsTheRest) {
   // a = [[1, 2], [3, 4], [5, 6]] as [2, 3]; one column before, two after; one row after.
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {2, 3}, "a");
         Tensor* t = pad(ctx, a, {1, 2, 0, 1, 0, 0, 0, 0}, -5.0f);
@@ -42,7 +31,7 @@ TEST(Pad, PlacesInputAndFillsTheRest) {
 }
 
 TEST(Pad, PadsOuterDimsOfF16) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F16, {1, 1, 1, 2}, "a");
         return std::vector<Tensor*>{pad(ctx, a, {0, 0, 0, 0, 1, 0, 0, 1})};
@@ -53,7 +42,7 @@ TEST(Pad, PadsOuterDimsOfF16) {
 }
 
 TEST(Pad, PermutedInputMatchesContiguousCopy) {
-  auto out = run([](Context& ctx) {
+  auto out = test::run_reference([](Context& ctx) {
     Tensor* a = ctx.new_tensor(DType::F32, {5, 3, 2}, "a");
     Tensor* p = permute(ctx, a, {2, 0, 1, 3});  // [2, 5, 3]
     const std::array<int, 8> pads = {1, 1, 2, 0, 0, 3, 1, 1};

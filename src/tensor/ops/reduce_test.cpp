@@ -12,24 +12,13 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
+using Values = test::NamedValues;
 
 TEST(Reduce, SumAndMeanOverEachDimKeepTheDim) {
   const Shape ne = {3, 4, 2, 5};
   const std::vector<float> x = test::random_values(3 * 4 * 2 * 5, 7);
   for (int dim = 0; dim < kMaxDims; ++dim) {
-    auto out = run(
+    auto out = test::run_reference(
         [&](Context& ctx) {
           Tensor* a = ctx.new_tensor(DType::F32, ne, "a");
           Tensor* s = sum(ctx, a, dim);
@@ -61,7 +50,7 @@ TEST(Reduce, SumAndMeanOverEachDimKeepTheDim) {
 TEST(Reduce, LongRowsKeepPrecision) {
   // 2^20 values of 0.1f: an f32 running sum drifts by ~1e-3 relative; the reference must not.
   const int64_t n = 1 << 20;
-  auto out = run(
+  auto out = test::run_reference(
       [&](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {n}, "a");
         return std::vector<Tensor*>{sum(ctx, a, 0), mean(ctx, a, 0)};
@@ -74,7 +63,7 @@ TEST(Reduce, LongRowsKeepPrecision) {
 
 TEST(Reduce, PermutedInputMatchesContiguousCopy) {
   for (int dim = 0; dim < kMaxDims; ++dim) {
-    auto out = run([dim](Context& ctx) {
+    auto out = test::run_reference([dim](Context& ctx) {
       Tensor* a = ctx.new_tensor(DType::F32, {4, 3, 5, 2}, "a");
       Tensor* p = permute(ctx, a, {2, 0, 3, 1});
       Tensor* c = cont(ctx, p);

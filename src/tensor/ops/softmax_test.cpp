@@ -13,20 +13,9 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
+using Values = test::NamedValues;
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
-
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
 
 // softmax of one row in double.
 std::vector<double> softmax_row(const std::vector<double>& v) {
@@ -42,7 +31,7 @@ TEST(Softmax, RowsMatchTheFormulaAndSumToOne) {
   const int64_t n = 7, rows = 6;
   const std::vector<float> x = test::random_values(n * rows, 3, -4, 4);
   for (float scale : {1.0f, 0.125f}) {
-    auto out = run(
+    auto out = test::run_reference(
         [&](Context& ctx) {
           Tensor* a = ctx.new_tensor(DType::F32, {n, 3, 2}, "a");
           return std::vector<Tensor*>{softmax(ctx, a, nullptr, scale)};
@@ -63,7 +52,7 @@ TEST(Softmax, RowsMatchTheFormulaAndSumToOne) {
 }
 
 TEST(Softmax, LargeLogitsDoNotOverflow) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {2}, "a");
         return std::vector<Tensor*>{softmax(ctx, a)};
@@ -78,7 +67,7 @@ TEST(Softmax, MaskIsAddedAfterScalingAndMinusInfGivesExactZero) {
   const std::vector<float> a = {1, 2, 3, 4, 5, 6, -1, 0, 1, 2, 2, 2};
   const std::vector<float> mask = {0, -kInf, 0.5f, -kInf, 0, 0};
   for (DType mask_type : {DType::F32, DType::F16}) {
-    auto out = run(
+    auto out = test::run_reference(
         [&](Context& ctx) {
           Tensor* x = ctx.new_tensor(DType::F32, {3, 2, 2}, "a");
           Tensor* m = ctx.new_tensor(mask_type, {3, 2}, "mask");
@@ -103,7 +92,7 @@ TEST(Softmax, MaskIsAddedAfterScalingAndMinusInfGivesExactZero) {
 }
 
 TEST(Softmax, FullyMaskedRowIsZeroNotNaN) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* x = ctx.new_tensor(DType::F32, {3, 2}, "a");
         Tensor* m = ctx.new_tensor(DType::F32, {3, 2}, "mask");
@@ -117,7 +106,7 @@ TEST(Softmax, FullyMaskedRowIsZeroNotNaN) {
 }
 
 TEST(Softmax, NaNInputPropagates) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* x = ctx.new_tensor(DType::F32, {3}, "a");
         return std::vector<Tensor*>{softmax(ctx, x)};
@@ -127,7 +116,7 @@ TEST(Softmax, NaNInputPropagates) {
 }
 
 TEST(Softmax, PermutedInputsMatchContiguousCopies) {
-  auto out = run([](Context& ctx) {
+  auto out = test::run_reference([](Context& ctx) {
     Tensor* a = ctx.new_tensor(DType::F32, {4, 6, 3}, "a");
     Tensor* m = ctx.new_tensor(DType::F16, {6, 3}, "mask");
     Tensor* p = permute(ctx, a, {2, 1, 0, 3});  // [3, 6, 4]

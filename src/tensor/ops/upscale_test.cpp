@@ -13,22 +13,11 @@
 namespace sd {
 namespace {
 
-using Values = std::map<std::string, std::vector<float>>;
-
-std::vector<std::vector<float>> run(std::function<std::vector<Tensor*>(Context&)> build,
-                                    Values values = {}) {
-  test::GraphCase c;
-  c.build = std::move(build);
-  c.fill = [values](const Tensor& t, int) {
-    auto it = values.find(t.name);
-    return it == values.end() ? std::vector<float>{} : it->second;
-  };
-  return test::run_case(c, CpuKernels::Reference);
-}
+using Values = test::NamedValues;
 
 std::vector<float> resize(int64_t in_w, int64_t in_h, const std::vector<float>& in, int64_t out_w,
                           int64_t out_h, UpscaleMode mode) {
-  return run(
+  return test::run_reference(
       [=](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {in_w, in_h}, "a");
         return std::vector<Tensor*>{upscale(ctx, a, out_w, out_h, mode)};
@@ -43,7 +32,7 @@ double torch_bilinear_src(int64_t dst, int64_t in, int64_t out) {
 }
 
 TEST(Upscale, NearestRepeatsPixels) {
-  auto out = run(
+  auto out = test::run_reference(
       [](Context& ctx) {
         Tensor* a = ctx.new_tensor(DType::F32, {2, 2, 2}, "a");
         Tensor* t = upscale_nearest(ctx, a, 2);
@@ -118,7 +107,7 @@ TEST(Upscale, AlignCornersHitsTheCorners) {
 TEST(Upscale, PermutedInputMatchesContiguousCopy) {
   for (UpscaleMode mode :
        {UpscaleMode::Nearest, UpscaleMode::Bilinear, UpscaleMode::BilinearAlignCorners}) {
-    auto out = run([mode](Context& ctx) {
+    auto out = test::run_reference([mode](Context& ctx) {
       Tensor* a = ctx.new_tensor(DType::F32, {3, 5, 4, 2}, "a");
       Tensor* p = permute(ctx, a, {1, 2, 0, 3});  // [5, 4, 3, 2]
       return std::vector<Tensor*>{upscale(ctx, p, 7, 9, mode),
