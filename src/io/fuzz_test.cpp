@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "io/fuzz_driver.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "io/io_test_util.h"
@@ -19,13 +20,10 @@ namespace {
 
 using test::Bytes;
 using test::ByteWriter;
-
-// Per base file; the whole test takes well under a second. SD_IO_FUZZ_ITERATIONS runs
-// longer campaigns by hand (e.g. under -DSD_SANITIZE=ON).
-int iterations() {
-  const char* env = std::getenv("SD_IO_FUZZ_ITERATIONS");
-  return env ? std::max(1, std::atoi(env)) : 5000;
-}
+using test::fuzz_iterations;
+using test::FuzzCounts;
+using test::MutationAlphabet;
+using test::run_fuzz;
 
 Bytes base_safetensors() {
   test::SafetensorsBuilder b;
@@ -73,7 +71,8 @@ Bytes written_gguf() {
 }
 
 // Values that sit on the edges the readers check.
-constexpr uint64_t kInteresting[] = {0,
+// Field values at their limits, and the bytes of JSON's syntax (safetensors headers).
+const MutationAlphabet kAlphabet = {{0,
                                      1,
                                      2,
                                      4,
@@ -92,43 +91,10 @@ constexpr uint64_t kInteresting[] = {0,
                                      uint64_t{1} << 62,
                                      uint64_t{1} << 63,
                                      ~uint64_t{0} - 7,
-                                     ~uint64_t{0}};
-constexpr char kJsonBytes[] = "{}[]\":,-.0123456789eE \\u";
-
-Bytes mutate(const Bytes& base, std::mt19937& rng) {
-  Bytes b = base;
-  int n_mut = 1 + static_cast<int>(rng() % 4);
-  for (int m = 0; m < n_mut && !b.empty(); ++m) {
-    size_t pos = rng() % b.size();
-    switch (rng() % 7) {
-      case 0:
-        b[pos] ^= static_cast<uint8_t>(1u << (rng() % 8));
-        break;
-      case 1:
-        b[pos] = static_cast<uint8_t>(rng());
-        break;
-      case 2: {  // an interesting little-endian field value, of width 1, 2, 4 or 8
-        uint64_t v = kInteresting[rng() % std::size(kInteresting)];
-        size_t width = size_t{1} << (rng() % 4);
-        for (size_t i = 0; i < width && pos + i < b.size(); ++i) b[pos + i] = (v >> (8 * i)) & 0xff;
-        break;
-      }
-      case 3:
-        b[pos] = static_cast<uint8_t>(kJsonBytes[rng() % (sizeof(kJsonBytes) - 1)]);
-        break;
-      case 4:
-        b.insert(b.begin() + static_cast<std::ptrdiff_t>(pos), static_cast<uint8_t>(rng()));
-        break;
-      case 5:
-        b.erase(b.begin() + static_cast<std::ptrdiff_t>(pos));
-        break;
-      case 6:
-        b.resize(pos);
-        break;
-    }
-  }
-  return b;
-}
+                                     ~uint64_t{0}},
+                                    {'{', '}', '[', ']', '"', ':', ',', '-', '.', '0', '1',  '2',
+                                     '3', '4', '5', '6', '7', '8', '9', 'e', 'E', ' ', '\\', 'u'},
+                                    false};
 
 // On success, every tensor must lie inside the file and load without error or crash.
 template <typename File>
@@ -152,25 +118,13 @@ void check_parsed(const File& f) {
 
 template <typename Parse>
 void fuzz(const Bytes& base, uint32_t seed, Parse parse) {
-  std::mt19937 rng(seed);
-  const int n = iterations();
-  int parsed = 0, failed = 0;
-  for (int it = 0; it < n; ++it) {
-    Bytes b = mutate(base, rng);
-    try {
-      auto f = parse(MappedFile::from_memory("fuzz.bin", std::move(b)));
-      check_parsed(f);
-      ++parsed;
-    } catch (const Error& e) {
-      ASSERT_EQ(std::string(e.what()).rfind("fuzz.bin: ", 0), 0u)
-          << "iteration " << it << ": " << e.what();
-      ++failed;
-    }
-  }
-  std::printf("[ fuzz     ] %d parsed, %d refused\n", parsed, failed);
+  const int n = fuzz_iterations(5000);  // per base file: well under a second in all
+  FuzzCounts c =
+      run_fuzz(base, seed, n, kAlphabet, "fuzz.bin",
+               [&](std::shared_ptr<const MappedFile> file) { check_parsed(parse(file)); });
   // Both outcomes must occur, or the mutations are too weak (or too strong) to test much.
-  EXPECT_GT(parsed, n / 50);
-  EXPECT_GT(failed, n / 2);
+  EXPECT_GT(c.parsed, n / 50);
+  EXPECT_GT(c.refused, n / 2);
 }
 
 TEST(Fuzz, Safetensors) {
