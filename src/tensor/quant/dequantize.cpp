@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "tensor/float16.h"
 #include "tensor/quant/kernels.h"
@@ -207,6 +208,14 @@ void DequantizeQ3_K(const BlockQ3_K* HWY_RESTRICT x, float* HWY_RESTRICT y, int6
   }
 }
 
+// Scale and min of sub-block j of a q4_K/q5_K block (6-bit packed), as vectors.
+HWY_INLINE std::pair<VF, VF> SubBlockScale(DF df, float d, float dmin, const uint8_t* scales,
+                                           int j) {
+  uint8_t sc, m;
+  unpack_scale_min_k4(j, scales, &sc, &m);
+  return {hn::Set(df, d * static_cast<float>(sc)), hn::Set(df, dmin * static_cast<float>(m))};
+}
+
 void DequantizeQ4_K(const BlockQ4_K* HWY_RESTRICT x, float* HWY_RESTRICT y, int64_t nb) {
   const DF df;
   const DI di;
@@ -216,13 +225,8 @@ void DequantizeQ4_K(const BlockQ4_K* HWY_RESTRICT x, float* HWY_RESTRICT y, int6
     const float d = fp16_to_f32(x[i].d);
     const float dmin = fp16_to_f32(x[i].dmin);
     for (int g = 0; g < 4; ++g, y += 64) {
-      uint8_t sc, m;
-      unpack_scale_min_k4(2 * g, x[i].scales, &sc, &m);
-      const VF d1 = hn::Set(df, d * static_cast<float>(sc));
-      const VF m1 = hn::Set(df, dmin * static_cast<float>(m));
-      unpack_scale_min_k4(2 * g + 1, x[i].scales, &sc, &m);
-      const VF d2 = hn::Set(df, d * static_cast<float>(sc));
-      const VF m2 = hn::Set(df, dmin * static_cast<float>(m));
+      const auto [d1, m1] = SubBlockScale(df, d, dmin, x[i].scales, 2 * g);
+      const auto [d2, m2] = SubBlockScale(df, d, dmin, x[i].scales, 2 * g + 1);
       const uint8_t* q = x[i].qs + 32 * g;
       for (size_t l = 0; l < 32; l += N) {
         const VI b = LoadU8(q + l);
@@ -242,13 +246,8 @@ void DequantizeQ5_K(const BlockQ5_K* HWY_RESTRICT x, float* HWY_RESTRICT y, int6
     const float d = fp16_to_f32(x[i].d);
     const float dmin = fp16_to_f32(x[i].dmin);
     for (int g = 0; g < 4; ++g, y += 64) {
-      uint8_t sc, m;
-      unpack_scale_min_k4(2 * g, x[i].scales, &sc, &m);
-      const VF d1 = hn::Set(df, d * static_cast<float>(sc));
-      const VF m1 = hn::Set(df, dmin * static_cast<float>(m));
-      unpack_scale_min_k4(2 * g + 1, x[i].scales, &sc, &m);
-      const VF d2 = hn::Set(df, d * static_cast<float>(sc));
-      const VF m2 = hn::Set(df, dmin * static_cast<float>(m));
+      const auto [d1, m1] = SubBlockScale(df, d, dmin, x[i].scales, 2 * g);
+      const auto [d2, m2] = SubBlockScale(df, d, dmin, x[i].scales, 2 * g + 1);
       const uint8_t* q = x[i].qs + 32 * g;
       for (size_t l = 0; l < 32; l += N) {
         const VI b = LoadU8(q + l);
