@@ -10,6 +10,7 @@ packages=(
   clang-format
   python3 python3-numpy
   nlohmann-json3-dev
+  libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
 )
 
 missing=()

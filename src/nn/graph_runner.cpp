@@ -1,0 +1,48 @@
+#include "nn/graph_runner.h"
+
+#include "tensor/error.h"
+#include "tensor/graph.h"
+#include "tensor/ops/cast.h"
+#include "tensor/ops/view.h"
+
+namespace sd::nn {
+
+Tensor* GraphCall::input(const std::string& name, DType type, const Shape& ne, const void* data) {
+  Tensor* t = ctx_.new_tensor(type, ne, name);
+  t->flags |= kFlagInput;
+  inputs_.emplace_back(t, data);
+  return t;
+}
+
+GraphRunner::GraphRunner(Backend& backend)
+    : backend_(backend), memory_(backend.device().buffer_type()) {}
+
+std::vector<std::vector<float>> GraphRunner::run(GraphCall& call,
+                                                 const std::vector<Tensor*>& outputs) {
+  // Outputs come back as contiguous f32: cast (or copy) anything else in the graph.
+  std::vector<Tensor*> results;
+  for (Tensor* out : outputs) {
+    if (out->type != DType::F32)
+      out = cast(call.ctx(), out, DType::F32);
+    else if (!out->is_contiguous())
+      out = cont(call.ctx(), out);
+    results.push_back(out);
+  }
+  Graph graph = Graph::build(results);
+  check_supported(backend_.device(), graph);
+  memory_.allocate(graph);
+  // An input the graph does not read has no memory; there is nothing to upload.
+  for (auto& [t, data] : call.inputs())
+    if (t->data) tensor_set(*t, data);
+  backend_.compute(graph);
+  backend_.synchronize();
+  std::vector<std::vector<float>> values;
+  for (Tensor* r : results) {
+    std::vector<float> v(static_cast<size_t>(r->nelements()));
+    tensor_get(*r, v.data());
+    values.push_back(std::move(v));
+  }
+  return values;
+}
+
+}  // namespace sd::nn

@@ -1,0 +1,52 @@
+// Runs a graph that model code built for one call on one backend: places intermediates
+// in a compute buffer kept across calls (same shape: no allocation), uploads the call's
+// inputs, computes and reads the outputs back as f32.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/compute_buffer.h"
+#include "tensor/context.h"
+
+namespace sd::nn {
+
+// One call's graph context and its input data.
+class GraphCall {
+ public:
+  Context& ctx() { return ctx_; }
+  // A kFlagInput leaf whose data (host memory, alive until run() returns) is uploaded
+  // after allocation.
+  Tensor* input(const std::string& name, DType type, const Shape& ne, const void* data);
+  Tensor* input_f32(const std::string& name, const Shape& ne, const float* data) {
+    return input(name, DType::F32, ne, data);
+  }
+  const std::vector<std::pair<Tensor*, const void*>>& inputs() const { return inputs_; }
+
+ private:
+  Context ctx_;
+  std::vector<std::pair<Tensor*, const void*>> inputs_;
+};
+
+class GraphRunner {
+ public:
+  explicit GraphRunner(Backend& backend);
+
+  // Computes `outputs` and returns each as contiguous f32 values.
+  std::vector<std::vector<float>> run(GraphCall& call, const std::vector<Tensor*>& outputs);
+  std::vector<float> run(GraphCall& call, Tensor* output) {
+    return std::move(run(call, std::vector<Tensor*>{output})[0]);
+  }
+
+  Backend& backend() { return backend_; }
+  size_t compute_buffer_size() const { return memory_.capacity(); }
+
+ private:
+  Backend& backend_;
+  ComputeBuffer memory_;
+};
+
+}  // namespace sd::nn

@@ -1,0 +1,50 @@
+// Where model code gets its parameters. A model asks for each weight by its canonical
+// name (io/name_conversion.h) and the shape it expects; the source checks the shape and
+// returns a leaf of the caller's graph context whose data is ready when the graph runs.
+// Model code never sees files, devices or residency: the ModelManager (src/weights) is
+// the production source, tests use random weights.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+
+#include "tensor/context.h"
+
+namespace sd::nn {
+
+class Weights {
+ public:
+  virtual ~Weights() = default;
+  // The parameter `name` as a kFlagParam leaf of `ctx`, with data bound. Throws an
+  // sd::Error naming the tensor when it is missing or its shape is not `ne`.
+  virtual Tensor* get(Context& ctx, const std::string& name, const Shape& ne) = 0;
+  virtual bool contains(const std::string& name) const = 0;
+};
+
+// A model's view of its weights below a name prefix, with the context it builds in:
+//   Scope unet(ctx, weights, "model.diffusion_model.");
+//   Tensor* w = unet["input_blocks.0.0"].param("weight", {3, 3, 4, 320});
+class Scope {
+ public:
+  Scope(Context& ctx, Weights& weights, std::string prefix = {})
+      : ctx_(&ctx), weights_(&weights), prefix_(std::move(prefix)) {}
+
+  // The scope of a child module: prefix + child + ".".
+  Scope operator[](std::string_view child) const;
+  Scope operator[](int index) const { return (*this)[std::to_string(index)]; }
+
+  Tensor* param(std::string_view name, std::initializer_list<int64_t> ne) const;
+  bool has(std::string_view name) const;
+
+  Context& ctx() const { return *ctx_; }
+  Weights& weights() const { return *weights_; }
+  const std::string& prefix() const { return prefix_; }
+
+ private:
+  Context* ctx_;
+  Weights* weights_;
+  std::string prefix_;
+};
+
+}  // namespace sd::nn
