@@ -18,152 +18,16 @@
 #include "io/torch_checkpoint.h"
 #include "tensor/error.h"
 #include "tensor/quant/quant.h"
+#include "weights/model_loader.h"
+#include "weights/weight_type.h"
 
 namespace sd::api {
 namespace {
 
 namespace fs = std::filesystem;
 
-// One opened weight file, whichever its format.
-class InputFile {
- public:
-  virtual ~InputFile() = default;
-  virtual const std::vector<io::TensorInfo>& tensors() const = 0;
-  // Copies the tensor's stored bytes (info.size) into dst.
-  virtual void read(const io::TensorInfo& info, uint8_t* dst) const = 0;
-};
-
-class SafetensorsInput final : public InputFile {
- public:
-  explicit SafetensorsInput(const std::string& path) : f_(io::SafetensorsFile::open(path)) {}
-  const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
-  void read(const io::TensorInfo& info, uint8_t* dst) const override {
-    std::memcpy(dst, f_.data(info), info.size);
-  }
-
- private:
-  io::SafetensorsFile f_;
-};
-
-class GgufInput final : public InputFile {
- public:
-  explicit GgufInput(const std::string& path) : f_(io::GgufFile::open(path)) {}
-  const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
-  void read(const io::TensorInfo& info, uint8_t* dst) const override {
-    std::memcpy(dst, f_.data(info), info.size);
-  }
-
- private:
-  io::GgufFile f_;
-};
-
-class TorchInput final : public InputFile {
- public:
-  explicit TorchInput(const std::string& path) : f_(io::TorchCheckpoint::open(path)) {}
-  const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
-  void read(const io::TensorInfo& info, uint8_t* dst) const override { f_.read(info, dst); }
-
- private:
-  io::TorchCheckpoint f_;
-};
-
 bool has_suffix(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
-std::string lower(std::string_view s) {
-  std::string r(s);
-  for (char& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return r;
-}
-
-// By magic first (files get renamed), then by extension.
-std::unique_ptr<InputFile> open_input(const std::string& path) {
-  char magic[4] = {};
-  {
-    std::ifstream f(path, std::ios::binary);
-    if (!f) sd::fail("[convert] cannot open '%s': %s", path.c_str(), std::strerror(errno));
-    f.read(magic, sizeof magic);
-  }
-  if (std::memcmp(magic, io::kGgufMagic, 4) == 0) return std::make_unique<GgufInput>(path);
-  // A zip archive (torch.save since 1.6) or a raw pickle stream (legacy torch.save).
-  if (std::memcmp(magic, "PK\x03\x04", 4) == 0 || static_cast<uint8_t>(magic[0]) == 0x80) {
-    return std::make_unique<TorchInput>(path);
-  }
-  const std::string ext = lower(fs::path(path).extension().string());
-  if (ext == ".ckpt" || ext == ".pt" || ext == ".pth" || ext == ".bin") {
-    return std::make_unique<TorchInput>(path);
-  }
-  return std::make_unique<SafetensorsInput>(path);
-}
-
-// One tensor of the output: where its bytes come from and what the name mapping asks.
-struct Entry {
-  const InputFile* file = nullptr;
-  io::TensorInfo info;  // as the file states it
-  io::Transform transform = io::Transform::None;
-  int qkv_part = 0;  // SplitQkv: which third
-  std::vector<int64_t> ne;
-  DType stored = DType::F32;
-  DType out = DType::F32;
-};
-
-std::vector<int64_t> dims_of(const io::TensorInfo& t) {
-  std::vector<int64_t> ne(t.ne.begin(), t.ne.begin() + std::max(1, t.n_dims));
-  return ne;
-}
-
-// Adds `file`'s tensors under their canonical names; a later file's tensor replaces an
-// earlier one of the same name (so --vae overrides the checkpoint's VAE, as in sd.cpp).
-void add_file(const InputFile& file, io::SourceLayout layout, std::string_view prefix,
-              std::map<std::string, Entry>& out) {
-  for (const io::TensorInfo& t : file.tensors()) {
-    io::NameMapping m = io::convert_name(t.name, layout, prefix);
-    if (io::is_unused_tensor(m.name)) continue;
-    Entry e;
-    e.file = &file;
-    e.info = t;
-    e.transform = m.transform;
-    e.ne = dims_of(t);
-    e.stored = t.dtype;
-    switch (m.transform) {
-      case io::Transform::None:
-        out[m.name] = std::move(e);
-        break;
-      case io::Transform::Conv1x1:
-        // Linear [out, in] is ne [in, out]; the 1x1 conv [out, in, 1, 1] is ne [1, 1, in, out].
-        e.ne = {1, 1, e.ne[0], e.ne.size() > 1 ? e.ne[1] : 1};
-        out[m.name] = std::move(e);
-        break;
-      case io::Transform::Transpose:
-        SD_CHECK(t.n_dims == 2, "[convert] %s: tensor '%s' should be 2-D to transpose, is %s",
-                 t.path.c_str(), t.name.c_str(), io::shape_string(t).c_str());
-        e.ne = {t.ne[1], t.ne[0]};
-        out[m.name] = std::move(e);
-        break;
-      case io::Transform::SplitQkv: {
-        auto names = io::qkv_split_names(m.name);
-        const int outer = std::max(1, t.n_dims) - 1;
-        SD_CHECK(names && e.ne[outer] % 3 == 0,
-                 "[convert] %s: tensor '%s' %s cannot be split into q, k, v", t.path.c_str(),
-                 t.name.c_str(), io::shape_string(t).c_str());
-        e.ne[outer] /= 3;
-        for (int part = 0; part < 3; ++part) {
-          Entry p = e;
-          p.qkv_part = part;
-          out[(*names)[part]] = std::move(p);
-        }
-        break;
-      }
-    }
-  }
-}
-
-std::vector<std::string> names_of(const InputFile& f) {
-  std::vector<std::string> names;
-  names.reserve(f.tensors().size());
-  for (const auto& t : f.tensors()) names.push_back(t.name);
-  return names;
 }
 
 int64_t product(const std::vector<int64_t>& ne) {
@@ -172,48 +36,12 @@ int64_t product(const std::vector<int64_t>& ne) {
   return n;
 }
 
-// Writes one entry's bytes: the source tensor is read whole (one tensor in memory at a
-// time), sliced or transposed as the mapping asks, then converted through f32 unless the
-// output type is the stored one.
-void write_entry(const Entry& e, io::GgufSink& sink) {
-  std::vector<uint8_t> raw(e.info.size);
-  e.file->read(e.info, raw.data());
-  std::vector<uint8_t> loaded;
-  const uint8_t* src = raw.data();
-  if (e.info.needs_conversion()) {
-    loaded.resize(e.info.loaded_size());
-    io::load_tensor_data(e.info, raw.data(), loaded.data());
-    src = loaded.data();
-  }
-  const int64_t n = product(e.ne);
-  const int64_t ne0 = e.ne[0];
-  const size_t out_bytes = row_size(e.stored, ne0) * static_cast<size_t>(n / ne0);
-  if (e.transform == io::Transform::SplitQkv) src += out_bytes * static_cast<size_t>(e.qkv_part);
-
-  if (e.out == e.stored && e.transform != io::Transform::Transpose) {
-    sink.write(src, out_bytes);
-    return;
-  }
-
-  std::vector<float> f32(static_cast<size_t>(n));
-  dequantize_row(e.stored, src, f32.data(), n);
-  if (e.transform == io::Transform::Transpose) {
-    // Source [a, b] (ne order) becomes [b, a].
-    const int64_t a = e.info.ne[0], b = e.info.ne[1];
-    std::vector<float> t(f32.size());
-    for (int64_t j = 0; j < b; ++j) {
-      for (int64_t i = 0; i < a; ++i)
-        t[static_cast<size_t>(i * b + j)] = f32[static_cast<size_t>(j * a + i)];
-    }
-    f32.swap(t);
-  }
-  const int64_t nrows = n / ne0;
-  std::vector<uint8_t> out(row_size(e.out, ne0) * static_cast<size_t>(nrows));
-  // sd.cpp passes an all-ones importance matrix to ggml's quantizers; reproduce its bytes.
-  const std::vector<float> ones(static_cast<size_t>(ne0), 1.0f);
-  quantize_rows(e.out, f32.data(), out.data(), nrows, ne0, ones.data());
-  sink.write(out.data(), out.size());
-}
+// One tensor of the output: its canonical shape and the type it is written as.
+struct Entry {
+  std::vector<int64_t> ne;
+  DType stored = DType::F32;
+  DType out = DType::F32;
+};
 
 void check_output_path(const std::string& output) {
   SD_CHECK(!output.empty(), "[convert] no output file given (-o OUT.gguf)");
@@ -289,28 +117,6 @@ std::vector<TensorTypeRule> parse_tensor_type_rules(std::string_view rules) {
   return result;
 }
 
-bool tensor_should_be_converted(std::string_view name, int64_t ne0, DType stored, DType target) {
-  if (stored == DType::I32 || target == DType::I32) return false;
-  if (is_quantized(target) && ne0 % block_size(target) != 0) return false;
-  if (has_suffix(name, ".bias") || has_suffix(name, ".scale") ||
-      has_suffix(name, ".weight_scale")) {
-    return false;
-  }
-  static constexpr std::string_view kKept[] = {
-      // Flux
-      "img_in.", "txt_in.", "time_in.", "vector_in.", "guidance_in.", "final_layer.",
-      // MMDiT
-      "x_embedder.", "t_embedder.", "y_embedder.", "pos_embed", "context_embedder.",
-      // UNet
-      "time_embed.", "label_emb.",
-      // any embedding table
-      "embedding"};
-  for (std::string_view k : kKept) {
-    if (name.find(k) != std::string_view::npos) return false;
-  }
-  return true;
-}
-
 DType output_type(std::string_view name, int64_t ne0, DType stored, std::optional<DType> type,
                   const std::vector<TensorTypeRule>& rules) {
   std::optional<DType> target = type;
@@ -321,7 +127,7 @@ DType output_type(std::string_view name, int64_t ne0, DType stored, std::optiona
       break;
     }
   }
-  if (target && tensor_should_be_converted(name, ne0, stored, *target)) return *target;
+  if (target && weights::takes_weight_type(name, ne0, stored, *target)) return *target;
   return stored;
 }
 
@@ -338,29 +144,15 @@ ConvertResult convert_model(const ConvertOptions& options) {
            "[convert] cannot write type %s; valid types: %s",
            std::string(dtype_name(*options.type)).c_str(), convert_type_list().c_str());
 
-  std::vector<std::unique_ptr<InputFile>> files;
+  weights::ModelLoader loader;
+  loader.add(options.input);
+  if (!options.vae.empty()) loader.add(options.vae, io::FileRole::Vae);
   std::map<std::string, Entry> entries;  // sorted by name, the order sd.cpp writes
-  if (fs::is_directory(options.input, ec)) {
-    SD_CHECK(io::is_diffusers_folder(options.input),
-             "[convert] '%s' is a folder but not a diffusers pipeline (no model_index.json or "
-             "unet/); give a weight file",
-             options.input.c_str());
-    const io::DiffusersFolder folder = io::open_diffusers_folder(options.input);
-    for (const io::DiffusersPart& part : folder.parts) {
-      for (const std::string& path : part.files) {
-        files.push_back(open_input(path));
-        add_file(*files.back(), part.layout, part.prefix, entries);
-      }
-    }
-  } else {
-    files.push_back(open_input(options.input));
-    // LDM checkpoints keep their names; a lone diffusers UNet/VAE file gets its root.
-    add_file(*files.back(), io::guess_layout(names_of(*files.back())), "", entries);
-  }
-  if (!options.vae.empty()) {
-    files.push_back(open_input(options.vae));
-    add_file(*files.back(), io::guess_layout(names_of(*files.back())),
-             io::file_prefix(io::FileRole::Vae, true), entries);
+  for (const auto& [name, source] : loader.tensors()) {
+    Entry e;
+    e.ne.assign(source.ne.begin(), source.ne.begin() + source.n_dims);
+    e.stored = source.stored;
+    entries[name] = std::move(e);
   }
   SD_CHECK(!entries.empty(), "[convert] '%s' holds no tensors", options.input.c_str());
 
@@ -385,7 +177,11 @@ ConvertResult convert_model(const ConvertOptions& options) {
     const std::string* entry_name = &name;
     const Entry* entry = &e;
     writer.add_tensor(name, e.out, e.ne, [&, entry_name, entry](io::GgufSink& sink) {
-      write_entry(*entry, sink);
+      // One tensor in memory at a time: read, convert, write.
+      std::vector<uint8_t> bytes(row_size(entry->out, entry->ne[0]) *
+                                 static_cast<size_t>(product(entry->ne) / entry->ne[0]));
+      loader.read(*entry_name, entry->out, bytes.data());
+      sink.write(bytes.data(), bytes.size());
       ++index;
       written += row_size(entry->out, entry->ne[0]) *
                  static_cast<uint64_t>(product(entry->ne) / entry->ne[0]);

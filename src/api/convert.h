@@ -3,23 +3,12 @@
 // optionally replaces the VAE with another file's, and writes a GGUF file whose tensors are
 // converted to one output type, one tensor at a time.
 //
-// Which tensors keep their stored type (stable-diffusion.cpp compatibility: these are the
-// rules of its ModelLoader::tensor_should_be_converted, so a file converted here and with
-// `sd -M convert` holds the same types and, through quantize_rows with an all-ones
-// importance matrix, the same bytes):
-//   - every tensor when no output type is given (names are still converted);
-//   - tensors whose ne[0] is not a multiple of the output block size (3x3 conv kernels
-//     have ne[0] = 3): a block type cannot hold them;
-//   - names ending in ".bias", ".scale" or ".weight_scale": small, and precision-critical;
-//   - input/embedding layers, whose error feeds every later layer: names containing
-//     "img_in.", "txt_in.", "time_in.", "vector_in.", "guidance_in.", "final_layer."
-//     (Flux), "x_embedder.", "t_embedder.", "y_embedder.", "pos_embed",
-//     "context_embedder." (MMDiT), "time_embed.", "label_emb." (UNet), "embedding";
-//   - i32 tensors (integer buffers are not weights).
-// A kept tensor keeps its stored float type (f32 stays f32, f16 stays f16); other file
-// types (f64, f8, integers) are written as the engine type they load as.
-// Note what is NOT kept: 1-D norm weights whose length is a multiple of the block size
-// (e.g. GroupNorm ".weight" of 320 channels under q8_0) are quantized, as sd.cpp does.
+// Which tensors keep their stored type: every tensor when no output type is given (names
+// are still converted), otherwise weights/weight_type.h's rules, which are sd.cpp's, so a
+// file converted here and with `sd -M convert` holds the same types and, through
+// quantize_rows with an all-ones importance matrix, the same bytes. A kept tensor keeps its
+// stored float type; other file types (f64, f8, integers) are written as the engine type
+// they load as.
 //
 // --tensor-type-rules "regex=type,...": for each tensor, the FIRST rule whose regex
 // (ECMAScript, searched anywhere in the canonical name) matches sets the target type instead
@@ -85,12 +74,8 @@ struct TensorTypeRule {
 // "regex=type,..."; empty items are skipped. Throws sd::Error naming the bad item.
 std::vector<TensorTypeRule> parse_tensor_type_rules(std::string_view rules);
 
-// sd.cpp's tensor_should_be_converted: may the tensor `name` with first dim `ne0` and
-// stored type `stored` be written as `target`?
-bool tensor_should_be_converted(std::string_view name, int64_t ne0, DType stored, DType target);
-
 // The type a tensor is written as: the first matching rule's type, else `type`, when
-// tensor_should_be_converted allows it; else its stored type.
+// weights::takes_weight_type allows it; else its stored type.
 DType output_type(std::string_view name, int64_t ne0, DType stored, std::optional<DType> type,
                   const std::vector<TensorTypeRule>& rules);
 

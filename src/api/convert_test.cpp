@@ -1,4 +1,5 @@
 #include "api/convert.h"
+#include "weights/weight_type.h"
 
 #include <gtest/gtest.h>
 
@@ -257,19 +258,19 @@ TEST(Convert, ErrorsLeaveNoOutput) {
 }
 
 TEST(Convert, KeepRules) {
-  EXPECT_FALSE(tensor_should_be_converted("a.weight", 3, DType::F32, DType::Q8_0));
-  EXPECT_TRUE(tensor_should_be_converted("a.weight", 3, DType::F32, DType::F16));
-  EXPECT_FALSE(tensor_should_be_converted("a.bias", 256, DType::F32, DType::Q8_0));
-  EXPECT_FALSE(tensor_should_be_converted("a.bias", 256, DType::F32, DType::F16));
-  EXPECT_FALSE(tensor_should_be_converted("x.weight_scale", 256, DType::F32, DType::Q8_0));
+  EXPECT_FALSE(weights::takes_weight_type("a.weight", 3, DType::F32, DType::Q8_0));
+  EXPECT_TRUE(weights::takes_weight_type("a.weight", 3, DType::F32, DType::F16));
+  EXPECT_FALSE(weights::takes_weight_type("a.bias", 256, DType::F32, DType::Q8_0));
+  EXPECT_FALSE(weights::takes_weight_type("a.bias", 256, DType::F32, DType::F16));
+  EXPECT_FALSE(weights::takes_weight_type("x.weight_scale", 256, DType::F32, DType::Q8_0));
   EXPECT_FALSE(
-      tensor_should_be_converted("double_blocks.img_in.weight", 256, DType::F32, DType::Q8_0));
-  EXPECT_FALSE(tensor_should_be_converted("model.diffusion_model.label_emb.0.0.weight", 256,
+      weights::takes_weight_type("double_blocks.img_in.weight", 256, DType::F32, DType::Q8_0));
+  EXPECT_FALSE(weights::takes_weight_type("model.diffusion_model.label_emb.0.0.weight", 256,
                                           DType::F32, DType::Q8_0));
-  EXPECT_FALSE(tensor_should_be_converted("token_embedding.weight", 768, DType::F16, DType::Q8_0));
-  EXPECT_FALSE(tensor_should_be_converted("pos", 256, DType::I32, DType::Q8_0));
-  EXPECT_TRUE(tensor_should_be_converted("a.weight", 320, DType::F32, DType::Q8_0));
-  EXPECT_FALSE(tensor_should_be_converted("a.weight", 320, DType::F32, DType::Q4_K));
+  EXPECT_FALSE(weights::takes_weight_type("token_embedding.weight", 768, DType::F16, DType::Q8_0));
+  EXPECT_FALSE(weights::takes_weight_type("pos", 256, DType::I32, DType::Q8_0));
+  EXPECT_TRUE(weights::takes_weight_type("a.weight", 320, DType::F32, DType::Q8_0));
+  EXPECT_FALSE(weights::takes_weight_type("a.weight", 320, DType::F32, DType::Q4_K));
 }
 
 }  // namespace

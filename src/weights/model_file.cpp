@@ -1,0 +1,91 @@
+#include "weights/model_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "io/gguf.h"
+#include "io/safetensors.h"
+#include "io/torch_checkpoint.h"
+#include "tensor/error.h"
+
+namespace sd::weights {
+namespace {
+
+class SafetensorsModelFile final : public ModelFile {
+ public:
+  explicit SafetensorsModelFile(const std::string& path) : f_(io::SafetensorsFile::open(path)) {}
+  const std::string& path() const override { return f_.path(); }
+  const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
+  const uint8_t* mapped(const io::TensorInfo& info) const override { return f_.data(info); }
+  void read(const io::TensorInfo& info, uint8_t* dst) const override {
+    std::memcpy(dst, f_.data(info), info.size);
+  }
+
+ private:
+  io::SafetensorsFile f_;
+};
+
+class GgufModelFile final : public ModelFile {
+ public:
+  explicit GgufModelFile(const std::string& path) : f_(io::GgufFile::open(path)) {}
+  const std::string& path() const override { return f_.path(); }
+  const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
+  const uint8_t* mapped(const io::TensorInfo& info) const override { return f_.data(info); }
+  void read(const io::TensorInfo& info, uint8_t* dst) const override {
+    std::memcpy(dst, f_.data(info), info.size);
+  }
+
+ private:
+  io::GgufFile f_;
+};
+
+class TorchModelFile final : public ModelFile {
+ public:
+  explicit TorchModelFile(const std::string& path) : f_(io::TorchCheckpoint::open(path)) {}
+  const std::string& path() const override { return f_.path(); }
+  const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
+  const uint8_t* mapped(const io::TensorInfo& info) const override {
+    return f_.is_contiguous(info) ? f_.data(info) : nullptr;
+  }
+  void read(const io::TensorInfo& info, uint8_t* dst) const override { f_.read(info, dst); }
+
+ private:
+  io::TorchCheckpoint f_;
+};
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+std::unique_ptr<ModelFile> open_model_file(const std::string& path) {
+  std::error_code ec;
+  SD_CHECK(std::filesystem::exists(path, ec), "model file '%s' not found; check the path",
+           path.c_str());
+  SD_CHECK(!std::filesystem::is_directory(path, ec),
+           "'%s' is a folder, not a weight file (a diffusers pipeline folder needs "
+           "model_index.json or unet/)",
+           path.c_str());
+  char magic[4] = {};
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) sd::fail("cannot open '%s': %s", path.c_str(), std::strerror(errno));
+    f.read(magic, sizeof magic);
+  }
+  if (std::memcmp(magic, io::kGgufMagic, 4) == 0) return std::make_unique<GgufModelFile>(path);
+  // A zip archive (torch.save since 1.6) or a raw pickle stream (legacy torch.save).
+  if (std::memcmp(magic, "PK\x03\x04", 4) == 0 || static_cast<uint8_t>(magic[0]) == 0x80) {
+    return std::make_unique<TorchModelFile>(path);
+  }
+  const std::string ext = lower(std::filesystem::path(path).extension().string());
+  if (ext == ".ckpt" || ext == ".pt" || ext == ".pth" || ext == ".bin") {
+    return std::make_unique<TorchModelFile>(path);
+  }
+  return std::make_unique<SafetensorsModelFile>(path);
+}
+
+}  // namespace sd::weights

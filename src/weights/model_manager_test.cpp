@@ -1,0 +1,126 @@
+#include "weights/model_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "backend/registry.h"
+#include "nn/graph_runner.h"
+#include "nn/layers.h"
+#include "nn/random_weights.h"
+#include "tensor/error.h"
+
+namespace sd::weights {
+namespace {
+
+namespace fs = std::filesystem;
+
+Device& cpu() {
+  return DeviceRegistry::instance().get("CPU");
+}
+
+std::string temp_path(const std::string& name) {
+  return (fs::temp_directory_path() / ("sd_weights_test_" + name)).string();
+}
+
+// A tiny LDM-named checkpoint: one UNet linear and one text-encoder layer norm.
+std::string write_checkpoint(nn::RandomWeights& w, DType matrix_type) {
+  Context ctx;
+  w.get(ctx, "model.diffusion_model.out.2.weight", make_shape({32, 8}));
+  w.get(ctx, "model.diffusion_model.out.2.bias", make_shape({8}));
+  w.get(ctx, "cond_stage_model.transformer.text_model.final_layer_norm.weight", make_shape({16}));
+  const std::string path = temp_path(std::string(dtype_name(matrix_type)) + ".safetensors");
+  w.save_safetensors(path);
+  return path;
+}
+
+TEST(ModelManager, LoadsWeightsThatComputeLikeTheOriginals) {
+  nn::RandomWeights original(DType::F16);
+  const std::string path = write_checkpoint(original, DType::F16);
+  ModelLoader loader;
+  loader.add(path);
+  ModelManager manager(loader, cpu());
+  auto backend = cpu().create_backend(BackendOptions{2});
+  std::vector<float> x(32 * 3);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
+  auto run = [&](nn::Weights& w) {
+    nn::GraphRunner runner(*backend);
+    nn::GraphCall call;
+    Tensor* in = call.input_f32("x", make_shape({32, 3}), x.data());
+    return runner.run(
+        call, nn::linear(nn::Scope(call.ctx(), w, "model.diffusion_model.")["out.2"], in, 32, 8));
+  };
+  EXPECT_EQ(run(manager), run(original));
+  // Same dtype, no transform: the weight aliases the mapped file.
+  EXPECT_EQ(manager.mapped_bytes(), 32u * 8 * 2 + 8 * 4);
+  EXPECT_EQ(manager.resident_bytes(), 0u);
+  fs::remove(path);
+}
+
+TEST(ModelManager, WeightTypeConvertsMatricesAndKeepsBiases) {
+  nn::RandomWeights original(DType::F32);
+  const std::string path = write_checkpoint(original, DType::F32);
+  ModelLoader loader;
+  loader.add(path);
+  ModelManager manager(loader, cpu(), {DType::Q8_0});
+  EXPECT_EQ(manager.resident_type("model.diffusion_model.out.2.weight"), DType::Q8_0);
+  EXPECT_EQ(manager.resident_type("model.diffusion_model.out.2.bias"), DType::F32);
+  Context ctx;
+  Tensor* w = manager.get(ctx, "model.diffusion_model.out.2.weight", make_shape({32, 8}));
+  EXPECT_EQ(w->type, DType::Q8_0);
+  EXPECT_EQ(manager.resident_bytes(), row_size(DType::Q8_0, 32) * 8);
+  manager.release("model.diffusion_model.");
+  EXPECT_EQ(manager.resident_bytes(), 0u);
+  fs::remove(path);
+}
+
+TEST(ModelManager, MissingAndMisshapedTensorsAreNamed) {
+  nn::RandomWeights original(DType::F32);
+  const std::string path = write_checkpoint(original, DType::F32);
+  ModelLoader loader;
+  loader.add(path);
+  ModelManager manager(loader, cpu());
+  Context ctx;
+  try {
+    manager.get(ctx, "model.diffusion_model.out.2.weight", make_shape({16, 8}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is [32, 8], the model expects [16, 8]"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    manager.get(ctx, "first_stage_model.decoder.conv_in.weight", make_shape({3, 3, 4, 512}));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("first_stage_model.decoder.conv_in.weight"),
+              std::string::npos)
+        << e.what();
+  }
+  fs::remove(path);
+}
+
+TEST(ModelLoader, SeparateVaeFileGoesUnderTheVaeRoot) {
+  nn::RandomWeights vae(DType::F16);
+  Context ctx;
+  vae.get(ctx, "decoder.conv_in.weight", make_shape({3, 3, 4, 8}));
+  const std::string path = temp_path("vae.safetensors");
+  vae.save_safetensors(path);
+  ModelLoader loader;
+  loader.add(path, io::FileRole::Vae);
+  EXPECT_TRUE(loader.contains("first_stage_model.decoder.conv_in.weight"));
+  fs::remove(path);
+}
+
+TEST(ModelLoader, MissingFileIsAClearError) {
+  ModelLoader loader;
+  try {
+    loader.add("/no/such/model.safetensors");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not found"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sd::weights

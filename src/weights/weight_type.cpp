@@ -1,0 +1,28 @@
+#include "weights/weight_type.h"
+
+namespace sd::weights {
+
+bool takes_weight_type(std::string_view name, int64_t ne0, DType stored, DType target) {
+  if (stored == DType::I32 || target == DType::I32) return false;
+  if (is_quantized(target) && ne0 % block_size(target) != 0) return false;
+  for (std::string_view suffix : {".bias", ".scale", ".weight_scale"}) {
+    if (name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix) {
+      return false;
+    }
+  }
+  static constexpr std::string_view kKept[] = {
+      // Flux
+      "img_in.", "txt_in.", "time_in.", "vector_in.", "guidance_in.", "final_layer.",
+      // MMDiT
+      "x_embedder.", "t_embedder.", "y_embedder.", "pos_embed", "context_embedder.",
+      // UNet
+      "time_embed.", "label_emb.",
+      // any embedding table
+      "embedding"};
+  for (std::string_view k : kKept) {
+    if (name.find(k) != std::string_view::npos) return false;
+  }
+  return true;
+}
+
+}  // namespace sd::weights

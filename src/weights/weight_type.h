@@ -1,0 +1,25 @@
+// Which tensors take a requested weight type (convert's --type, or --type at load time)
+// and which keep their stored type. These are stable-diffusion.cpp's rules, so a model
+// converted or loaded here holds the same types as there:
+//   - i32 tensors (integer buffers are not weights);
+//   - tensors whose ne[0] is not a multiple of the type's block size (3x3 conv kernels
+//     have ne[0] = 3): a block type cannot hold them;
+//   - names ending in ".bias", ".scale" or ".weight_scale": small, and precision-critical;
+//   - input/embedding layers, whose error feeds every later layer: names containing
+//     "img_in.", "txt_in.", "time_in.", "vector_in.", "guidance_in.", "final_layer."
+//     (Flux), "x_embedder.", "t_embedder.", "y_embedder.", "pos_embed",
+//     "context_embedder." (MMDiT), "time_embed.", "label_emb." (UNet), "embedding".
+// Note what is NOT kept: 1-D norm weights whose length is a multiple of the block size
+// (e.g. GroupNorm ".weight" of 320 channels under q8_0) are converted, as sd.cpp does.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "tensor/dtype.h"
+
+namespace sd::weights {
+
+bool takes_weight_type(std::string_view name, int64_t ne0, DType stored, DType target);
+
+}  // namespace sd::weights
