@@ -1,0 +1,367 @@
+#include "pipeline/stable_diffusion.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "backend/registry.h"
+#include "models/clip_text.h"
+#include "models/clip_tokenizer.h"
+#include "models/unet.h"
+#include "models/vae.h"
+#include "pipeline/image_tensor.h"
+#include "pipeline/inpaint_mask.h"
+#include "pipeline/text_conditioner.h"
+#include "pipeline/unet_runner.h"
+#include "pipeline/vae_runner.h"
+#include "tensor/error.h"
+#include "weights/model_loader.h"
+#include "weights/model_manager.h"
+
+namespace sd::pipeline {
+
+namespace {
+
+using io::ModelVersion;
+
+bool is_inpaint(ModelVersion v) {
+  return v == ModelVersion::SD1Inpaint || v == ModelVersion::SD2Inpaint;
+}
+
+models::UnetConfig unet_config(ModelVersion v) {
+  switch (v) {
+    case ModelVersion::SD1:
+      return models::UnetConfig::sd1();
+    case ModelVersion::SD1Inpaint:
+      return models::UnetConfig::sd1_inpaint();
+    case ModelVersion::SD2:
+      return models::UnetConfig::sd2();
+    case ModelVersion::SD2Inpaint: {
+      models::UnetConfig c = models::UnetConfig::sd2();
+      c.in_channels = 9;
+      return c;
+    }
+    default:
+      sd::fail("%s models are not supported yet; this build runs SD 1.x and SD 2.x",
+               io::version_name(v));
+  }
+}
+
+// x = a + s * (b - a), elementwise.
+void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::vector<float>& b,
+               float s) {
+  out.resize(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + s * (b[i] - a[i]);
+}
+
+}  // namespace
+
+struct StableDiffusion::Impl {
+  ModelOptions options;
+  weights::ModelLoader loader;
+  weights::ModelLoader taesd_loader;
+  ModelVersion version = ModelVersion::Unknown;
+  sampling::Prediction prediction = sampling::Prediction::Eps;
+  bool prediction_probed = false;
+  std::unique_ptr<Backend> backend;
+  std::unique_ptr<weights::ModelManager> weights;
+  std::unique_ptr<weights::ModelManager> taesd_weights;
+  std::unique_ptr<TextConditioner> text;
+  std::unique_ptr<UnetRunner> unet;
+  std::unique_ptr<VaeRunner> vae;
+  sampling::DiscreteSchedule schedule;
+
+  explicit Impl(const ModelOptions& o) : options(o) {
+    SD_CHECK(!o.model.empty() || !o.diffusion_model.empty(),
+             "no model given: pass -m MODEL (a .safetensors, .gguf, .ckpt file or a diffusers "
+             "folder)");
+    if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
+    if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
+    if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
+    if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
+    version = io::detect_version(collect_infos());
+    const models::UnetConfig unet_cfg = unet_config(version);
+    const bool sd2 = io::family_of(version) == io::ModelFamily::SD2;
+
+    Device& cpu = DeviceRegistry::instance().get("CPU");
+    backend = cpu.create_backend(BackendOptions{o.threads});
+    weights = std::make_unique<weights::ModelManager>(
+        loader, cpu, weights::ModelManagerOptions{o.weight_type, o.use_mmap});
+
+    const std::string vocab = models::find_clip_vocab(
+        o.clip_vocab,
+        loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..");
+    auto tokenizer =
+        std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
+    text = std::make_unique<TextConditioner>(
+        tokenizer, sd2 ? models::ClipTextConfig::vit_h14() : models::ClipTextConfig::vit_l14(),
+        *weights, *backend, o.embeddings_dir);
+    unet = std::make_unique<UnetRunner>(*weights, unet_cfg, *backend);
+
+    nn::Weights* tae = nullptr;
+    if (!o.taesd.empty()) {
+      taesd_loader.add(o.taesd, io::FileRole::Model);
+      taesd_weights = std::make_unique<weights::ModelManager>(
+          taesd_loader, cpu, weights::ModelManagerOptions{o.weight_type, o.use_mmap});
+      tae = &prefixed_taesd();
+    }
+    vae = std::make_unique<VaeRunner>(*weights, models::VaeConfig::sd(), *backend, tae);
+
+    if (o.prediction) {
+      prediction = *o.prediction;
+      prediction_probed = true;
+    } else if (!sd2) {
+      prediction_probed = true;  // SD 1.x is eps
+    }
+    schedule = sampling::DiscreteSchedule(prediction);
+  }
+
+  std::vector<io::TensorInfo> collect_infos() const {
+    std::vector<io::TensorInfo> infos;
+    for (const auto& [name, s] : loader.tensors()) {
+      io::TensorInfo t = s.info;
+      t.name = name;
+      t.n_dims = s.n_dims;
+      for (int d = 0; d < io::kMaxTensorDims; ++d) t.ne[d] = s.ne[d];
+      infos.push_back(std::move(t));
+    }
+    return infos;
+  }
+
+  // TAESD files name their tensors decoder.layers.* / encoder.layers.*; the runner reads
+  // them under "tae.", as sd.cpp prefixes a --taesd file.
+  class PrefixedWeights final : public nn::Weights {
+   public:
+    PrefixedWeights(nn::Weights& inner, std::string prefix)
+        : inner_(inner), prefix_(std::move(prefix)) {}
+    Tensor* get(Context& ctx, const std::string& name, const Shape& ne) override {
+      return inner_.get(ctx, strip(name), ne);
+    }
+    bool contains(const std::string& name) const override { return inner_.contains(strip(name)); }
+
+   private:
+    std::string strip(const std::string& name) const {
+      return name.compare(0, prefix_.size(), prefix_) == 0 ? name.substr(prefix_.size()) : name;
+    }
+    nn::Weights& inner_;
+    std::string prefix_;
+  };
+  std::unique_ptr<PrefixedWeights> taesd_view;
+  nn::Weights& prefixed_taesd() {
+    taesd_view = std::make_unique<PrefixedWeights>(*taesd_weights, VaeRunner::kTaesdScope);
+    return *taesd_view;
+  }
+
+  // SD 2.x files do not say whether they predict eps or v: probe the UNet once, as sd.cpp
+  // does (x = 0.5 on an 8x8 latent, two context tokens of 0.5, t = 999; v if mean(out - x)
+  // < -1).
+  void probe_prediction() {
+    if (prediction_probed) return;
+    prediction_probed = true;
+    const int64_t w = 8, h = 8, c = 4;
+    std::vector<float> x(static_cast<size_t>(w * h * c), 0.5f);
+    Conditioning ctx;
+    ctx.dim = unet->config().context_dim;
+    ctx.tokens = 2;
+    ctx.context.assign(static_cast<size_t>(ctx.dim * ctx.tokens), 0.5f);
+    std::vector<float> concat;
+    if (unet->config().in_channels > c)
+      concat.assign(static_cast<size_t>(w * h * (unet->config().in_channels - c)), 0.0f);
+    std::vector<float> out = unet->predict(x, w, h, 999.0f, {&ctx}, concat)[0];
+    double sum = 0;
+    for (size_t i = 0; i < out.size(); ++i) sum += out[i] - x[i];
+    if (sum / static_cast<double>(out.size()) < -1.0) prediction = sampling::Prediction::V;
+    schedule = sampling::DiscreteSchedule(prediction);
+  }
+};
+
+StableDiffusion::StableDiffusion(const ModelOptions& options)
+    : impl_(std::make_unique<Impl>(options)) {}
+
+StableDiffusion::~StableDiffusion() = default;
+
+io::ModelVersion StableDiffusion::version() const {
+  return impl_->version;
+}
+sampling::Prediction StableDiffusion::prediction() const {
+  return impl_->prediction;
+}
+
+std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
+  Impl& m = *impl_;
+  ImageRequest r = request;
+  auto warn = [&](const std::string& text) {
+    if (r.warn) r.warn(text);
+  };
+  // Validate everything before any work.
+  SD_CHECK(r.width > 0 && r.height > 0 && r.width % 8 == 0 && r.height % 8 == 0,
+           "image size %dx%d: width and height must be positive multiples of 8 (-W, -H)", r.width,
+           r.height);
+  SD_CHECK(r.steps > 0 || !r.custom_sigmas.empty(), "--steps must be at least 1 (got %d)", r.steps);
+  SD_CHECK(r.batch_count >= 1, "batch count must be at least 1 (got %d)", r.batch_count);
+  SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "--strength %g is outside [0, 1]", r.strength);
+  SD_CHECK(std::isfinite(r.cfg_scale) && r.cfg_scale >= 0.0f,
+           "--cfg-scale must be a finite number >= 0 (got %g)", r.cfg_scale);
+  SD_CHECK(r.custom_sigmas.empty() || r.custom_sigmas.size() >= 2,
+           "--sigmas needs at least two values (a start and the final 0)");
+  SD_CHECK(r.timestep_shift >= 0 && r.timestep_shift <= 1000,
+           "--timestep-shift must be in [0, 1000] (got %d)", r.timestep_shift);
+  if (r.timestep_shift > 0) {
+    warn("--timestep-shift applies to SDXL models only; ignored");
+    r.timestep_shift = 0;
+  }
+  // Three downsamplings in the UNet: the latent must be a multiple of 8 (64 pixels).
+  const int aligned_w = (r.width + 63) / 64 * 64, aligned_h = (r.height + 63) / 64 * 64;
+  if (aligned_w != r.width || aligned_h != r.height) {
+    warn(format("image size %dx%d aligned up to %dx%d (a multiple of 64)", r.width, r.height,
+                aligned_w, aligned_h));
+    r.width = aligned_w;
+    r.height = aligned_h;
+  }
+  if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
+
+  m.probe_prediction();
+  const sampling::SampleMethod method = r.method.value_or(sampling::default_sample_method(false));
+  const sampling::Scheduler scheduler =
+      r.scheduler.value_or(sampling::default_scheduler(method, m.prediction));
+  sampling::SchedulerOptions scheduler_options;
+  scheduler_options.family = io::family_of(m.version) == io::ModelFamily::SD2
+                                 ? sampling::ModelFamily::SD2
+                                 : sampling::ModelFamily::SD1;
+  std::vector<float> sigmas;
+  int sample_steps = r.steps;
+  if (!r.custom_sigmas.empty()) {
+    sigmas = r.custom_sigmas;
+    sample_steps = std::min(sample_steps, static_cast<int>(sigmas.size()) - 1);
+  } else {
+    sigmas = sampling::make_sigmas(scheduler, r.steps, m.schedule, scheduler_options);
+  }
+  if (r.init_image && r.strength < 1.0f)
+    sigmas = sampling::img2img_sigmas(sigmas, sample_steps, r.strength);
+
+  const int64_t w = r.width / 8, h = r.height / 8, c = 4;
+  const size_t latent_size = static_cast<size_t>(w * h * c);
+  const bool inpaint_model = is_inpaint(m.version);
+
+  // The generation RNG, seeded with the request's seed for the image-side draws; each
+  // batch entry reseeds it below.
+  std::unique_ptr<sampling::Rng> rng = sampling::make_rng(r.rng, static_cast<uint64_t>(r.seed));
+
+  // Image side of image-to-image and inpainting: encoded once for the whole batch.
+  std::vector<float> init_latent(latent_size, 0.0f), concat, denoise_mask;
+  auto encode = [&](const std::vector<float>& planes) {
+    std::vector<float> encoded = m.vae->encode(planes, r.width, r.height);
+    if (!m.vae->encodes_moments()) return encoded;
+    const std::vector<float> noise = rng->randn(latent_size);  // the posterior sample
+    return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, m.vae->config());
+  };
+  if (r.init_image) {
+    const io::Image& img = *r.init_image;
+    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
+    if (img.width != r.width || img.height != r.height)
+      planes = resize_nearest(planes, img.width, img.height, 3, r.width, r.height);
+    std::vector<float> mask(static_cast<size_t>(r.width) * r.height, 1.0f);
+    if (r.mask) {
+      const io::Image& mk = *r.mask;
+      mask = image_to_planes(io::to_channels(mk, 1));
+      if (mk.width != r.width || mk.height != r.height)
+        mask = resize_nearest(mask, mk.width, mk.height, 1, r.width, r.height);
+      mask = binarize(std::move(mask));
+    }
+    init_latent = encode(planes);
+    const std::vector<float> latent_mask = max_downsample(mask, r.width, r.height, 8);
+    if (inpaint_model) {
+      // The UNet also sees the mask and the latent of the image with the masked part made
+      // grey, so it knows what to keep.
+      const size_t pixels = mask.size();
+      std::vector<float> masked = planes;
+      for (int k = 0; k < 3; ++k)
+        for (size_t p = 0; p < pixels; ++p)
+          masked[k * pixels + p] = (1.0f - mask[p]) * (planes[k * pixels + p] - 0.5f) + 0.5f;
+      const std::vector<float> masked_latent = encode(masked);
+      concat = latent_mask;
+      concat.insert(concat.end(), masked_latent.begin(), masked_latent.end());
+      denoise_mask = dilate3x3(latent_mask, w, h);
+    } else {
+      denoise_mask = latent_mask;
+    }
+  } else if (inpaint_model) {
+    warn("an inpainting model works best with an init image (-i) and a mask (--mask)");
+    concat.assign(static_cast<size_t>(w * h), 1.0f);
+    concat.resize(static_cast<size_t>(w * h * 5), 0.0f);
+  }
+
+  // Conditioning, once for the whole batch; the negative prompt only matters with CFG.
+  const Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
+  const bool use_uncond = r.cfg_scale != 1.0f;
+  Conditioning uncond;
+  if (use_uncond) uncond = m.text->encode(r.negative_prompt, r.clip_skip);
+
+  std::vector<io::Image> images;
+  for (int b = 0; b < r.batch_count; ++b) {
+    const int64_t seed = r.seed + b;
+    rng = sampling::make_rng(r.rng, static_cast<uint64_t>(seed));
+    std::unique_ptr<sampling::Rng> own_sampler_rng;
+    sampling::Rng* sampler_rng = rng.get();  // shared, as sd.cpp, unless another type is asked
+    if (r.sampler_rng && *r.sampler_rng != r.rng) {
+      own_sampler_rng = sampling::make_rng(*r.sampler_rng, static_cast<uint64_t>(seed));
+      sampler_rng = own_sampler_rng.get();
+    }
+    const std::vector<float> noise = rng->randn(latent_size);
+    std::vector<float> x = m.schedule.noised_latent(sigmas[0], noise, init_latent);
+
+    const bool need_uncond_x0 = sampling::needs_uncond(method);
+    auto last = std::chrono::steady_clock::now();
+    const int total_steps = static_cast<int>(sigmas.size()) - 1;
+    sampling::Denoiser denoiser = [&](const std::vector<float>& xt, float sigma,
+                                      int step) -> sampling::Denoised {
+      const sampling::ModelStep ms = m.schedule.model_step(sigma, r.timestep_shift);
+      std::vector<float> scaled(xt.size());
+      for (size_t i = 0; i < xt.size(); ++i) scaled[i] = xt[i] * ms.scalings.c_in;
+      std::vector<const Conditioning*> conds = {&cond};
+      if (use_uncond) conds.push_back(&uncond);
+      std::vector<std::vector<float>> out =
+          m.unet->predict(scaled, w, h, ms.timestep, conds, concat);
+      // Classifier-free guidance on the model outputs, then the denoised latent.
+      std::vector<float> guided;
+      if (use_uncond)
+        lerp_into(guided, out[1], out[0], r.cfg_scale);
+      else
+        guided = std::move(out[0]);
+      sampling::Denoised d;
+      d.x0.resize(xt.size());
+      for (size_t i = 0; i < xt.size(); ++i)
+        d.x0[i] = guided[i] * ms.scalings.c_out + xt[i] * ms.scalings.c_skip;
+      if (need_uncond_x0) {
+        const std::vector<float>& base = use_uncond ? out[1] : guided;
+        d.uncond_x0.resize(xt.size());
+        for (size_t i = 0; i < xt.size(); ++i)
+          d.uncond_x0[i] = base[i] * ms.scalings.c_out + xt[i] * ms.scalings.c_skip;
+      }
+      if (!denoise_mask.empty()) {
+        // Outside the mask the denoised latent is the init image's.
+        const size_t plane = static_cast<size_t>(w * h);
+        for (size_t i = 0; i < d.x0.size(); ++i) {
+          const float mk = denoise_mask[i % plane];
+          d.x0[i] = d.x0[i] * mk + init_latent[i] * (1.0f - mk);
+        }
+      }
+      if (step > 0 && r.progress) {
+        const auto now = std::chrono::steady_clock::now();
+        r.progress(step, total_steps, std::chrono::duration<double>(now - last).count());
+        last = now;
+      }
+      return d;
+    };
+    sampling::SamplerOptions sampler_options;
+    sampler_options.eta = r.eta;
+    sampler_options.prediction = m.prediction;
+    x = sampling::sample(method, denoiser, std::move(x), sigmas, *sampler_rng, sampler_options);
+    x = m.schedule.inverse_noise_scaling(sigmas.back(), std::move(x));
+
+    std::vector<float> planes = m.vae->decode(x, w, h);
+    images.push_back(planes_to_image(planes.data(), r.width, r.height, 3));
+  }
+  return images;
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,83 @@
+// Stable Diffusion 1.x / 2.x image generation: text-to-image, image-to-image and
+// inpainting, computing what stable-diffusion.cpp computes for the same request, seed and
+// RNG. Owns the loaded model (files, weights, runners) for as many requests as asked.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/image.h"
+#include "io/model_version.h"
+#include "models/tiling.h"
+#include "sampling/rng.h"
+#include "sampling/samplers.h"
+#include "sampling/schedule.h"
+#include "sampling/schedulers.h"
+
+namespace sd::pipeline {
+
+struct ModelOptions {
+  std::string model;                 // -m: checkpoint file or diffusers folder
+  std::string diffusion_model;       // --diffusion-model: a separate UNet file
+  std::string vae;                   // --vae: replaces the checkpoint's VAE
+  std::string taesd;                 // --taesd: decode (and encode) with TAESD instead
+  std::string clip_l;                // --clip_l: a separate text-encoder file
+  std::string embeddings_dir;        // --embd-dir: textual-inversion embeddings
+  std::string clip_vocab;            // the CLIP merges file; empty: searched (clip_tokenizer.h)
+  int threads = 0;                   // 0: all cores
+  std::optional<DType> weight_type;  // --type
+  std::optional<sampling::Prediction> prediction;  // --prediction
+  bool use_mmap = true;
+};
+
+struct ImageRequest {
+  std::string prompt, negative_prompt;
+  int clip_skip = -1;  // <= 0: the model's default
+  // Multiples of 8; the UNet needs multiples of 64, so others are aligned up (as sd.cpp).
+  int width = 512, height = 512;
+  int steps = 20;
+  float cfg_scale = 7.0f;
+  std::optional<sampling::SampleMethod> method;  // unset: the model's default
+  std::optional<sampling::Scheduler> scheduler;  // unset: the sampler's default
+  std::vector<float> custom_sigmas;              // --sigmas
+  std::optional<float> eta;
+  int timestep_shift = 0;
+  sampling::RngType rng = sampling::RngType::Cuda;
+  std::optional<sampling::RngType> sampler_rng;  // unset: the generation RNG
+  int64_t seed = 42;
+  int batch_count = 1;
+  // Image-to-image and inpainting: 8-bit images, resized (nearest) to the output size.
+  const io::Image* init_image = nullptr;
+  const io::Image* mask = nullptr;  // white = repaint
+  float strength = 0.75f;
+  std::optional<models::TilingParams> vae_tiling;
+  // Called after every sampling step: (step, steps, seconds since the previous call).
+  std::function<void(int, int, double)> progress;
+  // Told about adjustments made to the request (e.g. a size aligned up to 64 pixels).
+  std::function<void(const std::string&)> warn;
+};
+
+class StableDiffusion {
+ public:
+  // Reads the model files' metadata, detects the version and prepares the runners;
+  // weights load when first used. Throws sd::Error for missing or unsupported files.
+  explicit StableDiffusion(const ModelOptions& options);
+  ~StableDiffusion();
+
+  io::ModelVersion version() const;
+  sampling::Prediction prediction() const;
+
+  // One image per batch entry (seeds seed, seed + 1, ...). Throws sd::Error for invalid
+  // requests before any work is done.
+  std::vector<io::Image> generate(const ImageRequest& request);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sd::pipeline

@@ -1,0 +1,69 @@
+#include "pipeline/unet_runner.h"
+
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+UnetRunner::UnetRunner(nn::Weights& weights, models::UnetConfig config, Backend& backend)
+    : weights_(weights), config_(std::move(config)), runner_(backend) {}
+
+std::vector<std::vector<float>> UnetRunner::predict(
+    const std::vector<float>& x, int64_t w, int64_t h, float timestep,
+    const std::vector<const Conditioning*>& conditionings, const std::vector<float>& concat) {
+  const size_t plane = static_cast<size_t>(w * h);
+  SD_CHECK(x.size() + concat.size() == plane * static_cast<size_t>(config_.in_channels),
+           "[unet] input has %zu + %zu values; a %lldx%lld latent needs %lld channels", x.size(),
+           concat.size(), static_cast<long long>(w), static_cast<long long>(h),
+           static_cast<long long>(config_.in_channels));
+  std::vector<float> x_in = x;
+  x_in.insert(x_in.end(), concat.begin(), concat.end());
+
+  // Group conditionings of equal length into batches, keeping the caller's order.
+  std::vector<std::vector<float>> out(conditionings.size());
+  std::vector<bool> done(conditionings.size(), false);
+  for (size_t i = 0; i < conditionings.size(); ++i) {
+    if (done[i]) continue;
+    std::vector<size_t> members;
+    std::vector<const Conditioning*> batch;
+    for (size_t j = i; j < conditionings.size(); ++j) {
+      if (!done[j] && conditionings[j]->tokens == conditionings[i]->tokens &&
+          conditionings[j]->dim == conditionings[i]->dim) {
+        members.push_back(j);
+        batch.push_back(conditionings[j]);
+        done[j] = true;
+      }
+    }
+    std::vector<std::vector<float>> results = run_batch(x_in, w, h, timestep, batch);
+    for (size_t k = 0; k < members.size(); ++k) out[members[k]] = std::move(results[k]);
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> UnetRunner::run_batch(
+    const std::vector<float>& x_in, int64_t w, int64_t h, float timestep,
+    const std::vector<const Conditioning*>& batch) {
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t dim = batch[0]->dim, tokens = batch[0]->tokens;
+  SD_CHECK(dim == config_.context_dim,
+           "[unet] the text encoder gives %lld-wide tokens, this UNet attends to %lld",
+           static_cast<long long>(dim), static_cast<long long>(config_.context_dim));
+  std::vector<float> x_batch, context, timesteps(static_cast<size_t>(n), timestep);
+  for (const Conditioning* c : batch) {
+    x_batch.insert(x_batch.end(), x_in.begin(), x_in.end());
+    context.insert(context.end(), c->context.begin(), c->context.end());
+  }
+  nn::GraphCall call;
+  Tensor* x = call.input_f32("x", make_shape({w, h, config_.in_channels, n}), x_batch.data());
+  Tensor* t = call.input_f32("timesteps", make_shape({n}), timesteps.data());
+  Tensor* ctx = call.input_f32("context", make_shape({dim, tokens, n}), context.data());
+  Tensor* y = models::unet_forward(nn::Scope(call.ctx(), weights_, kScope), config_, x, t, ctx);
+  std::vector<float> all = runner_.run(call, y);
+  const size_t per = all.size() / static_cast<size_t>(n);
+  std::vector<std::vector<float>> out;
+  for (int64_t i = 0; i < n; ++i)
+    out.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(per * i),
+                     all.begin() + static_cast<std::ptrdiff_t>(per * (i + 1)));
+  return out;
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,42 @@
+// Runs the UNet for one sampling step: the same latent under several conditionings (the
+// prompt, and the negative prompt for classifier-free guidance). Conditionings of equal
+// length run as one batch, so every weight is read once per step instead of once per
+// conditioning.
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "models/unet.h"
+#include "nn/graph_runner.h"
+#include "nn/weights.h"
+#include "pipeline/text_conditioner.h"
+
+namespace sd::pipeline {
+
+class UnetRunner {
+ public:
+  UnetRunner(nn::Weights& weights, models::UnetConfig config, Backend& backend);
+
+  // x: [w, h, C] with C = in_channels - extra channels; `concat` (inpainting models): [w, h,
+  // in_channels - C] appended along channels, or empty. Returns one [w, h, out_channels]
+  // prediction per conditioning, in order.
+  std::vector<std::vector<float>> predict(const std::vector<float>& x, int64_t w, int64_t h,
+                                          float timestep,
+                                          const std::vector<const Conditioning*>& conditionings,
+                                          const std::vector<float>& concat = {});
+
+  const models::UnetConfig& config() const { return config_; }
+  static constexpr const char* kScope = "model.diffusion_model.";
+
+ private:
+  std::vector<std::vector<float>> run_batch(const std::vector<float>& x_in, int64_t w, int64_t h,
+                                            float timestep,
+                                            const std::vector<const Conditioning*>& batch);
+
+  nn::Weights& weights_;
+  models::UnetConfig config_;
+  nn::GraphRunner runner_;
+};
+
+}  // namespace sd::pipeline

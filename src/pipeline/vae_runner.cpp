@@ -1,0 +1,65 @@
+#include "pipeline/vae_runner.h"
+
+#include "models/taesd.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+VaeRunner::VaeRunner(nn::Weights& weights, models::VaeConfig config, Backend& backend,
+                     nn::Weights* taesd)
+    : weights_(weights), config_(std::move(config)), taesd_(taesd), runner_(backend) {}
+
+std::vector<float> VaeRunner::decode_whole(const std::vector<float>& latent, int64_t w, int64_t h) {
+  nn::GraphCall call;
+  Tensor* z = call.input_f32("latent", make_shape({w, h, config_.z_channels, 1}), latent.data());
+  if (taesd_) {
+    // TAESD decodes to [0, 1] directly.
+    return runner_.run(call, models::taesd_decode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), z));
+  }
+  std::vector<float> image =
+      runner_.run(call, models::vae_decode(nn::Scope(call.ctx(), weights_, kScope), config_, z));
+  for (float& v : image) v = (v + 1.0f) * 0.5f;
+  return image;
+}
+
+std::vector<float> VaeRunner::decode(const std::vector<float>& latent, int64_t w, int64_t h) {
+  if (!tiling_) return decode_whole(latent, w, h);
+  const int scale = static_cast<int>(config_.downscale());
+  models::TiledArray out =
+      models::tiled_decode(latent, w, h, config_.z_channels, scale, *tiling_,
+                           [&](const std::vector<float>& tile, int64_t tw, int64_t th) {
+                             return decode_whole(tile, tw, th);
+                           });
+  return std::move(out.data);
+}
+
+std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int64_t width,
+                                           int64_t height) {
+  nn::GraphCall call;
+  if (taesd_) {
+    Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), image.data());
+    return runner_.run(call, models::taesd_encode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), x,
+                                                  config_.z_channels));
+  }
+  std::vector<float> signed_image = image;
+  for (float& v : signed_image) v = v * 2.0f - 1.0f;
+  Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), signed_image.data());
+  return runner_.run(call, models::vae_encode(nn::Scope(call.ctx(), weights_, kScope), config_, x));
+}
+
+std::vector<float> VaeRunner::encode(const std::vector<float>& image, int64_t width,
+                                     int64_t height) {
+  const int scale = static_cast<int>(config_.downscale());
+  SD_CHECK(width % scale == 0 && height % scale == 0,
+           "[vae] image %lldx%lld is not a multiple of %d pixels", static_cast<long long>(width),
+           static_cast<long long>(height), scale);
+  if (!tiling_) return encode_whole(image, width, height);
+  models::TiledArray out =
+      models::tiled_encode(image, width, height, 3, scale, *tiling_,
+                           [&](const std::vector<float>& tile, int64_t tw, int64_t th) {
+                             return encode_whole(tile, tw, th);
+                           });
+  return std::move(out.data);
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,50 @@
+// Latents <-> images through the first-stage model: the AutoencoderKL, or TAESD when
+// one is given, whole or in overlapping tiles (--vae-tiling). Images here are [W, H, 3]
+// planes in [0, 1]; latents are the sampler's (already scaled) latents.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "models/tiling.h"
+#include "models/vae.h"
+#include "nn/graph_runner.h"
+#include "nn/weights.h"
+
+namespace sd::pipeline {
+
+class VaeRunner {
+ public:
+  // `taesd`: weights holding a TAESD under "tae." to use instead of the VAE for decoding
+  // (and encoding), or null.
+  VaeRunner(nn::Weights& weights, models::VaeConfig config, Backend& backend,
+            nn::Weights* taesd = nullptr);
+
+  // Tiling for both directions; nullopt decodes and encodes whole images.
+  void set_tiling(std::optional<models::TilingParams> tiling) { tiling_ = tiling; }
+
+  // latent [w, h, 4] -> image [w * 8, h * 8, 3] in [0, 1] (not yet clamped).
+  std::vector<float> decode(const std::vector<float>& latent, int64_t w, int64_t h);
+
+  // image [W, H, 3] in [0, 1] -> the VAE's moments [W / 8, H / 8, 8] (mean, log-variance),
+  // or, with TAESD, directly the latent [W / 8, H / 8, 4].
+  std::vector<float> encode(const std::vector<float>& image, int64_t width, int64_t height);
+  bool encodes_moments() const { return taesd_ == nullptr; }
+
+  const models::VaeConfig& config() const { return config_; }
+  static constexpr const char* kScope = "first_stage_model.";
+  static constexpr const char* kTaesdScope = "tae.";
+
+ private:
+  std::vector<float> decode_whole(const std::vector<float>& latent, int64_t w, int64_t h);
+  std::vector<float> encode_whole(const std::vector<float>& image, int64_t width, int64_t height);
+
+  nn::Weights& weights_;
+  models::VaeConfig config_;
+  nn::Weights* taesd_;
+  nn::GraphRunner runner_;
+  std::optional<models::TilingParams> tiling_;
+};
+
+}  // namespace sd::pipeline
