@@ -314,6 +314,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     const int total_steps = static_cast<int>(sigmas.size()) - 1;
     sampling::Denoiser denoiser = [&](const std::vector<float>& xt, float sigma,
                                       int step) -> sampling::Denoised {
+      SD_CHECK(!r.cancelled || !r.cancelled(), "generation cancelled");
       const sampling::ModelStep ms = m.schedule.model_step(sigma, r.timestep_shift);
       std::vector<float> scaled(xt.size());
       for (size_t i = 0; i < xt.size(); ++i) scaled[i] = xt[i] * ms.scalings.c_in;

@@ -57,6 +57,8 @@ struct ImageRequest {
   std::optional<models::TilingParams> vae_tiling;
   // Called after every sampling step: (step, steps, seconds since the previous call).
   std::function<void(int, int, double)> progress;
+  // Polled before every model call; true stops the generation with an sd::Error.
+  std::function<bool()> cancelled;
   // Told about adjustments made to the request (e.g. a size aligned up to 64 pixels).
   std::function<void(const std::string&)> warn;
 };

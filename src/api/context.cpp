@@ -1,0 +1,256 @@
+// sd_ctx_t and image generation: the C API over pipeline::StableDiffusion. C structs are
+// translated here (enum values through their names, so the tables live in one place), and
+// requests for features this build does not have are refused with a message naming the
+// field, before any model is loaded.
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/callbacks.h"
+#include "pipeline/stable_diffusion.h"
+#include "stable-diffusion.h"
+#include "tensor/error.h"
+
+struct sd_ctx_t {
+  std::unique_ptr<sd::pipeline::StableDiffusion> sd;
+  std::atomic<bool> cancel{false};
+};
+
+namespace {
+
+using sd::format;
+
+bool given(const char* s) {
+  return s && *s;
+}
+
+void refuse_unsupported(const sd_ctx_params_t& p) {
+  struct Field {
+    const char* value;
+    const char* flag;
+  };
+  const Field unsupported[] = {
+      {p.clip_g_path, "--clip_g"},
+      {p.clip_vision_path, "--clip_vision"},
+      {p.t5xxl_path, "--t5xxl"},
+      {p.llm_path, "--llm"},
+      {p.llm_vision_path, "--llm_vision"},
+      {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
+      {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
+      {p.embeddings_connectors_path, "--embeddings-connectors"},
+      {p.audio_vae_path, "--audio-vae"},
+      {p.control_net_path, "--control-net"},
+      {p.ip_adapter_path, "--ip-adapter"},
+      {p.motion_module_path, "--motion-module"},
+      {p.photo_maker_path, "--photo-maker"},
+      {p.pulid_weights_path, "--pulid"},
+      {p.rpc_servers, "--rpc-servers"},
+  };
+  for (const Field& f : unsupported)
+    SD_CHECK(!given(f.value), "%s is not supported by this build (SD 1.x/2.x image generation)",
+             f.flag);
+  auto cpu_or_default = [](const char* s) {
+    if (!given(s)) return true;
+    std::string v(s);
+    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return v == "cpu" || v == "auto" || v == "default";
+  };
+  SD_CHECK(cpu_or_default(p.backend),
+           "--backend '%s': this build computes every module on the CPU; use --backend cpu",
+           p.backend);
+  SD_CHECK(cpu_or_default(p.params_backend),
+           "--params-backend '%s': this build keeps weights on the CPU; use --params-backend cpu",
+           p.params_backend);
+  SD_CHECK(!given(p.tensor_type_rules),
+           "--tensor-type-rules applies to -M convert in this build; convert the model first");
+}
+
+sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
+  sd::pipeline::ModelOptions o;
+  if (given(p.model_path)) o.model = p.model_path;
+  if (given(p.diffusion_model_path)) o.diffusion_model = p.diffusion_model_path;
+  if (given(p.vae_path)) o.vae = p.vae_path;
+  if (given(p.taesd_path) && !p.tae_preview_only) o.taesd = p.taesd_path;
+  if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
+  if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
+  o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
+  o.use_mmap = p.enable_mmap;
+  if (p.wtype != SD_TYPE_COUNT) {
+    const char* name = sd_type_name(p.wtype);
+    std::optional<sd::DType> t = name ? sd::dtype_from_name(name) : std::nullopt;
+    SD_CHECK(t.has_value(), "weight type %d is not supported", static_cast<int>(p.wtype));
+    o.weight_type = *t;
+  }
+  if (p.prediction != PREDICTION_COUNT)
+    o.prediction = sd::sampling::parse_prediction(sd_prediction_name(p.prediction));
+  return o;
+}
+
+sd::io::Image to_image(const sd_image_t& img, const char* what) {
+  SD_CHECK(img.data && img.width > 0 && img.height > 0 &&
+               (img.channel == 1 || img.channel == 3 || img.channel == 4),
+           "%s: expected 1, 3 or 4 channels of 8-bit pixels", what);
+  sd::io::Image out;
+  out.width = static_cast<int>(img.width);
+  out.height = static_cast<int>(img.height);
+  out.channels = static_cast<int>(img.channel);
+  out.pixels.assign(img.data, img.data + out.size());
+  return out;
+}
+
+bool has_image(const sd_image_t& img) {
+  return img.data && img.width > 0 && img.height > 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+sd_ctx_t* new_sd_ctx(const sd_ctx_params_t* params) {
+  return sd::api::c_boundary("new_sd_ctx", static_cast<sd_ctx_t*>(nullptr), [&] {
+    SD_CHECK(params, "no parameters given");
+    refuse_unsupported(*params);
+    SD_CHECK(params->embedding_count == 0 || params->embeddings,
+             "embedding_count is %u but no embeddings are given", params->embedding_count);
+    auto ctx = std::make_unique<sd_ctx_t>();
+    sd::pipeline::ModelOptions options = model_options(*params);
+    // Textual inversions come as (name, path) pairs; the text encoder looks them up by
+    // file name in one folder, so all must share one.
+    for (uint32_t i = 0; i < params->embedding_count; ++i) {
+      const std::string path = params->embeddings[i].path ? params->embeddings[i].path : "";
+      const std::string dir =
+          path.substr(0, path.find_last_of('/') == std::string::npos ? 0 : path.find_last_of('/'));
+      SD_CHECK(options.embeddings_dir.empty() || options.embeddings_dir == dir,
+               "textual-inversion embeddings must be in one folder (--embd-dir)");
+      options.embeddings_dir = dir.empty() ? "." : dir;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    ctx->sd = std::make_unique<sd::pipeline::StableDiffusion>(options);
+    sd::api::log(SD_LOG_INFO, "model: %s, loaded in %.2fs",
+                 sd::io::version_name(ctx->sd->version()),
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    return ctx.release();
+  });
+}
+
+void free_sd_ctx(sd_ctx_t* sd_ctx) {
+  delete sd_ctx;
+}
+
+bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t** images_out,
+                    int* num_images_out) {
+  if (images_out) *images_out = nullptr;
+  if (num_images_out) *num_images_out = 0;
+  return sd::api::c_boundary("generate_image", false, [&] {
+    SD_CHECK(sd_ctx && sd_ctx->sd, "no model context (new_sd_ctx failed or was not called)");
+    SD_CHECK(p && images_out && num_images_out, "missing parameters or output pointers");
+    SD_CHECK(p->lora_count == 0, "LoRA is not supported by this build yet; remove <lora:...>");
+    SD_CHECK(p->ref_images_count == 0, "reference images are not supported for SD 1.x/2.x");
+    SD_CHECK(!has_image(p->control_image), "ControlNet is not supported by this build");
+    SD_CHECK(!p->hires.enabled, "the highres fix is not supported by this build yet");
+    SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
+    SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
+    const sd_sample_params_t& s = p->sample_params;
+
+    sd::pipeline::ImageRequest r;
+    r.prompt = p->prompt ? p->prompt : "";
+    r.negative_prompt = p->negative_prompt ? p->negative_prompt : "";
+    r.clip_skip = p->clip_skip;
+    r.width = p->width;
+    r.height = p->height;
+    r.steps = s.sample_steps;
+    r.cfg_scale = s.guidance.txt_cfg;
+    if (s.sample_method != SAMPLE_METHOD_COUNT)
+      r.method = sd::sampling::parse_sample_method(sd_sample_method_name(s.sample_method));
+    if (s.scheduler != SCHEDULER_COUNT)
+      r.scheduler = sd::sampling::parse_scheduler(sd_scheduler_name(s.scheduler));
+    if (s.custom_sigmas && s.custom_sigmas_count > 0)
+      r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
+    if (std::isfinite(s.eta)) r.eta = s.eta;
+    r.timestep_shift = s.shifted_timestep;
+    r.seed = p->seed;
+    if (r.seed < 0) {
+      std::srand(static_cast<unsigned>(std::time(nullptr)));
+      r.seed = std::rand();
+    }
+    r.batch_count = p->batch_count;
+    r.strength = p->strength;
+    sd::io::Image init, mask;
+    if (has_image(p->init_image)) {
+      init = to_image(p->init_image, "init image");
+      r.init_image = &init;
+      if (has_image(p->mask_image)) {
+        mask = to_image(p->mask_image, "mask image");
+        r.mask = &mask;
+      }
+    }
+    if (p->vae_tiling_params.enabled) {
+      sd::models::TilingParams t;
+      t.tile_size_x = p->vae_tiling_params.tile_size_x;
+      t.tile_size_y = p->vae_tiling_params.tile_size_y;
+      t.target_overlap = p->vae_tiling_params.target_overlap;
+      t.rel_size_x = p->vae_tiling_params.rel_size_x;
+      t.rel_size_y = p->vae_tiling_params.rel_size_y;
+      r.vae_tiling = t;
+    }
+    r.progress = [](int step, int steps, double seconds) {
+      sd::api::progress(step, steps, static_cast<float>(seconds));
+    };
+    sd_ctx->cancel = false;
+    r.cancelled = [sd_ctx] { return sd_ctx->cancel.load(); };
+    r.warn = [](const std::string& text) { sd::api::log(SD_LOG_WARN, "%s", text.c_str()); };
+
+    sd::api::log(SD_LOG_INFO, "generate_image %dx%d, seed %lld", r.width, r.height,
+                 static_cast<long long>(r.seed));
+    std::vector<sd::io::Image> images = sd_ctx->sd->generate(r);
+    auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
+    SD_CHECK(out, "out of memory for %zu images", images.size());
+    for (size_t i = 0; i < images.size(); ++i) {
+      out[i].width = static_cast<uint32_t>(images[i].width);
+      out[i].height = static_cast<uint32_t>(images[i].height);
+      out[i].channel = static_cast<uint32_t>(images[i].channels);
+      out[i].data = static_cast<uint8_t*>(std::malloc(images[i].pixels.size()));
+      if (!out[i].data) {
+        for (size_t j = 0; j < i; ++j) std::free(out[j].data);
+        std::free(out);
+        sd::fail("out of memory for image %zu", i);
+      }
+      std::memcpy(out[i].data, images[i].pixels.data(), images[i].pixels.size());
+    }
+    *images_out = out;
+    *num_images_out = static_cast<int>(images.size());
+    return true;
+  });
+}
+
+// sd.cpp's defaults for UNet models (SD 1.x/2.x/XL); DiT models default to euler.
+enum sample_method_t sd_get_default_sample_method(const sd_ctx_t*) {
+  return EULER_A_SAMPLE_METHOD;
+}
+
+enum scheduler_t sd_get_default_scheduler(const sd_ctx_t*, enum sample_method_t sample_method) {
+  if (sample_method == LCM_SAMPLE_METHOD || sample_method == TCD_SAMPLE_METHOD) {
+    return LCM_SCHEDULER;
+  }
+  if (sample_method == DDIM_TRAILING_SAMPLE_METHOD) return SIMPLE_SCHEDULER;
+  return DISCRETE_SCHEDULER;
+}
+
+bool sd_ctx_supports_image_generation(const sd_ctx_t* sd_ctx) {
+  return sd_ctx != nullptr && sd_ctx->sd != nullptr;
+}
+bool sd_ctx_supports_video_generation(const sd_ctx_t*) {
+  return false;
+}
+
+void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t) {
+  if (sd_ctx) sd_ctx->cancel = true;
+}
+
+}  // extern "C"
