@@ -1,0 +1,61 @@
+// CLIP's text transformer (Radford et al. 2021), the text encoder of Stable Diffusion:
+// token + position embeddings, pre-norm transformer layers with causal self-attention,
+// a final LayerNorm. SD1.x uses OpenAI's ViT-L/14 text tower, SD2.x OpenCLIP's ViT-H/14
+// (weights renamed to Hugging Face CLIP names by the loader). The conditioning is the
+// hidden state of layer (layers - clip_skip) after the final LayerNorm, as sd.cpp takes it.
+//
+// Parameters live under the scope "cond_stage_model.transformer.text_model." with Hugging
+// Face names: embeddings.{token,position}_embedding.weight,
+// encoder.layers.N.{layer_norm1,self_attn.{q,k,v,out}_proj,layer_norm2,mlp.fc1,mlp.fc2},
+// final_layer_norm. Layers after the one read are never requested.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/weights.h"
+
+namespace sd::models {
+
+enum class ClipActivation { QuickGelu, Gelu };
+
+struct ClipTextConfig {
+  int64_t vocab_size = 49408;
+  int64_t max_positions = 77;
+  int64_t hidden = 768;
+  int64_t intermediate = 3072;
+  int64_t heads = 12;
+  int layers = 12;
+  ClipActivation activation = ClipActivation::QuickGelu;
+  float layer_norm_eps = 1e-5f;
+  // clip_skip when the user gives none (<= 0): sd.cpp takes the last layer for SD1.x and
+  // the penultimate one for SD2.x (as the SD2 training did).
+  int default_clip_skip = 1;
+  // Token after EOS in a short prompt's window: EOS for OpenAI CLIP, 0 ("!") for OpenCLIP,
+  // whose tokenizer pads with zeros.
+  int pad_token = 49407;
+
+  // openai/clip-vit-large-patch14 text config (SD1.x).
+  static ClipTextConfig vit_l14();
+  // laion/CLIP-ViT-H-14-laion2B-s32B-b79K text config (SD2.x).
+  static ClipTextConfig vit_h14();
+};
+
+// The encoder layer count to run for `clip_skip` (<= 0: the config's default): layers -
+// clip_skip + 1. Throws sd::Error when clip_skip exceeds the layer count.
+int clip_layers_to_run(const ClipTextConfig& config, int clip_skip);
+
+// Values of the causal mask input: f32 [n, n] (key fastest), -inf where key > query.
+std::vector<float> clip_causal_mask(int64_t n);
+
+// Builds the encoder graph.
+//   token_ids: i32 [77, N]; ids >= vocab_size select rows of `custom_embeddings`.
+//   causal_mask: f32 [77, 77] holding clip_causal_mask(77).
+//   custom_embeddings: null, or f32 [hidden, M]: textual-inversion vectors appended to the
+//     token table (ids vocab_size .. vocab_size + M - 1).
+// Returns f32 [hidden, 77, N].
+Tensor* clip_text_forward(const nn::Scope& text_model, const ClipTextConfig& config,
+                          Tensor* token_ids, Tensor* causal_mask, int clip_skip,
+                          Tensor* custom_embeddings = nullptr);
+
+}  // namespace sd::models

@@ -1,0 +1,71 @@
+// Prompt text -> the UNet's cross-attention context, as sd.cpp's FrozenCLIPEmbedder
+// computes it for SD1.x/SD2.x: emphasis parsed, tokens in 77-token windows, each window
+// through the CLIP text encoder, per-token weights applied, windows concatenated.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "models/clip_text.h"
+#include "models/clip_tokenizer.h"
+#include "models/embeddings.h"
+#include "nn/graph_runner.h"
+#include "nn/weights.h"
+
+namespace sd::pipeline {
+
+// f32 [dim, tokens] (dim fastest): tokens = 77 per window.
+struct Conditioning {
+  std::vector<float> context;
+  int64_t dim = 0;
+  int64_t tokens = 0;
+};
+
+class TextConditioner {
+ public:
+  // `weights` holds the encoder under "cond_stage_model.transformer.text_model." and must
+  // outlive this object, as must `backend`. `embeddings_dir`: textual-inversion files
+  // (optional); a file is read the first time its word appears in a prompt.
+  TextConditioner(std::shared_ptr<const models::ClipTokenizer> tokenizer,
+                  models::ClipTextConfig config, nn::Weights& weights, Backend& backend,
+                  std::string embeddings_dir = {});
+  // The tokenizer's special-word hook points at this object.
+  TextConditioner(const TextConditioner&) = delete;
+  TextConditioner& operator=(const TextConditioner&) = delete;
+
+  // The context for one prompt. clip_skip <= 0 takes the config's default (SD1: 1,
+  // SD2: 2).
+  Conditioning encode(const std::string& prompt, int clip_skip = 0);
+
+  // The windows and weights encode() feeds the encoder (for tests and debugging).
+  models::TokenChunks tokenize(const std::string& prompt);
+
+  const models::ClipTextConfig& config() const { return config_; }
+
+  // The weight scope of the text encoder in canonical checkpoints.
+  static constexpr const char* kScope = "cond_stage_model.transformer.text_model.";
+
+ private:
+  std::vector<int> embedding_ids(const std::string& word);
+
+  std::shared_ptr<const models::ClipTokenizer> tokenizer_;
+  models::ClipTextConfig config_;
+  nn::Weights& weights_;
+  nn::GraphRunner runner_;
+  std::map<std::string, std::string> embedding_files_;  // word -> path
+  models::ClipTokenizer::SpecialWords special_;
+  models::CustomEmbeddings custom_;
+  std::map<std::string, bool> unusable_;  // words whose file has no vector of our width
+};
+
+// sd.cpp's prompt weighting for one window: scale each token's hidden state by its weight,
+// then rescale everything so the mean over the window is what it was. `hidden` is
+// [dim, weights.size()]; all-one weights leave it untouched.
+void apply_token_weights(std::vector<float>& hidden, int64_t dim,
+                         const std::vector<float>& weights);
+
+}  // namespace sd::pipeline
