@@ -78,8 +78,18 @@ struct StableDiffusion::Impl {
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
     if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
-    version = io::detect_version(collect_infos());
-    const models::UnetConfig unet_cfg = unet_config(version);
+    Architecture arch;
+    if (o.architecture) {
+      arch = *o.architecture;
+    } else {
+      arch.version = io::detect_version(collect_infos());
+      arch.unet = unet_config(arch.version);
+      arch.text = io::family_of(arch.version) == io::ModelFamily::SD2
+                      ? models::ClipTextConfig::vit_h14()
+                      : models::ClipTextConfig::vit_l14();
+      arch.vae = models::VaeConfig::sd();
+    }
+    version = arch.version;
     const bool sd2 = io::family_of(version) == io::ModelFamily::SD2;
 
     Device& cpu = DeviceRegistry::instance().get("CPU");
@@ -92,10 +102,9 @@ struct StableDiffusion::Impl {
         loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..");
     auto tokenizer =
         std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
-    text = std::make_unique<TextConditioner>(
-        tokenizer, sd2 ? models::ClipTextConfig::vit_h14() : models::ClipTextConfig::vit_l14(),
-        *weights, *backend, o.embeddings_dir);
-    unet = std::make_unique<UnetRunner>(*weights, unet_cfg, *backend);
+    text = std::make_unique<TextConditioner>(tokenizer, arch.text, *weights, *backend,
+                                             o.embeddings_dir);
+    unet = std::make_unique<UnetRunner>(*weights, arch.unet, *backend);
 
     nn::Weights* tae = nullptr;
     if (!o.taesd.empty()) {
@@ -104,7 +113,7 @@ struct StableDiffusion::Impl {
           taesd_loader, cpu, weights::ModelManagerOptions{o.weight_type, o.use_mmap});
       tae = &prefixed_taesd();
     }
-    vae = std::make_unique<VaeRunner>(*weights, models::VaeConfig::sd(), *backend, tae);
+    vae = std::make_unique<VaeRunner>(*weights, arch.vae, *backend, tae);
 
     if (o.prediction) {
       prediction = *o.prediction;
@@ -209,11 +218,15 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     warn("--timestep-shift applies to SDXL models only; ignored");
     r.timestep_shift = 0;
   }
-  // Three downsamplings in the UNet: the latent must be a multiple of 8 (64 pixels).
-  const int aligned_w = (r.width + 63) / 64 * 64, aligned_h = (r.height + 63) / 64 * 64;
+  // The UNet halves the latent at every level but the last: SD's 3 halvings after the
+  // VAE's 8x make 64 pixels the unit.
+  const int unit = static_cast<int>(m.vae->config().downscale()) *
+                   (1 << (m.unet->config().channel_mult.size() - 1));
+  const int aligned_w = (r.width + unit - 1) / unit * unit;
+  const int aligned_h = (r.height + unit - 1) / unit * unit;
   if (aligned_w != r.width || aligned_h != r.height) {
-    warn(format("image size %dx%d aligned up to %dx%d (a multiple of 64)", r.width, r.height,
-                aligned_w, aligned_h));
+    warn(format("image size %dx%d aligned up to %dx%d (a multiple of %d)", r.width, r.height,
+                aligned_w, aligned_h, unit));
     r.width = aligned_w;
     r.height = aligned_h;
   }
@@ -238,7 +251,8 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   if (r.init_image && r.strength < 1.0f)
     sigmas = sampling::img2img_sigmas(sigmas, sample_steps, r.strength);
 
-  const int64_t w = r.width / 8, h = r.height / 8, c = 4;
+  const int64_t f = m.vae->config().downscale();
+  const int64_t w = r.width / f, h = r.height / f, c = m.vae->config().z_channels;
   const size_t latent_size = static_cast<size_t>(w * h * c);
   const bool inpaint_model = is_inpaint(m.version);
 
@@ -268,7 +282,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
       mask = binarize(std::move(mask));
     }
     init_latent = encode(planes);
-    const std::vector<float> latent_mask = max_downsample(mask, r.width, r.height, 8);
+    const std::vector<float> latent_mask = max_downsample(mask, r.width, r.height, f);
     if (inpaint_model) {
       // The UNet also sees the mask and the latent of the image with the masked part made
       // grey, so it knows what to keep.

@@ -12,13 +12,25 @@
 #include "backend/backend.h"
 #include "io/image.h"
 #include "io/model_version.h"
+#include "models/clip_text.h"
 #include "models/tiling.h"
+#include "models/unet.h"
+#include "models/vae.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
 #include "sampling/schedulers.h"
 
 namespace sd::pipeline {
+
+// The networks' shapes. Normally chosen from the detected model version; tests give tiny
+// ones (with the SD 1.x names) to run the whole pipeline in milliseconds.
+struct Architecture {
+  io::ModelVersion version = io::ModelVersion::SD1;
+  models::UnetConfig unet;
+  models::ClipTextConfig text;
+  models::VaeConfig vae;
+};
 
 struct ModelOptions {
   std::string model;                 // -m: checkpoint file or diffusers folder
@@ -32,6 +44,7 @@ struct ModelOptions {
   std::optional<DType> weight_type;  // --type
   std::optional<sampling::Prediction> prediction;  // --prediction
   bool use_mmap = true;
+  std::optional<Architecture> architecture;  // unset: detected from the files
 };
 
 struct ImageRequest {
