@@ -1,40 +1,45 @@
-// sd-cli: the command-line front end. Until the generation pipeline lands it lists
-// devices, reports its version and converts models; flags keep stable-diffusion.cpp's names.
-#include <cctype>
+// sd-cli: the command-line front end over the C API (include/stable-diffusion.h), with
+// stable-diffusion.cpp's flags. Modes: img_gen (txt2img, img2img, inpaint), convert,
+// upscale, metadata. A run either writes all its images or reports why not; each image
+// file is written whole or not at all.
 #include <cstdio>
 #include <cstdlib>
-#include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "api/callbacks.h"
 #include "api/convert.h"
+#include "api/image_info.h"
 #include "backend/registry.h"
+#include "cli/args.h"
+#include "cli/cli_log.h"
+#include "cli/input_images.h"
+#include "cli/save_images.h"
+#include "io/image.h"
+#include "stable-diffusion.h"
 #include "tensor/error.h"
+
+#ifndef SD_VERSION
+#define SD_VERSION "unknown"
+#endif
 
 namespace {
 
-void print_usage(const char* argv0) {
-  std::printf(
-      "usage: %s [options]\n"
-      "\n"
-      "Options:\n"
-      "  -h, --help            show this help and exit\n"
-      "  --version             print the version and exit\n"
-      "  --list-devices        list the devices modules can run on, and exit\n"
-      "  -t, --threads N       CPU threads (default: all cores)\n"
-      "  -v, --verbose         print extra information\n"
-      "  -M, --mode MODE       img_gen (default) or convert\n"
-      "  -m, --model PATH      model file or diffusers folder\n"
-      "  -o, --output PATH     output file (convert: a .gguf file)\n"
-      "  --type TYPE           convert: weight type, one of %s\n"
-      "                        (default: keep each tensor's type)\n"
-      "  --tensor-type-rules R convert: per-tensor types, \"regex=type,...\";\n"
-      "                        the first matching rule wins\n"
-      "  --vae PATH            VAE file replacing the model's VAE\n",
-      argv0, sd::api::convert_type_list().c_str());
+using namespace sd::cli;
+
+std::string version_line() {
+  return std::string("sd-cli version ") + SD_VERSION;
 }
 
-void list_devices() {
+void list_devices(bool verbose) {
+  if (!verbose) {
+    // sd.cpp's format: "name<TAB>description" per line, for scripts.
+    std::vector<char> text(sd_list_devices(nullptr, 0) + 1);
+    sd_list_devices(text.data(), text.size());
+    std::fputs(text.data(), stdout);
+    return;
+  }
   std::printf("%-8s %-7s %-16s %s\n", "name", "kind", "free/total", "description");
   for (const auto& d : sd::DeviceRegistry::instance().devices()) {
     const sd::DeviceMemory mem = d->memory();
@@ -49,121 +54,201 @@ void list_devices() {
   }
 }
 
-struct Options {
-  bool help = false;
-  bool version = false;
-  bool list_devices = false;
-  int threads = 0;
-  bool verbose = false;
-  std::string mode = "img_gen";
-  bool mode_given = false;
-  std::string model, output, vae, tensor_type_rules;
-  std::optional<sd::DType> type;
-};
-
-constexpr const char* kModes[] = {"img_gen", "convert"};
-
-std::string lowercase(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
+void on_log(sd_log_level_t level, const char* text, void*) {
+  print_log(level, text);
 }
 
-Options parse(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    auto value = [&]() -> std::string {
-      SD_CHECK(i + 1 < argc, "option %s needs a value", arg.c_str());
-      return argv[++i];
-    };
-    if (arg == "-h" || arg == "--help") {
-      o.help = true;
-    } else if (arg == "--version") {
-      o.version = true;
-    } else if (arg == "--list-devices") {
-      o.list_devices = true;
-    } else if (arg == "-v" || arg == "--verbose") {
-      o.verbose = true;
-    } else if (arg == "-t" || arg == "--threads") {
-      const std::string v = value();
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      SD_CHECK(end && *end == '\0' && n >= -1 && n <= 4096,
-               "--threads takes a whole number (0 or -1: all cores), got '%s'", v.c_str());
-      o.threads = static_cast<int>(n);
-    } else if (arg == "-M" || arg == "--mode") {
-      o.mode = lowercase(value());
-      o.mode_given = true;
-      bool known = false;
-      for (const char* m : kModes) known = known || o.mode == m;
-      SD_CHECK(known, "unknown mode '%s'; valid modes: img_gen, convert", o.mode.c_str());
-    } else if (arg == "-m" || arg == "--model") {
-      o.model = value();
-    } else if (arg == "-o" || arg == "--output") {
-      o.output = value();
-    } else if (arg == "--type") {
-      o.type = sd::api::parse_convert_type(value());
-    } else if (arg == "--tensor-type-rules") {
-      o.tensor_type_rules = value();
-    } else if (arg == "--vae") {
-      o.vae = value();
-    } else {
-      sd::fail("unknown option '%s'; see %s --help", arg.c_str(), argv[0]);
-    }
+void on_progress(int step, int steps, float seconds, void*) {
+  const std::string line = sd::api::progress_line(step, steps, seconds);
+  if (line.empty()) return;
+  std::printf("\r%s\033[K%s", line.c_str(), step >= steps ? "\n" : "");
+  std::fflush(stdout);
+}
+
+void on_preview(int step, int frame_count, sd_image_t* frames, bool is_noisy, void* data) {
+  const auto* cli = static_cast<const CliOptions*>(data);
+  if (frame_count != 1 || !frames) {
+    log_message(SD_LOG_WARN, "multi-frame previews are not supported; preview skipped");
+    return;
   }
-  return o;
+  try {
+    sd::io::write_image(cli->preview_path, to_image(frames[0]), "");
+  } catch (const std::exception& e) {
+    log_message(SD_LOG_ERROR, "preview: %s", e.what());
+  }
 }
 
-int run_convert(const Options& o) {
-  SD_CHECK(!o.model.empty(), "convert needs an input model: -m FILE");
-  SD_CHECK(!o.output.empty(), "convert needs an output file: -o OUT.gguf");
-  sd::api::ConvertOptions c;
-  c.input = o.model;
-  c.output = o.output;
-  c.vae = o.vae;
-  c.type = o.type;
-  c.tensor_type_rules = o.tensor_type_rules;
-  c.progress = [](const sd::api::ConvertProgress& p) {
+// Owns what generate_image / upscale return.
+struct ImagesDeleter {
+  int count;
+  void operator()(sd_image_t* images) const { free_sd_images(images, count); }
+};
+using OwnedImages = std::unique_ptr<sd_image_t, ImagesDeleter>;
+
+int run_convert(const Arguments& a) {
+  const ContextOptions& c = a.context;
+  sd::api::ConvertOptions options;
+  options.input = c.model_path;
+  options.output = a.cli.output_path;
+  options.vae = c.vae_path;
+  if (c.wtype != SD_TYPE_COUNT) {
+    options.type = sd::api::parse_convert_type(sd_type_name(c.wtype));
+  }
+  options.tensor_type_rules = c.tensor_type_rules;
+  options.progress = [](const sd::api::ConvertProgress& p) {
     std::fprintf(stderr, "\r[%zu/%zu] %.1f/%.1f MiB  %-60.*s", p.index, p.count,
                  static_cast<double>(p.bytes_written) / (1 << 20),
                  static_cast<double>(p.bytes_total) / (1 << 20), static_cast<int>(p.name.size()),
                  p.name.data());
     if (p.index == p.count) std::fputc('\n', stderr);
   };
-  const sd::api::ConvertResult r = sd::api::convert_model(c);
+  const sd::api::ConvertResult r = sd::api::convert_model(options);
   std::string counts;
   for (const auto& [type, n] : r.type_counts) {
     if (!counts.empty()) counts += ", ";
     counts += std::to_string(n) + " " + std::string(sd::dtype_name(type));
   }
-  std::fprintf(stderr, "wrote %s: %zu tensors (%s), %.1f MiB\n", o.output.c_str(), r.tensors,
-               counts.c_str(), static_cast<double>(r.bytes) / (1 << 20));
+  log_message(SD_LOG_INFO, "wrote %s: %zu tensors (%s), %.1f MiB", options.output.c_str(),
+              r.tensors, counts.c_str(), static_cast<double>(r.bytes) / (1 << 20));
   return 0;
+}
+
+int run_metadata(const CliOptions& cli) {
+  sd::api::ImageInfoOptions options;
+  options.image = cli.image_path;
+  options.format = sd::api::parse_metadata_format(cli.metadata_format);
+  options.raw = cli.metadata_raw;
+  options.brief = cli.metadata_brief;
+  options.all = cli.metadata_all;
+  std::fputs(sd::api::describe_image_metadata(options).c_str(), stdout);
+  return 0;
+}
+
+// Runs the ESRGAN upscaler `repeats` times over each image, in place; false when the
+// upscaler could not be loaded (the images are then unchanged).
+bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_image_t* images,
+                    int count) {
+  const ContextOptions& c = a.context;
+  upscaler_ctx_t* upscaler = new_upscaler_ctx(c.esrgan_path.c_str(), c.diffusion_conv_direct,
+                                              c.n_threads, a.generation.upscale_tile_size,
+                                              ctx_params.backend, ctx_params.params_backend);
+  if (!upscaler) {
+    log_message(SD_LOG_ERROR, "could not load the upscaler '%s'", c.esrgan_path.c_str());
+    return false;
+  }
+  const uint32_t factor = 4;  // ignored by models that know their own scale
+  for (int i = 0; i < count; ++i) {
+    for (int r = 0; r < a.generation.upscale_repeats && images[i].data; ++r) {
+      sd_image_t* out = nullptr;
+      int n = 0;
+      if (!upscale(upscaler, images[i], factor, &out, &n) || n <= 0 || !out[0].data) {
+        free_sd_images(out, n);
+        log_message(SD_LOG_ERROR, "upscaling image %d failed; it is kept at its size", i);
+        break;
+      }
+      std::free(images[i].data);
+      images[i] = out[0];
+      out[0].data = nullptr;
+      free_sd_images(out, n);
+    }
+  }
+  free_upscaler_ctx(upscaler);
+  return true;
+}
+
+int run_generation(Arguments& a) {
+  CliOptions& cli = a.cli;
+  GenerationOptions& g = a.generation;
+  SD_CHECK(cli.mode == Mode::ImgGen || cli.mode == Mode::Upscale,
+           "-M %s is not supported yet; supported modes: img_gen, upscale, convert, metadata",
+           mode_name(cli.mode));
+  SD_CHECK(g.ad_model_path.empty(), "--ad-model: ADetailer is not supported yet");
+  SD_CHECK(cli.imatrix_in.empty() && cli.imatrix_out.empty(),
+           "--imat-in/--imat-out: importance matrices are not supported yet");
+  SD_CHECK(g.cache_option.empty(), "--cache-option: step caching is not supported yet");
+
+  InputImages inputs = load_input_images(cli, g);
+  sd_ctx_params_t ctx_params = a.context.to_c_params(cli.taesd_preview_only);
+
+  if (cli.mode == Mode::Upscale) {
+    // The init image is the result; the upscaler does the work.
+    const int n = 1;
+    auto* images = static_cast<sd_image_t*>(std::malloc(sizeof(sd_image_t)));
+    SD_CHECK(images, "out of memory");
+    images[0] = copy_to_sd_image(inputs.init);
+    OwnedImages owned(images, ImagesDeleter{n});
+    SD_CHECK(upscale_images(a, ctx_params, images, n), "upscaling failed; nothing was written");
+    return save_images(a, images, n) ? 0 : 1;
+  }
+
+  if (cli.preview_method != PREVIEW_NONE) {
+    sd_set_preview_callback(on_preview, cli.preview_method, cli.preview_interval,
+                            !cli.preview_noisy, cli.preview_noisy, &cli);
+  }
+  char* ctx_text = sd_ctx_params_to_str(&ctx_params);
+  log_message(SD_LOG_DEBUG, "%s", ctx_text ? ctx_text : "");
+  std::free(ctx_text);
+
+  std::unique_ptr<sd_ctx_t, void (*)(sd_ctx_t*)> ctx(new_sd_ctx(&ctx_params), free_sd_ctx);
+  SD_CHECK(ctx, "could not create the generation context (see the messages above)");
+
+  // Resolve "the model's default" now, so the image metadata names what was used.
+  if (g.sample_params.sample_method == SAMPLE_METHOD_COUNT) {
+    g.sample_params.sample_method = sd_get_default_sample_method(ctx.get());
+  }
+  if (g.sample_params.scheduler == SCHEDULER_COUNT) {
+    g.sample_params.scheduler = sd_get_default_scheduler(ctx.get(), g.sample_params.sample_method);
+  }
+
+  sd_img_gen_params_t params = g.to_c_params();
+  attach_input_images(inputs, params);
+  char* params_text = sd_img_gen_params_to_str(&params);
+  log_message(SD_LOG_DEBUG, "%s", params_text ? params_text : "");
+  std::free(params_text);
+
+  sd_image_t* images = nullptr;
+  int count = 0;
+  const bool ok = generate_image(ctx.get(), &params, &images, &count);
+  OwnedImages owned(images, ImagesDeleter{count});
+  SD_CHECK(ok && images && count > 0, "generation failed (see the messages above)");
+
+  // sd.cpp compatibility: a failed upscale keeps the images as generated.
+  if (!a.context.esrgan_path.empty() && g.upscale_repeats > 0) {
+    upscale_images(a, ctx_params, images, count);
+  }
+  return save_images(a, images, count) ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    const Options o = parse(argc, argv);
-    if (o.help) {
-      print_usage(argv[0]);
+    Arguments a = parse_arguments(argc, argv);
+    if (a.cli.help) {
+      std::printf("%s\n%s", version_line().c_str(), usage(argv[0]).c_str());
       return 0;
     }
-    if (o.version) {
-      std::printf("sd-cli %s\n", SD_VERSION);
+    if (a.cli.version) {
+      std::printf("%s\n", version_line().c_str());
       return 0;
     }
-    if (o.list_devices) {
-      list_devices();
+    if (a.cli.list_devices) {
+      list_devices(a.cli.verbose);
       return 0;
     }
-    if (o.mode == "convert") return run_convert(o);
-    if (o.mode_given || !o.model.empty()) {
-      sd::fail("generation is not built yet; use -M convert, --list-devices or --version");
+    set_log_style(a.cli.verbose, a.cli.color);
+    resolve_and_validate(a);
+    log_message(SD_LOG_DEBUG, "%s, %s", version_line().c_str(), sd_get_system_info());
+    sd_set_log_callback(on_log, nullptr);
+    sd_set_progress_callback(on_progress, nullptr);
+    switch (a.cli.mode) {
+      case Mode::Metadata:
+        return run_metadata(a.cli);
+      case Mode::Convert:
+        return run_convert(a);
+      default:
+        return run_generation(a);
     }
-    print_usage(argv[0]);
-    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

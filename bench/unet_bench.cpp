@@ -1,0 +1,208 @@
+// One UNet evaluation at a 64x64 latent (a 512x512 image), batch 1 and 2 (2: classifier-
+// free guidance's conditional and unconditional halves in one call), with random f16
+// weights as a loaded f16 checkpoint has them. A sampling step is one batch-2 call or two
+// batch-1 calls.
+//   BM_Unet/<config>/<batch>         seconds per call, and GFLOP/s over the matmul, conv
+//                                    and attention work (2 FLOPs per multiply-add)
+//   BM_UnetProfile/<config>/<batch>  the same graph run node by node: wall seconds per op
+//                                    kind as counters, and a table of wall and CPU seconds
+//                                    on stderr
+// config: 0 = SD1.x, 1 = SD2.x. Creating the random weights (860M values) takes a while
+// before the first run.
+// Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Unet
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/compute_buffer.h"
+#include "backend/cpu/cpu_device.h"
+#include "backend/registry.h"
+#include "models/unet.h"
+#include "nn/random_weights.h"
+#include "tensor/graph.h"
+
+namespace sd {
+namespace {
+
+constexpr int64_t kLatent = 64, kTokens = 77;
+
+models::UnetConfig config_of(int64_t index) {
+  return index == 0 ? models::UnetConfig::sd1() : models::UnetConfig::sd2();
+}
+
+// One random f16 weight set per config, shared by every benchmark of the process.
+nn::RandomWeights& weights_of(int64_t index) {
+  static std::map<int64_t, std::unique_ptr<nn::RandomWeights>> sets;
+  auto& w = sets[index];
+  if (!w) w = std::make_unique<nn::RandomWeights>(DType::F16);
+  return *w;
+}
+
+double process_cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+int threads() {
+  static const int n = omp_get_max_threads();  // before any backend changes it
+  return n;
+}
+
+// Multiply-adds x 2 of the linear-algebra nodes.
+double flops_of(const Tensor* n) {
+  switch (n->op) {
+    case Op::MatMul:
+      return 2.0 * n->src[0]->ne[0] * n->nelements();
+    case Op::Conv2d: {
+      const Tensor* w = n->src[1];
+      return 2.0 * w->ne[0] * w->ne[1] * w->ne[2] * n->nelements();
+    }
+    case Op::Attention: {  // q [D, Lq, H, N], k [D, Lk, H, N]
+      const Tensor* q = n->src[0];
+      return 4.0 * q->ne[0] * q->ne[1] * n->src[1]->ne[1] * q->ne[2] * q->ne[3];
+    }
+    default:
+      return 0.0;
+  }
+}
+
+std::string kind_of(const Tensor* n) {
+  if (n->op == Op::Unary) return std::string(unary_name(static_cast<UnaryOp>(n->params[0])));
+  return std::string(op_name(n->op));
+}
+
+// The UNet graph for one call, allocated once, inputs filled with fixed values.
+class UnetCall {
+ public:
+  UnetCall(int64_t config_index, int64_t batch)
+      : cpu_(static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"))),
+        memory_(cpu_.buffer_type()) {
+    const models::UnetConfig c = config_of(config_index);
+    Tensor* x = input({kLatent, kLatent, c.in_channels, batch});
+    Tensor* t = input({batch});
+    Tensor* context = input({c.context_dim, kTokens, batch});
+    Tensor* out = models::unet_forward(
+        nn::Scope(ctx_, weights_of(config_index), "model.diffusion_model."), c, x, t, context);
+    graph_ = Graph::build({out});
+    memory_.allocate(graph_);
+    for (Tensor* in : inputs_) {
+      std::vector<float> v(static_cast<size_t>(in->nelements()));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = in == t ? 500.0f : 0.01f * (i % 200) - 1.0f;
+      tensor_set(*in, v.data());
+    }
+    backend_ = cpu_.create_backend(BackendOptions{threads()}, CpuKernels::Fast);
+    for (const Tensor* n : graph_.nodes) flops_ += flops_of(n);
+  }
+
+  void run() {
+    backend_->compute(graph_);
+    backend_->synchronize();
+  }
+
+  // Runs every node alone and returns the seconds spent per op kind: wall time, and the
+  // CPU time of all threads (with one thread, a measure of the work that other load on
+  // the machine does not inflate).
+  struct Seconds {
+    double wall = 0, cpu = 0;
+  };
+  std::map<std::string, Seconds> profile() {
+    std::map<std::string, Seconds> seconds;
+    for (Tensor* n : graph_.nodes) {
+      if (is_view_op(n->op)) continue;
+      Graph one;
+      one.nodes = {n};
+      const double cpu0 = process_cpu_seconds();
+      const auto start = std::chrono::steady_clock::now();
+      backend_->compute(one);
+      backend_->synchronize();
+      Seconds& s = seconds[kind_of(n)];
+      s.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      s.cpu += process_cpu_seconds() - cpu0;
+    }
+    return seconds;
+  }
+
+  double flops() const { return flops_; }
+  size_t compute_bytes() const { return memory_.capacity(); }
+
+ private:
+  Tensor* input(std::initializer_list<int64_t> ne) {
+    Tensor* t = ctx_.new_tensor(DType::F32, ne);
+    t->flags |= kFlagInput;
+    inputs_.push_back(t);
+    return t;
+  }
+
+  CpuDevice& cpu_;
+  Context ctx_;
+  std::vector<Tensor*> inputs_;
+  Graph graph_;
+  ComputeBuffer memory_;
+  std::unique_ptr<Backend> backend_;
+  double flops_ = 0;
+};
+
+void BM_Unet(benchmark::State& state) {
+  UnetCall call(state.range(0), state.range(1));
+  call.run();  // warm-up: primitives created, conv weights converted and cached
+  for (auto _ : state) call.run();
+  state.counters["threads"] = threads();
+  state.counters["GFLOP"] = call.flops() / 1e9;
+  state.counters["FLOPS"] =
+      benchmark::Counter(call.flops() * state.iterations(), benchmark::Counter::kIsRate);
+  state.counters["compute_MiB"] = static_cast<double>(call.compute_bytes()) / (1 << 20);
+}
+
+void BM_UnetProfile(benchmark::State& state) {
+  UnetCall call(state.range(0), state.range(1));
+  call.run();
+  std::map<std::string, UnetCall::Seconds> total;
+  for (auto _ : state) {
+    for (const auto& [kind, s] : call.profile()) {
+      total[kind].wall += s.wall;
+      total[kind].cpu += s.cpu;
+    }
+  }
+  const double calls = static_cast<double>(state.iterations());
+  double wall_sum = 0, cpu_sum = 0;
+  std::vector<std::pair<double, std::string>> rows;
+  for (const auto& [kind, s] : total) {
+    wall_sum += s.wall;
+    cpu_sum += s.cpu;
+    state.counters[kind] = s.wall / calls;
+    rows.emplace_back(s.cpu, kind);
+  }
+  std::sort(rows.rbegin(), rows.rend());
+  std::fprintf(stderr, "UNet %s batch %lld, %d threads, per call by op kind:\n",
+               state.range(0) == 0 ? "SD1" : "SD2", static_cast<long long>(state.range(1)),
+               threads());
+  std::fprintf(stderr, "  %-18s %9s %9s %7s\n", "op", "wall s", "cpu s", "cpu %");
+  for (const auto& [cpu, kind] : rows) {
+    std::fprintf(stderr, "  %-18s %9.3f %9.3f %6.1f%%\n", kind.c_str(), total[kind].wall / calls,
+                 cpu / calls, 100.0 * cpu / cpu_sum);
+  }
+  std::fprintf(stderr, "  %-18s %9.3f %9.3f\n", "total", wall_sum / calls, cpu_sum / calls);
+}
+
+BENCHMARK(BM_Unet)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(2);
+BENCHMARK(BM_UnetProfile)
+    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+}  // namespace
+}  // namespace sd

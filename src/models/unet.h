@@ -1,0 +1,64 @@
+// The UNet of Stable Diffusion 1.x and 2.x: the denoiser of latent diffusion (Rombach et
+// al. 2022), the LDM code's openaimodel.UNetModel. It predicts the noise (or v) of a
+// latent at a timestep, conditioned on text-encoder tokens through cross-attention.
+//
+// Tensors are read below "model.diffusion_model." with the names of the original LDM
+// checkpoints (input_blocks.*, middle_block.*, output_blocks.*, time_embed.*, out.*).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/weights.h"
+
+namespace sd::models {
+
+struct UnetConfig {
+  int64_t in_channels = 4;
+  int64_t out_channels = 4;
+  int64_t model_channels = 320;
+  // Channels of each resolution level, in units of model_channels; every level but the
+  // last halves the resolution.
+  std::vector<int> channel_mult{1, 2, 4, 4};
+  int num_res_blocks = 2;
+  // Levels (indices into channel_mult) whose blocks end in a SpatialTransformer. The LDM
+  // configs give their downsampling factors instead: attention_resolutions [4, 2, 1] are
+  // levels 2, 1, 0. The middle block always has one.
+  std::vector<int> attention_levels{0, 1, 2};
+  // Attention heads: num_heads per block when head_dim is -1, else channels / head_dim
+  // heads of head_dim (LDM's num_head_channels).
+  int num_heads = 8;
+  int head_dim = -1;
+  int transformer_depth = 1;
+  int64_t context_dim = 768;
+  // SpatialTransformer projections are Linear layers (use_linear_in_transformer) rather
+  // than 1x1 convs.
+  bool linear_proj = false;
+
+  int64_t time_embed_dim() const { return 4 * model_channels; }
+  // Heads for a transformer over `channels`.
+  int64_t heads_for(int64_t channels) const;
+  // Throws an sd::Error naming the inconsistent field.
+  void validate() const;
+
+  // v1-inference.yaml (SD 1.x): 8 heads, 768-dim CLIP ViT-L/14 context, 1x1 conv projections.
+  static UnetConfig sd1();
+  // v1-inpainting-inference.yaml: the same with 9 input channels (latent, mask, masked-image
+  // latent).
+  static UnetConfig sd1_inpaint();
+  // v2-inference.yaml / v2-inference-v.yaml (SD 2.x): 64-channel heads, 1024-dim OpenCLIP
+  // ViT-H/14 context, Linear projections.
+  static UnetConfig sd2();
+};
+
+// One denoiser evaluation.
+//   x          f32 [W, H, in_channels, N]: the latent, already scaled by c_in (and, for
+//              inpainting, concatenated with mask and masked-image latent)
+//   timesteps  f32 [N]
+//   context    f32 [context_dim, L, N] (or [.., .., 1], shared by the whole batch)
+// Returns f32 [W, H, out_channels, N]. W and H must be multiples of 2^(levels - 1) (8 for
+// SD: images in multiples of 64 pixels).
+Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& config, Tensor* x, Tensor* timesteps,
+                     Tensor* context);
+
+}  // namespace sd::models

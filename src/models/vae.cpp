@@ -1,0 +1,200 @@
+#include "models/vae.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "nn/layers.h"
+#include "tensor/error.h"
+#include "tensor/ops/attention.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/pad.h"
+#include "tensor/ops/unary.h"
+#include "tensor/ops/upscale.h"
+#include "tensor/ops/view.h"
+
+namespace sd::models {
+
+VaeConfig VaeConfig::sd() {
+  return VaeConfig{};
+}
+
+namespace {
+
+// LDM's Normalize(): GroupNorm(32, C, eps=1e-6).
+constexpr int kGroups = 32;
+constexpr float kNormEps = 1e-6f;
+
+// Names a block's output after its scope ("first_stage_model.decoder.up.1.block.0"), so
+// debug dumps and profiles read in checkpoint terms.
+Tensor* named(const nn::Scope& s, Tensor* t) {
+  std::string name = s.prefix();
+  if (!name.empty() && name.back() == '.') name.pop_back();
+  return set_name(t, std::move(name));
+}
+
+Tensor* norm_silu(const nn::Scope& s, Tensor* x, int64_t channels) {
+  return silu(s.ctx(), nn::group_norm(s, x, channels, kGroups, kNormEps));
+}
+
+// ResnetBlock without time embedding (temb_channels = 0 in the autoencoder):
+//   x + conv2(silu(norm2(conv1(silu(norm1(x)))))), x through a 1x1 nin_shortcut when the
+//   channel count changes.
+Tensor* resnet_block(const nn::Scope& s, Tensor* x, int64_t in, int64_t out) {
+  Tensor* h = nn::conv2d(s["conv1"], norm_silu(s["norm1"], x, in), in, out, 3, 1, 1);
+  h = nn::conv2d(s["conv2"], norm_silu(s["norm2"], h, out), out, out, 3, 1, 1);
+  if (in != out) x = nn::conv2d(s["nin_shortcut"], x, in, out, 1);
+  return named(s, add(s.ctx(), h, x));
+}
+
+// A 1x1 conv [1, 1, C, C] applied to tokens [C, L, N]: the same product as a matmul.
+Tensor* project_tokens(const nn::Scope& s, Tensor* tokens, int64_t c) {
+  Context& ctx = s.ctx();
+  Tensor* w = reshape(ctx, s.param("weight", {1, 1, c, c}), {c, c});
+  return add(ctx, matmul(ctx, w, tokens), s.param("bias", {c}));
+}
+
+// AttnBlock: single-head self-attention over all H x W positions, residual.
+Tensor* attn_block(const nn::Scope& s, Tensor* x, int64_t c) {
+  Context& ctx = s.ctx();
+  const int64_t w = x->ne[0], h = x->ne[1], n = x->ne[3], l = w * h;
+  Tensor* normed = nn::group_norm(s["norm"], x, c, kGroups, kNormEps);
+  // [W, H, C, N] -> tokens [C, L, N] once, so q, k, v and proj_out are plain matmuls.
+  Tensor* tokens = cont(ctx, permute(ctx, reshape(ctx, normed, {l, c, n}), {1, 0, 2, 3}));
+  auto heads = [&](const char* name) {  // [C, L, N] -> [C, L, 1 head, N]
+    return reshape(ctx, project_tokens(s[name], tokens, c), {c, l, 1, n});
+  };
+  Tensor* o = attention(ctx, heads("q"), heads("k"), heads("v"), nullptr,
+                        1.0f / std::sqrt(static_cast<float>(c)));  // [C, 1, L, N]
+  o = project_tokens(s["proj_out"], reshape(ctx, o, {c, l, n}), c);
+  o = reshape(ctx, cont(ctx, permute(ctx, o, {1, 0, 2, 3})), {w, h, c, n});  // [W, H, C, N]
+  return named(s, add(ctx, o, x));
+}
+
+// Downsample with conv: pad one zero column and row at the end (right, bottom), then a 3x3
+// stride-2 conv without padding, as LDM's asymmetric padding.
+Tensor* downsample(const nn::Scope& s, Tensor* x, int64_t c) {
+  Tensor* padded = pad(s.ctx(), x, {0, 1, 0, 1, 0, 0, 0, 0});
+  return named(s, nn::conv2d(s["conv"], padded, c, c, 3, 2, 0));
+}
+
+// Upsample with conv: nearest 2x, then a 3x3 conv.
+Tensor* upsample(const nn::Scope& s, Tensor* x, int64_t c) {
+  return named(s, nn::conv2d(s["conv"], upscale_nearest(s.ctx(), x, 2), c, c, 3, 1, 1));
+}
+
+// The middle of both halves: ResnetBlock, AttnBlock, ResnetBlock at the deepest level.
+Tensor* mid_block(const nn::Scope& mid, Tensor* h, int64_t c) {
+  h = resnet_block(mid["block_1"], h, c, c);
+  h = attn_block(mid["attn_1"], h, c);
+  return resnet_block(mid["block_2"], h, c, c);
+}
+
+// ldm Encoder: image [W, H, 3, N] -> [W / f, H / f, 2 z_channels, N] (double_z).
+Tensor* encoder(const nn::Scope& s, const VaeConfig& cfg, Tensor* x) {
+  const int levels = static_cast<int>(cfg.ch_mult.size());
+  // 1. input conv
+  int64_t block_in = cfg.ch;
+  Tensor* h = nn::conv2d(s["conv_in"], x, 3, block_in, 3, 1, 1);  // [W, H, ch, N]
+  // 2. down: num_res_blocks ResnetBlocks per level, halving the size between levels
+  for (int i = 0; i < levels; ++i) {
+    const nn::Scope down = s["down"][i];
+    const int64_t block_out = cfg.ch * cfg.ch_mult[i];
+    for (int j = 0; j < cfg.num_res_blocks; ++j) {
+      h = resnet_block(down["block"][j], h, block_in, block_out);
+      block_in = block_out;
+    }
+    if (i != levels - 1) h = downsample(down["downsample"], h, block_in);  // [W/2, H/2, C, N]
+  }
+  // 3. middle
+  h = mid_block(s["mid"], h, block_in);
+  // 4. output
+  h = norm_silu(s["norm_out"], h, block_in);
+  return nn::conv2d(s["conv_out"], h, block_in, 2 * cfg.z_channels, 3, 1, 1);
+}
+
+// ldm Decoder: z [w, h, z_channels, N] -> image [w f, h f, 3, N].
+Tensor* decoder(const nn::Scope& s, const VaeConfig& cfg, Tensor* z) {
+  const int levels = static_cast<int>(cfg.ch_mult.size());
+  // 1. input conv to the deepest width
+  int64_t block_in = cfg.ch * cfg.ch_mult.back();
+  Tensor* h = nn::conv2d(s["conv_in"], z, cfg.z_channels, block_in, 3, 1, 1);
+  // 2. middle
+  h = mid_block(s["mid"], h, block_in);
+  // 3. up: num_res_blocks + 1 ResnetBlocks per level, deepest first, doubling the size
+  //    between levels
+  for (int i = levels - 1; i >= 0; --i) {
+    const nn::Scope up = s["up"][i];
+    const int64_t block_out = cfg.ch * cfg.ch_mult[i];
+    for (int j = 0; j < cfg.num_res_blocks + 1; ++j) {
+      h = resnet_block(up["block"][j], h, block_in, block_out);
+      block_in = block_out;
+    }
+    if (i != 0) h = upsample(up["upsample"], h, block_in);  // [2w, 2h, C, N]
+  }
+  // 4. output
+  h = norm_silu(s["norm_out"], h, block_in);
+  return nn::conv2d(s["conv_out"], h, block_in, 3, 3, 1, 1);  // [W, H, 3, N]
+}
+
+void check_config(const VaeConfig& cfg) {
+  SD_CHECK(!cfg.ch_mult.empty() && cfg.ch_mult.size() <= 8,
+           "[vae] ch_mult needs 1 to 8 levels, got %zu", cfg.ch_mult.size());
+  SD_CHECK(cfg.ch > 0 && cfg.num_res_blocks > 0 && cfg.z_channels > 0 && cfg.embed_dim > 0,
+           "[vae] channel counts and num_res_blocks must be positive");
+  for (int m : cfg.ch_mult)
+    SD_CHECK(m > 0 && (cfg.ch * m) % kGroups == 0,
+             "[vae] level width %lld is not a positive multiple of %d (GroupNorm groups)",
+             static_cast<long long>(cfg.ch * m), kGroups);
+  SD_CHECK(cfg.scale_factor != 0.0f, "[vae] scale_factor must not be 0");
+}
+
+}  // namespace
+
+Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z) {
+  check_config(cfg);
+  SD_CHECK(z->ne[2] == cfg.embed_dim, "[vae] decode needs a latent with %lld channels, got %s",
+           static_cast<long long>(cfg.embed_dim), z->shape_string().c_str());
+  Context& ctx = vae.ctx();
+  // sd.cpp's diffusion_to_vae_latents: z / scale_factor + shift_factor.
+  z = scale(ctx, z, 1.0f / cfg.scale_factor, cfg.shift_factor);
+  z = nn::conv2d(vae["post_quant_conv"], z, cfg.embed_dim, cfg.z_channels, 1);
+  return set_name(decoder(vae["decoder"], cfg, z), "vae_image");
+}
+
+Tensor* vae_encode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* image) {
+  check_config(cfg);
+  const int64_t f = cfg.downscale();
+  SD_CHECK(image->ne[2] == 3 && image->ne[0] % f == 0 && image->ne[1] % f == 0,
+           "[vae] encode needs an RGB image [W, H, 3, N] with W and H multiples of %lld, got %s",
+           static_cast<long long>(f), image->shape_string().c_str());
+  Tensor* moments = encoder(vae["encoder"], cfg, image);
+  moments = nn::conv2d(vae["quant_conv"], moments, 2 * cfg.z_channels, 2 * cfg.embed_dim, 1);
+  return set_name(moments, "vae_moments");
+}
+
+std::vector<float> vae_moments_to_latent(const std::vector<float>& moments,
+                                         const std::vector<float>& noise, int64_t w, int64_t h,
+                                         int64_t channels, int64_t batch, const VaeConfig& cfg) {
+  const size_t plane = static_cast<size_t>(w * h * channels);  // one sample's mean (or logvar)
+  SD_CHECK(w > 0 && h > 0 && channels > 0 && batch > 0 && moments.size() == 2 * plane * batch &&
+               noise.size() == plane * batch,
+           "[vae] moments of %zu and noise of %zu values do not fit a [%lld, %lld, %lld, %lld] "
+           "latent",
+           moments.size(), noise.size(), static_cast<long long>(w), static_cast<long long>(h),
+           static_cast<long long>(channels), static_cast<long long>(batch));
+  std::vector<float> latent(plane * batch);
+  for (size_t b = 0; b < static_cast<size_t>(batch); ++b) {
+    const float* mean = moments.data() + 2 * plane * b;
+    const float* logvar = mean + plane;
+    for (size_t i = 0; i < plane; ++i) {
+      const float stddev = std::exp(0.5f * std::clamp(logvar[i], -30.0f, 20.0f));
+      const float sample = mean[i] + stddev * noise[plane * b + i];
+      latent[plane * b + i] = (sample - cfg.shift_factor) * cfg.scale_factor;
+    }
+  }
+  return latent;
+}
+
+}  // namespace sd::models

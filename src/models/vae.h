@@ -1,0 +1,59 @@
+// AutoencoderKL: the first stage of Latent Diffusion (Rombach et al. 2022, "High-Resolution
+// Image Synthesis with Latent Diffusion Models"), ldm.models.autoencoder.AutoencoderKL with
+// ldm.modules.diffusionmodules.model.Encoder/Decoder. The image is compressed 2^(levels-1)
+// times per side (8 for SD) into a latent of z_channels; the middle of each half has one
+// single-head self-attention block.
+//
+// Parameter names are the LDM checkpoint's under the scope given (the pipeline passes the
+// scope at "first_stage_model."): encoder.conv_in, encoder.down.N.block.M.{norm1,conv1,
+// norm2,conv2,nin_shortcut}, encoder.down.N.downsample.conv, encoder.mid.{block_1,attn_1,
+// block_2}, encoder.norm_out, encoder.conv_out, quant_conv, post_quant_conv, decoder.conv_in,
+// decoder.mid.*, decoder.up.N.block.M.*, decoder.up.N.upsample.conv, decoder.norm_out,
+// decoder.conv_out. The mid attention (attn_1: norm, q, k, v, proj_out) has its q, k, v and
+// proj_out as 1x1 convs [1, 1, C, C], as LDM files store them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/weights.h"
+
+namespace sd::models {
+
+struct VaeConfig {
+  int64_t ch = 128;
+  std::vector<int> ch_mult{1, 2, 4, 4};
+  int num_res_blocks = 2;
+  int64_t z_channels = 4, embed_dim = 4;
+  // The latent the sampler sees is (vae_latent - shift_factor) * scale_factor.
+  float scale_factor = 0.18215f, shift_factor = 0.0f;
+
+  // SD 1.x / 2.x: ddconfig of v1-inference.yaml and v2-inference.yaml, scale factor
+  // 0.18215 (sd.cpp uses the same for both).
+  static VaeConfig sd();
+  // Pixels per latent pixel along each side: 2^(levels - 1).
+  int64_t downscale() const { return int64_t{1} << (ch_mult.size() - 1); }
+};
+
+// z: the sampler's latent [w, h, z_channels, N]. Divides by scale_factor and adds
+// shift_factor itself (sd.cpp's diffusion_to_vae_latents), then post_quant_conv and the
+// decoder. -> image f32 [w * downscale, h * downscale, 3, N], nominally in [-1, 1] and not
+// clamped: sd.cpp then maps it with clamp((x + 1) / 2, 0, 1).
+Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z);
+
+// image [W, H, 3, N] in [-1, 1] (sd.cpp maps [0, 1] pixels with 2 x - 1), W and H multiples
+// of downscale() -> the moments [W / downscale, H / downscale, 2 * embed_dim, N] after
+// quant_conv: mean in channels [0, embed_dim), log-variance in the rest. The caller samples
+// and scales (vae_moments_to_latent).
+Tensor* vae_encode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* image);
+
+// Host side of encoding, as sd.cpp's gaussian_latent_sample then vae_to_diffusion_latents:
+// latent = (mean + exp(0.5 clamp(logvar, -30, 20)) * noise - shift_factor) * scale_factor.
+// moments: [w, h, 2 C, N] as vae_encode returns them; noise: [w, h, C, N] standard normal
+// values (sd.cpp draws them from the generation RNG right after encoding, randn of the
+// mean's shape). -> the sampler's latent [w, h, C, N].
+std::vector<float> vae_moments_to_latent(const std::vector<float>& moments,
+                                         const std::vector<float>& noise, int64_t w, int64_t h,
+                                         int64_t channels, int64_t batch, const VaeConfig& cfg);
+
+}  // namespace sd::models
