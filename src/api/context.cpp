@@ -204,6 +204,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     };
     sd_ctx->cancel = false;
     r.cancelled = [sd_ctx] { return sd_ctx->cancel.load(); };
+    r.info = [](const std::string& text) { sd::api::log(SD_LOG_INFO, "%s", text.c_str()); };
     r.warn = [](const std::string& text) { sd::api::log(SD_LOG_WARN, "%s", text.c_str()); };
 
     sd::api::log(SD_LOG_INFO, "generate_image %dx%d, seed %lld", r.width, r.height,

@@ -101,6 +101,9 @@ class Backend {
   // the work is done on async devices. Throws sd::Error on unsupported ops.
   virtual void compute(const Graph& graph) = 0;
   virtual void synchronize() {}
+  // Frees what the backend keeps between calls for speed (packed weight copies); later
+  // calls rebuild what they need. Called when a phase ends so the next one has the memory.
+  virtual void release_caches() {}
 };
 
 // Synchronous data transfer of a whole tensor or a byte range of it, bounds-checked.

@@ -18,6 +18,8 @@ class ComputeBuffer {
   void allocate(const Graph& graph);
 
   size_t capacity() const { return buffer_ ? buffer_->size() : 0; }
+  // Gives the buffer back; the next allocate() makes a new one.
+  void release() { buffer_.reset(); }
   const AllocationPlan& last_plan() const { return plan_; }
 
  private:

@@ -64,8 +64,16 @@ bool read_header(JpegReader& r, const uint8_t* data, size_t size) {
   if (setjmp(r.errors.jump)) return false;
   jpeg_create_decompress(&r.cinfo);
   r.created = true;
+  r.cinfo.mem->max_memory_to_use = 1L << 30;  // progressive files buffer every coefficient
   jpeg_mem_src(&r.cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&r.cinfo, TRUE);
+  return true;
+}
+
+// Called once the size is known to be sane: a progressive file's whole coefficient
+// buffer is allocated here.
+bool start_decoding(JpegReader& r) {
+  if (setjmp(r.errors.jump)) return false;
   switch (r.cinfo.jpeg_color_space) {
     case JCS_GRAYSCALE:
       r.cinfo.out_color_space = JCS_GRAYSCALE;
@@ -151,7 +159,8 @@ Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name) {
   if (!read_header(r, data, size)) {
     fail_file(name, format("corrupt or unsupported JPEG: %s", r.errors.message));
   }
-  check_image_size(r.cinfo.output_width, r.cinfo.output_height, name);
+  check_image_size(r.cinfo.image_width, r.cinfo.image_height, name);
+  if (!start_decoding(r)) fail_file(name, format("corrupt JPEG: %s", r.errors.message));
   const int components = r.cinfo.output_components;
   SD_CHECK(components == 1 || components == 3 || components == 4,
            "%s: JPEG decodes to %d components, expected 1, 3 or 4", name.c_str(), components);

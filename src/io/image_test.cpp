@@ -82,18 +82,23 @@ TEST(ImageIo, WebpWithParametersStillDecodesTheSamePixels) {
   EXPECT_EQ(tagged.pixels, plain.pixels);
 }
 
-TEST(ImageIo, BmpReadsBottomUp24Bit) {
-  // 2 x 2, rows bottom-up, BGR, rows padded to 4 bytes.
+// A 2 x 2 24-bit BMP, rows bottom-up, BGR, rows padded to 4 bytes: red, white over blue, green.
+std::vector<uint8_t> small_bmp() {
   test::ByteWriter w;
   const uint32_t row = 8, pixels = 54;
   w.raw("BM", 2).put<uint32_t>(pixels + 2 * row).put<uint32_t>(0).put<uint32_t>(pixels);
   w.put<uint32_t>(40).put<int32_t>(2).put<int32_t>(2).put<uint16_t>(1).put<uint16_t>(24);
   w.put<uint32_t>(0).put<uint32_t>(2 * row).put<int32_t>(0).put<int32_t>(0);
   w.put<uint32_t>(0).put<uint32_t>(0);
-  const uint8_t bottom[8] = {255, 0, 0, 0, 255, 0, 0, 0};   // blue, green
-  const uint8_t top[8] = {0, 0, 255, 255, 255, 255, 0, 0};  // red, white
+  const uint8_t bottom[8] = {255, 0, 0, 0, 255, 0, 0, 0};
+  const uint8_t top[8] = {0, 0, 255, 255, 255, 255, 0, 0};
   w.raw(bottom, 8).raw(top, 8);
-  const Image image = decode_image(w.b.data(), w.b.size(), "x.bmp");
+  return w.b;
+}
+
+TEST(ImageIo, BmpReadsBottomUp24Bit) {
+  const std::vector<uint8_t> bmp = small_bmp();
+  const Image image = decode_image(bmp.data(), bmp.size(), "x.bmp");
   ASSERT_EQ(image.channels, 3);
   EXPECT_EQ(image.at(0, 0, 0), 255);  // top-left red
   EXPECT_EQ(image.at(0, 0, 2), 0);
@@ -325,6 +330,7 @@ TEST(ImageIo, TruncatedFilesFailWithTheirName) {
   expect_every_truncation_fails(encode_image(image, ImageFormat::Webp, "params"), "t.webp");
   expect_every_truncation_fails(encode_image(test_image(12, 10, 4), ImageFormat::Webp, ""),
                                 "alpha.webp");
+  expect_every_truncation_fails(small_bmp(), "t.bmp");
 }
 
 TEST(ImageIo, CorruptedFilesFailCleanly) {
@@ -332,6 +338,7 @@ TEST(ImageIo, CorruptedFilesFailCleanly) {
   expect_flips_fail_cleanly(encode_image(image, ImageFormat::Png, "params"), "f.png", 1);
   expect_flips_fail_cleanly(encode_image(image, ImageFormat::Jpeg, "params"), "f.jpg", 2);
   expect_flips_fail_cleanly(encode_image(image, ImageFormat::Webp, "params"), "f.webp", 3);
+  expect_flips_fail_cleanly(small_bmp(), "f.bmp", 4);
 }
 
 TEST(ImageChannels, GrayRgbAlphaConversions) {

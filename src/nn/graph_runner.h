@@ -43,6 +43,8 @@ class GraphRunner {
 
   Backend& backend() { return backend_; }
   size_t compute_buffer_size() const { return memory_.capacity(); }
+  // Frees the compute buffer (when a phase ends); the next run allocates again.
+  void release() { memory_.release(); }
 
  private:
   Backend& backend_;

@@ -53,6 +53,24 @@ void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::
   for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + s * (b[i] - a[i]);
 }
 
+// Reports how long each phase took.
+class PhaseTimer {
+ public:
+  explicit PhaseTimer(const std::function<void(const std::string&)>& info)
+      : info_(info), start_(std::chrono::steady_clock::now()) {}
+  void done(const std::string& phase) {
+    const auto now = std::chrono::steady_clock::now();
+    if (info_)
+      info_(format("%s completed, taking %.2fs", phase.c_str(),
+                   std::chrono::duration<double>(now - start_).count()));
+    start_ = now;
+  }
+
+ private:
+  const std::function<void(const std::string&)>& info_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
 
 struct StableDiffusion::Impl {
@@ -305,12 +323,15 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   }
 
   // Conditioning, once for the whole batch; the negative prompt only matters with CFG.
+  PhaseTimer timer(r.info);
   const Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
   const bool use_uncond = r.cfg_scale != 1.0f;
   Conditioning uncond;
   if (use_uncond) uncond = m.text->encode(r.negative_prompt, r.clip_skip);
+  m.text->release();
+  timer.done("text encoding");
 
-  std::vector<io::Image> images;
+  std::vector<std::vector<float>> latents;
   for (int b = 0; b < r.batch_count; ++b) {
     const int64_t seed = r.seed + b;
     rng = sampling::make_rng(r.rng, static_cast<uint64_t>(seed));
@@ -371,11 +392,22 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     sampler_options.eta = r.eta;
     sampler_options.prediction = m.prediction;
     x = sampling::sample(method, denoiser, std::move(x), sigmas, *sampler_rng, sampler_options);
-    x = m.schedule.inverse_noise_scaling(sigmas.back(), std::move(x));
-
-    std::vector<float> planes = m.vae->decode(x, w, h);
-    images.push_back(planes_to_image(planes.data(), r.width, r.height, 3));
+    latents.push_back(m.schedule.inverse_noise_scaling(sigmas.back(), std::move(x)));
+    timer.done(format("sampling image %d/%d", b + 1, r.batch_count));
   }
+  // Each phase gives its memory back before the next starts: peak memory is the largest
+  // phase's, not their sum.
+  m.unet->release();
+  m.backend->release_caches();
+
+  std::vector<io::Image> images;
+  for (const std::vector<float>& latent : latents) {
+    std::vector<float> planes = m.vae->decode(latent, w, h);
+    images.push_back(planes_to_image(planes.data(), r.width, r.height, 3));
+    timer.done("decoding");
+  }
+  m.vae->release();
+  m.backend->release_caches();
   return images;
 }
 

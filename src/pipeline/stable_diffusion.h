@@ -72,6 +72,8 @@ struct ImageRequest {
   std::function<void(int, int, double)> progress;
   // Polled before every model call; true stops the generation with an sd::Error.
   std::function<bool()> cancelled;
+  // Told when a phase ends and how long it took ("sampling completed, taking 12.3s").
+  std::function<void(const std::string&)> info;
   // Told about adjustments made to the request (e.g. a size aligned up to 64 pixels).
   std::function<void(const std::string&)> warn;
 };

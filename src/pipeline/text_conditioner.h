@@ -45,6 +45,8 @@ class TextConditioner {
   models::TokenChunks tokenize(const std::string& prompt);
 
   const models::ClipTextConfig& config() const { return config_; }
+  // Frees the encoder's compute buffer (the text phase is over).
+  void release() { runner_.release(); }
 
   // The weight scope of the text encoder in canonical checkpoints.
   static constexpr const char* kScope = "cond_stage_model.transformer.text_model.";

@@ -27,6 +27,8 @@ class UnetRunner {
                                           const std::vector<float>& concat = {});
 
   const models::UnetConfig& config() const { return config_; }
+  // Frees the compute buffer (sampling is over).
+  void release() { runner_.release(); }
   static constexpr const char* kScope = "model.diffusion_model.";
 
  private:

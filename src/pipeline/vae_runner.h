@@ -33,6 +33,8 @@ class VaeRunner {
   bool encodes_moments() const { return taesd_ == nullptr; }
 
   const models::VaeConfig& config() const { return config_; }
+  // Frees the compute buffer (decoding is over).
+  void release() { runner_.release(); }
   static constexpr const char* kScope = "first_stage_model.";
   static constexpr const char* kTaesdScope = "tae.";
 

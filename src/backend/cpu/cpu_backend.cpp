@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/kernels.h"
 #include "tensor/error.h"
 #include "tensor/ops/reference.h"
@@ -36,6 +37,10 @@ void CpuBackend::compute(const Graph& graph) {
     }
     reference_kernel(node->op)(node);
   }
+}
+
+void CpuBackend::release_caches() {
+  ctx_.dnnl->forget_weights();
 }
 
 }  // namespace sd

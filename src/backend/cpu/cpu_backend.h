@@ -14,6 +14,7 @@ class CpuBackend final : public Backend {
   Device& device() override { return device_; }
   void set_threads(int threads) override;
   void compute(const Graph& graph) override;
+  void release_caches() override;
 
  private:
   CpuDevice& device_;
