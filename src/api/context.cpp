@@ -76,7 +76,8 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.model_path)) o.model = p.model_path;
   if (given(p.diffusion_model_path)) o.diffusion_model = p.diffusion_model_path;
   if (given(p.vae_path)) o.vae = p.vae_path;
-  if (given(p.taesd_path) && !p.tae_preview_only) o.taesd = p.taesd_path;
+  if (given(p.taesd_path)) o.taesd = p.taesd_path;
+  o.taesd_preview_only = p.tae_preview_only;
   if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
@@ -204,6 +205,22 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     };
     sd_ctx->cancel = false;
     r.cancelled = [sd_ctx] { return sd_ctx->cancel.load(); };
+    const sd::api::PreviewRequest preview = sd::api::preview_request();
+    if (preview.callback && preview.mode != PREVIEW_NONE) {
+      using Mode = sd::pipeline::ImageRequest::Preview::Mode;
+      r.preview.mode = preview.mode == PREVIEW_PROJ  ? Mode::Proj
+                       : preview.mode == PREVIEW_TAE ? Mode::Tae
+                                                     : Mode::Vae;
+      r.preview.interval = preview.interval;
+      r.preview.denoised = preview.denoised;
+      r.preview.noisy = preview.noisy;
+      r.preview.callback = [](int step, const sd::io::Image& image, bool noisy) {
+        sd_image_t frame{static_cast<uint32_t>(image.width), static_cast<uint32_t>(image.height),
+                         static_cast<uint32_t>(image.channels),
+                         const_cast<uint8_t*>(image.pixels.data())};
+        sd::api::send_preview(step, 1, &frame, noisy);
+      };
+    }
     r.info = [](const std::string& text) { sd::api::log(SD_LOG_INFO, "%s", text.c_str()); };
     r.warn = [](const std::string& text) { sd::api::log(SD_LOG_WARN, "%s", text.c_str()); };
 

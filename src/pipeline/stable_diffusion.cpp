@@ -10,6 +10,7 @@
 #include "models/vae.h"
 #include "pipeline/image_tensor.h"
 #include "pipeline/inpaint_mask.h"
+#include "pipeline/latent_preview.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/unet_runner.h"
 #include "pipeline/vae_runner.h"
@@ -131,7 +132,7 @@ struct StableDiffusion::Impl {
           taesd_loader, cpu, weights::ModelManagerOptions{o.weight_type, o.use_mmap});
       tae = &prefixed_taesd();
     }
-    vae = std::make_unique<VaeRunner>(*weights, arch.vae, *backend, tae);
+    vae = std::make_unique<VaeRunner>(*weights, arch.vae, *backend, tae, o.taesd_preview_only);
 
     if (o.prediction) {
       prediction = *o.prediction;
@@ -249,6 +250,8 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     r.height = aligned_h;
   }
   if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
+  SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || m.vae->has_taesd(),
+           "--preview tae needs a TAESD model: pass --taesd FILE");
 
   m.probe_prediction();
   const sampling::SampleMethod method = r.method.value_or(sampling::default_sample_method(false));
@@ -345,11 +348,30 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     std::vector<float> x = m.schedule.noised_latent(sigmas[0], noise, init_latent);
 
     const bool need_uncond_x0 = sampling::needs_uncond(method);
+    auto send_preview = [&](int step, const std::vector<float>& latent, bool noisy) {
+      const ImageRequest::Preview& p = r.preview;
+      if (p.mode == ImageRequest::Preview::Mode::None || !p.callback || step <= 0) return;
+      if ((noisy && !p.noisy) || (!noisy && !p.denoised)) return;
+      if (step % std::max(1, p.interval) != 0) return;
+      if (p.mode == ImageRequest::Preview::Mode::Proj) {
+        p.callback(step, project_latent_to_rgb(latent, w, h), noisy);
+        return;
+      }
+      const std::vector<float> planes =
+          m.vae->decode_preview(latent, w, h, p.mode == ImageRequest::Preview::Mode::Tae);
+      p.callback(step, planes_to_image(planes.data(), r.width, r.height, 3), noisy);
+    };
     auto last = std::chrono::steady_clock::now();
     const int total_steps = static_cast<int>(sigmas.size()) - 1;
     sampling::Denoiser denoiser = [&](const std::vector<float>& xt, float sigma,
                                       int step) -> sampling::Denoised {
       SD_CHECK(!r.cancelled || !r.cancelled(), "generation cancelled");
+      if (r.preview.noisy) {
+        std::vector<float> noisy(xt.size());
+        const float c_in = m.schedule.model_step(sigma, r.timestep_shift).scalings.c_in;
+        for (size_t i = 0; i < xt.size(); ++i) noisy[i] = xt[i] * c_in;
+        send_preview(step, noisy, true);
+      }
       const sampling::ModelStep ms = m.schedule.model_step(sigma, r.timestep_shift);
       std::vector<float> scaled(xt.size());
       for (size_t i = 0; i < xt.size(); ++i) scaled[i] = xt[i] * ms.scalings.c_in;
@@ -381,6 +403,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
           d.x0[i] = d.x0[i] * mk + init_latent[i] * (1.0f - mk);
         }
       }
+      send_preview(step, d.x0, false);
       if (step > 0 && r.progress) {
         const auto now = std::chrono::steady_clock::now();
         r.progress(step, total_steps, std::chrono::duration<double>(now - last).count());

@@ -37,6 +37,7 @@ struct ModelOptions {
   std::string diffusion_model;       // --diffusion-model: a separate UNet file
   std::string vae;                   // --vae: replaces the checkpoint's VAE
   std::string taesd;                 // --taesd: decode (and encode) with TAESD instead
+  bool taesd_preview_only = false;   // --taesd-preview-only: TAESD for previews only
   std::string clip_l;                // --clip_l: a separate text-encoder file
   std::string embeddings_dir;        // --embd-dir: textual-inversion embeddings
   std::string clip_vocab;            // the CLIP merges file; empty: searched (clip_tokenizer.h)
@@ -72,6 +73,15 @@ struct ImageRequest {
   std::function<void(int, int, double)> progress;
   // Polled before every model call; true stops the generation with an sd::Error.
   std::function<bool()> cancelled;
+  // Previews while sampling: every `interval` steps the denoised prediction (and/or the
+  // noisy latent) is drawn, by latent projection, TAESD or the full VAE.
+  struct Preview {
+    enum class Mode { None, Proj, Tae, Vae } mode = Mode::None;
+    int interval = 1;
+    bool denoised = true;
+    bool noisy = false;
+    std::function<void(int step, const io::Image& image, bool noisy)> callback;
+  } preview;
   // Told when a phase ends and how long it took ("sampling completed, taking 12.3s").
   std::function<void(const std::string&)> info;
   // Told about adjustments made to the request (e.g. a size aligned up to 64 pixels).

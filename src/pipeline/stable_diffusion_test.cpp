@@ -108,6 +108,23 @@ TEST_F(TinyPipeline, ProgressCountsEverySamplingStep) {
   EXPECT_EQ(steps, (std::vector<int>{1, 2, 3}));
 }
 
+TEST_F(TinyPipeline, PreviewsComeEveryIntervalSteps) {
+  std::vector<int> steps;
+  request_.steps = 4;
+  request_.preview.mode = ImageRequest::Preview::Mode::Proj;
+  request_.preview.interval = 2;
+  request_.preview.callback = [&](int step, const io::Image& image, bool noisy) {
+    steps.push_back(step);
+    EXPECT_FALSE(noisy);
+    EXPECT_EQ(image.width, 16);  // one pixel per latent pixel
+    EXPECT_EQ(image.channels, 3);
+  };
+  sd_->generate(request_);
+  EXPECT_EQ(steps, (std::vector<int>{2, 4}));
+  request_.preview.mode = ImageRequest::Preview::Mode::Tae;
+  EXPECT_THROW(sd_->generate(request_), Error);  // no TAESD given
+}
+
 TEST_F(TinyPipeline, ImageToImageStartsFromTheInitImage) {
   io::Image init;
   init.width = init.height = 32;

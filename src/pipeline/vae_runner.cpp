@@ -6,13 +6,18 @@
 namespace sd::pipeline {
 
 VaeRunner::VaeRunner(nn::Weights& weights, models::VaeConfig config, Backend& backend,
-                     nn::Weights* taesd)
-    : weights_(weights), config_(std::move(config)), taesd_(taesd), runner_(backend) {}
+                     nn::Weights* taesd, bool taesd_for_previews_only)
+    : weights_(weights),
+      config_(std::move(config)),
+      taesd_(taesd),
+      taesd_preview_only_(taesd_for_previews_only),
+      runner_(backend) {}
 
-std::vector<float> VaeRunner::decode_whole(const std::vector<float>& latent, int64_t w, int64_t h) {
+std::vector<float> VaeRunner::decode_whole(const std::vector<float>& latent, int64_t w, int64_t h,
+                                           bool use_taesd) {
   nn::GraphCall call;
   Tensor* z = call.input_f32("latent", make_shape({w, h, config_.z_channels, 1}), latent.data());
-  if (taesd_) {
+  if (use_taesd) {
     // TAESD decodes to [0, 1] directly.
     return runner_.run(call, models::taesd_decode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), z));
   }
@@ -23,12 +28,13 @@ std::vector<float> VaeRunner::decode_whole(const std::vector<float>& latent, int
 }
 
 std::vector<float> VaeRunner::decode(const std::vector<float>& latent, int64_t w, int64_t h) {
-  if (!tiling_) return decode_whole(latent, w, h);
+  const bool use_taesd = taesd_ && !taesd_preview_only_;
+  if (!tiling_) return decode_whole(latent, w, h, use_taesd);
   const int scale = static_cast<int>(config_.downscale());
   models::TiledArray out =
       models::tiled_decode(latent, w, h, config_.z_channels, scale, *tiling_,
                            [&](const std::vector<float>& tile, int64_t tw, int64_t th) {
-                             return decode_whole(tile, tw, th);
+                             return decode_whole(tile, tw, th, use_taesd);
                            });
   return std::move(out.data);
 }
@@ -36,7 +42,7 @@ std::vector<float> VaeRunner::decode(const std::vector<float>& latent, int64_t w
 std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int64_t width,
                                            int64_t height) {
   nn::GraphCall call;
-  if (taesd_) {
+  if (taesd_ && !taesd_preview_only_) {
     Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), image.data());
     return runner_.run(call, models::taesd_encode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), x,
                                                   config_.z_channels));
@@ -45,6 +51,12 @@ std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int6
   for (float& v : signed_image) v = v * 2.0f - 1.0f;
   Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), signed_image.data());
   return runner_.run(call, models::vae_encode(nn::Scope(call.ctx(), weights_, kScope), config_, x));
+}
+
+std::vector<float> VaeRunner::decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
+                                             bool use_taesd) {
+  SD_CHECK(!use_taesd || taesd_, "--preview tae needs a TAESD model (--taesd)");
+  return decode_whole(latent, w, h, use_taesd);
 }
 
 std::vector<float> VaeRunner::encode(const std::vector<float>& image, int64_t width,

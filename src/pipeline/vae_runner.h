@@ -19,7 +19,7 @@ class VaeRunner {
   // `taesd`: weights holding a TAESD under "tae." to use instead of the VAE for decoding
   // (and encoding), or null.
   VaeRunner(nn::Weights& weights, models::VaeConfig config, Backend& backend,
-            nn::Weights* taesd = nullptr);
+            nn::Weights* taesd = nullptr, bool taesd_for_previews_only = false);
 
   // Tiling for both directions; nullopt decodes and encodes whole images.
   void set_tiling(std::optional<models::TilingParams> tiling) { tiling_ = tiling; }
@@ -30,7 +30,12 @@ class VaeRunner {
   // image [W, H, 3] in [0, 1] -> the VAE's moments [W / 8, H / 8, 8] (mean, log-variance),
   // or, with TAESD, directly the latent [W / 8, H / 8, 4].
   std::vector<float> encode(const std::vector<float>& image, int64_t width, int64_t height);
-  bool encodes_moments() const { return taesd_ == nullptr; }
+  bool encodes_moments() const { return taesd_ == nullptr || taesd_preview_only_; }
+
+  // A preview of a latent: through TAESD (when given) or the VAE, whole, untiled.
+  std::vector<float> decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
+                                    bool use_taesd);
+  bool has_taesd() const { return taesd_ != nullptr; }
 
   const models::VaeConfig& config() const { return config_; }
   // Frees the compute buffer (decoding is over).
@@ -39,12 +44,14 @@ class VaeRunner {
   static constexpr const char* kTaesdScope = "tae.";
 
  private:
-  std::vector<float> decode_whole(const std::vector<float>& latent, int64_t w, int64_t h);
+  std::vector<float> decode_whole(const std::vector<float>& latent, int64_t w, int64_t h,
+                                  bool use_taesd);
   std::vector<float> encode_whole(const std::vector<float>& image, int64_t width, int64_t height);
 
   nn::Weights& weights_;
   models::VaeConfig config_;
   nn::Weights* taesd_;
+  bool taesd_preview_only_;
   nn::GraphRunner runner_;
   std::optional<models::TilingParams> tiling_;
 };
