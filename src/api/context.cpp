@@ -20,6 +20,8 @@
 struct sd_ctx_t {
   std::unique_ptr<sd::pipeline::StableDiffusion> sd;
   std::atomic<bool> cancel{false};
+  sd::sampling::RngType rng = sd::sampling::RngType::Cuda;
+  std::optional<sd::sampling::RngType> sampler_rng;  // unset: the generation RNG
 };
 
 namespace {
@@ -121,6 +123,10 @@ sd_ctx_t* new_sd_ctx(const sd_ctx_params_t* params) {
              "embedding_count is %u but no embeddings are given", params->embedding_count);
     auto ctx = std::make_unique<sd_ctx_t>();
     sd::pipeline::ModelOptions options = model_options(*params);
+    if (params->rng_type != RNG_TYPE_COUNT)
+      ctx->rng = sd::sampling::parse_rng(sd_rng_type_name(params->rng_type));
+    if (params->sampler_rng_type != RNG_TYPE_COUNT)
+      ctx->sampler_rng = sd::sampling::parse_rng(sd_rng_type_name(params->sampler_rng_type));
     // Textual inversions come as (name, path) pairs; the text encoder looks them up by
     // file name in one folder, so all must share one.
     for (uint32_t i = 0; i < params->embedding_count; ++i) {
@@ -176,6 +182,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     if (std::isfinite(s.eta)) r.eta = s.eta;
     r.timestep_shift = s.shifted_timestep;
     r.seed = p->seed;
+    r.rng = sd_ctx->rng;
+    r.sampler_rng = sd_ctx->sampler_rng;
     if (r.seed < 0) {
       std::srand(static_cast<unsigned>(std::time(nullptr)));
       r.seed = std::rand();

@@ -261,6 +261,7 @@ class TorchCheckpointBuilder {
           "truncated download?)");
     }
     collect();
+    out_.file_ = f_;
     return std::move(out_);
   }
 
@@ -273,6 +274,10 @@ class TorchCheckpointBuilder {
 
   void read_zip() {
     ZipArchive zip = ZipArchive::parse(f_);
+    if (zip.has_deflated_entries()) {  // re-zipped by a tool that compresses: into memory
+      zip = zip.inflated();
+      f_ = zip.shared_file();
+    }
     const ZipEntry* pkl = nullptr;
     for (const ZipEntry& e : zip.entries()) {
       std::string_view n = e.name;
@@ -566,10 +571,7 @@ TorchCheckpoint TorchCheckpoint::open(const std::string& path, MapMode mode) {
 }
 
 TorchCheckpoint TorchCheckpoint::parse(std::shared_ptr<const MappedFile> file) {
-  TorchCheckpointBuilder b(file);
-  TorchCheckpoint c = b.build();
-  c.file_ = std::move(file);
-  return c;
+  return TorchCheckpointBuilder(std::move(file)).build();
 }
 
 const TensorInfo* TorchCheckpoint::find(const std::string& name) const {

@@ -1,7 +1,8 @@
 // Reader for PyTorch checkpoints (.ckpt, .pt, .pth) without Python and without running any
 // of the file's pickled code. Two layouts:
 //  - zip (torch.save since PyTorch 1.6): "<top>/data.pkl" holds the pickled object, and
-//    each tensor storage is the stored entry "<top>/data/<key>", used in place;
+//    each tensor storage is the stored entry "<top>/data/<key>", used in place (archives
+//    re-zipped with deflate are inflated into memory first);
 //  - legacy (older torch.save): five pickles in a row (magic number, protocol version,
 //    system info, the object, the storage keys), then each storage as an 8-byte element
 //    count and its raw bytes.

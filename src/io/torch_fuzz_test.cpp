@@ -1,8 +1,8 @@
-// Mutation fuzzing of PyTorch checkpoints (zip, zip64, legacy, Lightning nesting): random
-// bytes flipped, overwritten with edge values or pickle opcodes, inserted or cut. Every
-// variant must parse (and then every tensor reads inside the file) or fail with sd::Error
-// naming the file. Fixed seeds keep failures reproducible; SD_IO_FUZZ_ITERATIONS runs longer
-// campaigns by hand (e.g. under -DSD_SANITIZE=ON).
+// Mutation fuzzing of PyTorch checkpoints (zip, zip64, deflated zip, legacy, Lightning
+// nesting): random bytes flipped, overwritten with edge values or pickle opcodes, inserted
+// or cut. Every variant must parse (and then every tensor reads inside the file) or fail
+// with sd::Error naming the file. Fixed seeds keep failures reproducible;
+// SD_IO_FUZZ_ITERATIONS runs longer campaigns by hand (e.g. under -DSD_SANITIZE=ON).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -81,6 +81,12 @@ TEST(Fuzz, TorchZip64Lightning) {
   TorchFileBuilder b = base(true);
   b.zip64 = true;
   fuzz(b.zip_bytes(), 12);
+}
+
+TEST(Fuzz, TorchZipDeflated) {
+  TorchFileBuilder b = base(false);
+  b.deflate = true;
+  fuzz(b.zip_bytes(), 14);
 }
 
 TEST(Fuzz, TorchLegacy) {

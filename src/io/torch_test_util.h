@@ -1,8 +1,11 @@
 // Byte builders for hand-made PyTorch checkpoints: a pickle writer that emits the opcodes
-// torch.save (pickle protocol 2) does, a stored-entry zip writer, and the legacy layout.
+// torch.save (pickle protocol 2) does, a zip writer (stored entries, or deflated ones as
+// re-zipping tools write them), and the legacy layout.
 // Independent of the reader under test; written from CPython's pickletools opcode list and
 // PKWARE's APPNOTE.
 #pragma once
+
+#include <zlib.h>
 
 #include <cstdint>
 #include <cstring>
@@ -89,6 +92,41 @@ struct TorchTensorSpec {
   std::vector<int64_t> size, stride;  // torch order
 };
 
+// One zip entry as written: `payload` is the bytes in the archive (deflated or not),
+// `size` and `crc` what the directory declares of the uncompressed bytes.
+struct ZipEntrySpec {
+  std::string name;
+  Bytes payload;
+  uint16_t method = 0;
+  uint32_t crc = 0;
+  uint64_t size = 0;
+  bool streamed = false;
+};
+
+// A raw deflate stream (no zlib header), as zip entries hold them.
+inline Bytes raw_deflate(const Bytes& data, int level = Z_BEST_COMPRESSION) {
+  z_stream zs{};
+  if (deflateInit2(&zs, level, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) return {};
+  Bytes out(deflateBound(&zs, static_cast<uLong>(data.size())));
+  zs.next_in = const_cast<Bytef*>(data.data());
+  zs.avail_in = static_cast<uInt>(data.size());
+  zs.next_out = out.data();
+  zs.avail_out = static_cast<uInt>(out.size());
+  const int r = deflate(&zs, Z_FINISH);
+  out.resize(r == Z_STREAM_END ? zs.total_out : 0);
+  deflateEnd(&zs);
+  return out;
+}
+
+inline uint32_t crc32_of(const Bytes& data) {
+  return static_cast<uint32_t>(crc32(0, data.data(), static_cast<uInt>(data.size())));
+}
+
+inline ZipEntrySpec deflated_entry(const std::string& name, const Bytes& data,
+                                   bool streamed = false) {
+  return {name, raw_deflate(data), 8, crc32_of(data), data.size(), streamed};
+}
+
 // Builds a checkpoint of tensors on shared storages, as torch.save lays one out.
 class TorchFileBuilder {
  public:
@@ -97,7 +135,8 @@ class TorchFileBuilder {
   // Wraps the state dict as a Lightning checkpoint: {"epoch", "global_step",
   // "callbacks": {<opaque ModelCheckpoint>}, "state_dict": ...}.
   bool lightning = false;
-  bool zip64 = false;  // write zip64 end records and extra fields
+  bool zip64 = false;    // write zip64 end records and extra fields
+  bool deflate = false;  // deflate every zip entry, as re-zipping tools do
   std::string top = "archive";
 
   TorchFileBuilder& storage(const std::string& key, const std::string& type, const Bytes& bytes,
@@ -168,7 +207,7 @@ class TorchFileBuilder {
     entries.push_back({top + "/byteorder", Bytes{'l', 'i', 't', 't', 'l', 'e'}});
     for (const auto& s : storages) entries.push_back({top + "/data/" + s.key, s.bytes});
     entries.push_back({top + "/version", Bytes{'3', '\n'}});
-    return zip_stored(entries, zip64);
+    return deflate ? zip_deflated(entries, zip64) : zip_stored(entries, zip64);
   }
 
   Bytes legacy_bytes() const {
@@ -187,16 +226,39 @@ class TorchFileBuilder {
   }
 
   // A zip archive of stored entries, data aligned to 64 bytes as torch.save does.
+  // `method` only labels them (a stored payload under another method's number).
   static Bytes zip_stored(const std::vector<std::pair<std::string, Bytes>>& entries,
                           bool zip64 = false, uint16_t method = 0) {
-    ByteWriter w, cd;
+    std::vector<ZipEntrySpec> specs;
     for (const auto& [name, data] : entries) {
+      specs.push_back({name, data, method, 0, data.size(), false});
+    }
+    return zip_entries(specs, zip64);
+  }
+
+  // The same entries deflated, with their CRC-32, as `zip -9` writes them; `streamed`
+  // writes them as streaming writers do (flag bit 3, zeros in the local header, a data
+  // descriptor after the data).
+  static Bytes zip_deflated(const std::vector<std::pair<std::string, Bytes>>& entries,
+                            bool zip64 = false, bool streamed = false) {
+    std::vector<ZipEntrySpec> specs;
+    for (const auto& [name, data] : entries) specs.push_back(deflated_entry(name, data, streamed));
+    return zip_entries(specs, zip64);
+  }
+
+  // Every field as given, so tests can make them lie.
+  static Bytes zip_entries(const std::vector<ZipEntrySpec>& entries, bool zip64 = false) {
+    ByteWriter w, cd;
+    for (const ZipEntrySpec& e : entries) {
+      const std::string& name = e.name;
+      const Bytes& data = e.payload;
+      const uint16_t flags = e.streamed ? 8 : 0;
       uint64_t header = w.b.size();
       size_t pad = (64 - (header + 30 + name.size() + 4) % 64) % 64;
-      w.put<uint32_t>(0x04034b50).put<uint16_t>(20).put<uint16_t>(0).put<uint16_t>(method);
-      w.put<uint32_t>(0).put<uint32_t>(0);  // time, date; crc (not checked by the reader)
-      w.put<uint32_t>(static_cast<uint32_t>(data.size()))
-          .put<uint32_t>(static_cast<uint32_t>(data.size()));
+      w.put<uint32_t>(0x04034b50).put<uint16_t>(20).put<uint16_t>(flags).put<uint16_t>(e.method);
+      w.put<uint32_t>(0).put<uint32_t>(e.streamed ? 0 : e.crc);  // time and date; crc
+      w.put<uint32_t>(e.streamed ? 0 : static_cast<uint32_t>(data.size()))
+          .put<uint32_t>(e.streamed ? 0 : static_cast<uint32_t>(e.size));
       w.put<uint16_t>(static_cast<uint16_t>(name.size()))
           .put<uint16_t>(static_cast<uint16_t>(4 + pad));
       w.raw(name.data(), name.size())
@@ -204,17 +266,27 @@ class TorchFileBuilder {
           .put<uint16_t>(static_cast<uint16_t>(pad));
       w.b.resize(w.b.size() + pad);
       w.raw(data.data(), data.size());
+      if (e.streamed) {
+        w.put<uint32_t>(0x08074b50).put<uint32_t>(e.crc);
+        if (zip64) {
+          w.put<uint64_t>(data.size()).put<uint64_t>(e.size);
+        } else {
+          w.put<uint32_t>(static_cast<uint32_t>(data.size()))
+              .put<uint32_t>(static_cast<uint32_t>(e.size));
+        }
+      }
 
-      uint32_t small_size = zip64 ? 0xffffffff : static_cast<uint32_t>(data.size());
+      uint32_t small_csize = zip64 ? 0xffffffff : static_cast<uint32_t>(data.size());
+      uint32_t small_size = zip64 ? 0xffffffff : static_cast<uint32_t>(e.size);
       uint32_t small_header = zip64 ? 0xffffffff : static_cast<uint32_t>(header);
-      cd.put<uint32_t>(0x02014b50).put<uint16_t>(45).put<uint16_t>(45).put<uint16_t>(0);
-      cd.put<uint16_t>(method).put<uint32_t>(0).put<uint32_t>(0);
-      cd.put<uint32_t>(small_size).put<uint32_t>(small_size);
+      cd.put<uint32_t>(0x02014b50).put<uint16_t>(45).put<uint16_t>(45).put<uint16_t>(flags);
+      cd.put<uint16_t>(e.method).put<uint32_t>(0).put<uint32_t>(e.crc);
+      cd.put<uint32_t>(small_csize).put<uint32_t>(small_size);
       cd.put<uint16_t>(static_cast<uint16_t>(name.size())).put<uint16_t>(zip64 ? 28 : 0);
       cd.put<uint16_t>(0).put<uint16_t>(0).put<uint16_t>(0).put<uint32_t>(0);
       cd.put<uint32_t>(small_header).raw(name.data(), name.size());
       if (zip64) {
-        cd.put<uint16_t>(1).put<uint16_t>(24).put<uint64_t>(data.size()).put<uint64_t>(data.size());
+        cd.put<uint16_t>(1).put<uint16_t>(24).put<uint64_t>(e.size).put<uint64_t>(data.size());
         cd.put<uint64_t>(header);
       }
     }

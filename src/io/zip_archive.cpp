@@ -1,7 +1,11 @@
 #include "io/zip_archive.h"
 
+#include <zlib.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "io/file_error.h"
 
@@ -19,6 +23,14 @@ constexpr uint64_t kLocalSize = 30, kCentralSize = 46, kEocdSize = 22;
 constexpr uint64_t kZip64LocatorSize = 20, kZip64EocdSize = 56;
 constexpr uint64_t kMaxComment = 0xffff;
 constexpr uint16_t kZip64ExtraId = 0x0001;
+constexpr uint16_t kStored = 0, kDeflate = 8;
+constexpr uint16_t kEncryptedFlag = 1;
+// Deflate cannot expand past about 1032:1 (a 258-byte match per 2 bits at best); a
+// declared size beyond that is a lie, refused before anything is allocated for it.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+constexpr uint64_t kInflatedAlign = 64;  // as torch.save aligns stored entries
+// zlib counts bytes in 32-bit uInt: larger entries are fed and drained in slices.
+constexpr uint64_t kZlibSlice = uint64_t{1} << 30;
 
 // Little-endian reads at offsets the caller has bounds-checked.
 uint16_t u16(const uint8_t* p) {
@@ -37,6 +49,12 @@ uint64_t u64(const uint8_t* p) {
 
 std::string s(uint64_t v) {
   return std::to_string(v);
+}
+
+std::string hex(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "0x%08x", v);
+  return buf;
 }
 
 class Parser {
@@ -125,6 +143,7 @@ class Parser {
     const uint8_t* c = at(pos);
     z.flags = u16(c + 8);
     z.method = u16(c + 10);
+    z.crc32 = u32(c + 16);
     z.compressed_size = u32(c + 20);
     z.size = u32(c + 24);
     uint64_t name_len = u16(c + 28), extra_len = u16(c + 30), comment_len = u16(c + 32);
@@ -223,16 +242,16 @@ const ZipEntry* ZipArchive::find(std::string_view name) const {
 }
 
 const uint8_t* ZipArchive::stored_data(const ZipEntry& e) const {
-  if (e.flags & 1) {
+  if (e.flags & kEncryptedFlag) {
     fail_file(file_->path(),
               "zip entry '" + e.name + "' is encrypted (PyTorch never encrypts; re-save the file)");
   }
-  if (e.method != 0) {
-    fail_file(file_->path(), "zip entry '" + e.name + "' is compressed (method " +
-                                 std::to_string(e.method) +
-                                 "); only stored entries can be read, as torch.save writes them "
-                                 "(re-zip with no compression, e.g. `zip -0`, or convert the "
-                                 "checkpoint to safetensors)");
+  if (e.method != kStored) {
+    fail_file(file_->path(),
+              "zip entry '" + e.name + "' is compressed (method " + std::to_string(e.method) +
+                  "); only stored entries, as torch.save writes them, and deflated ones can be "
+                  "read (re-zip with no compression, e.g. `zip -0`, or convert the checkpoint "
+                  "to safetensors)");
   }
   if (e.compressed_size != e.size) {
     fail_file(file_->path(), "zip entry '" + e.name + "' is stored with " +
@@ -240,6 +259,136 @@ const uint8_t* ZipArchive::stored_data(const ZipEntry& e) const {
                                  std::to_string(e.size) + " (corrupt file?)");
   }
   return file_->data() + e.data_offset;
+}
+
+// Deflated entries.
+
+namespace {
+
+bool is_inflatable(const ZipEntry& e) {
+  return e.method == kDeflate && !(e.flags & kEncryptedFlag);
+}
+
+// Inflates the raw deflate stream `in` (e.compressed_size bytes) into `out` (e.size
+// bytes), never writing past it, and checks what comes out against the directory.
+void inflate_entry(const std::string& path, const ZipEntry& e, const uint8_t* in, uint8_t* out) {
+  auto fail = [&](const std::string& what) {
+    fail_file(path, "zip entry '" + e.name + "' " + what);
+  };
+  z_stream zs{};
+  if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) fail("could not start zlib (out of memory?)");
+  struct End {
+    z_stream* zs;
+    ~End() { inflateEnd(zs); }
+  } end{&zs};
+
+  uint64_t in_left = e.compressed_size, out_done = 0;
+  uint8_t spare;  // one byte past the declared size, to catch a stream that runs longer
+  bool probing = false;
+  for (;;) {
+    if (zs.avail_in == 0 && in_left > 0) {
+      const uint64_t n = std::min(in_left, kZlibSlice);
+      zs.next_in = const_cast<Bytef*>(in);  // zlib's API is not const-correct
+      zs.avail_in = static_cast<uInt>(n);
+      in += n;
+      in_left -= n;
+    }
+    if (zs.avail_out == 0) {
+      const uint64_t left = e.size - out_done;
+      probing = left == 0;
+      zs.next_out = probing ? &spare : out + out_done;
+      zs.avail_out = probing ? 1 : static_cast<uInt>(std::min(left, kZlibSlice));
+    }
+    const uInt room = zs.avail_out;
+    const int r = inflate(&zs, Z_NO_FLUSH);
+    const uInt produced = room - zs.avail_out;
+    if (probing && produced > 0) {
+      fail("inflates to more than the " + s(e.size) + " bytes its directory entry declares " +
+           "(corrupt file?)");
+    }
+    out_done += produced;
+    if (r == Z_STREAM_END) break;
+    if (r == Z_DATA_ERROR || r == Z_NEED_DICT) {
+      fail("holds a corrupt deflate stream (" + std::string(zs.msg ? zs.msg : "bad data") +
+           " after " + s(out_done) + " bytes; corrupt file?)");
+    }
+    if (r == Z_MEM_ERROR) fail("could not be inflated: zlib ran out of memory");
+    if (r == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) {
+      fail("has a deflate stream that ends early, after " + s(out_done) + " of " + s(e.size) +
+           " bytes (truncated or corrupt file?)");
+    }
+  }
+  const uint64_t unused = zs.avail_in + in_left;
+  if (out_done != e.size || unused != 0) {
+    fail("inflates to " + s(out_done) + " bytes from " + s(e.compressed_size - unused) +
+         " compressed, but its directory entry declares " + s(e.size) + " from " +
+         s(e.compressed_size) + " (corrupt file?)");
+  }
+  uint32_t crc = 0;
+  for (uint64_t done = 0; done < e.size;) {
+    const uint64_t n = std::min(e.size - done, kZlibSlice);
+    crc = static_cast<uint32_t>(crc32_z(crc, out + done, static_cast<size_t>(n)));
+    done += n;
+  }
+  if (crc != e.crc32) {
+    fail("fails its CRC-32 check (" + hex(crc) + ", directory says " + hex(e.crc32) +
+         "; corrupt file?)");
+  }
+}
+
+}  // namespace
+
+bool ZipArchive::has_deflated_entries() const {
+  return std::any_of(entries_.begin(), entries_.end(), is_inflatable);
+}
+
+ZipArchive ZipArchive::inflated() const {
+  const std::string& path = file_->path();
+  // Lay out every entry first, so that one allocation of a known size holds them all.
+  std::vector<ZipEntry> out = entries_;
+  uint64_t total = 0;
+  for (ZipEntry& e : out) {
+    uint64_t bytes = e.compressed_size;
+    if (is_inflatable(e)) {
+      if (e.size / kMaxDeflateRatio > e.compressed_size) {
+        fail_file(path, "zip entry '" + e.name + "' declares " + s(e.size) + " bytes from " +
+                            s(e.compressed_size) +
+                            " compressed, more than deflate can produce (corrupt file?)");
+      }
+      bytes = e.size;
+    }
+    total = (total + kInflatedAlign - 1) / kInflatedAlign * kInflatedAlign;
+    e.data_offset = total;
+    if (__builtin_add_overflow(total, bytes, &total)) {
+      fail_file(path, "zip entries declare more bytes than memory can hold (corrupt file?)");
+    }
+  }
+  std::vector<uint8_t> block;
+  try {
+    block.resize(static_cast<size_t>(total));
+  } catch (const std::bad_alloc&) {
+    fail_file(path, "zip entries need " + s(total) +
+                        " bytes of memory once inflated, which could not be allocated "
+                        "(re-zip the checkpoint uncompressed, e.g. `zip -0`, or convert it "
+                        "to safetensors, so it can be mapped instead)");
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    const ZipEntry& from = entries_[i];
+    ZipEntry& to = out[i];
+    const uint8_t* src = file_->data() + from.data_offset;
+    if (is_inflatable(from)) {
+      inflate_entry(path, from, src, block.data() + to.data_offset);
+      to.method = kStored;
+      to.compressed_size = to.size;
+    } else if (from.compressed_size > 0) {
+      std::memcpy(block.data() + to.data_offset, src, static_cast<size_t>(from.compressed_size));
+    }
+  }
+  ZipArchive z;
+  z.file_ = MappedFile::from_memory(path, std::move(block));
+  z.entries_ = std::move(out);
+  z.index_ = index_;
+  return z;
 }
 
 }  // namespace sd::io

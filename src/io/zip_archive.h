@@ -5,6 +5,11 @@
 // zero-copy mmap loading needs. Only the parts of the format real archives use are read:
 // the end-of-central-directory record (and its zip64 form, for archives over 4 GiB), the
 // central directory and the local headers. Everything is bounds-checked against the file.
+// Archives re-zipped by other tools may hold deflated entries: inflated() brings those
+// into memory (zlib), bounded by their declared sizes and checked against their CRC-32.
+// Sizes and CRCs come from the central directory, so entries written by streaming zip
+// writers (general-purpose flag bit 3: zeros in the local header, a data descriptor after
+// the data) read the same.
 #pragma once
 
 #include <cstdint>
@@ -20,8 +25,9 @@ namespace sd::io {
 
 struct ZipEntry {
   std::string name;
-  uint16_t method = 0;  // 0: stored; 8: deflate (not read here)
+  uint16_t method = 0;  // 0: stored; 8: deflate (see ZipArchive::inflated())
   uint16_t flags = 0;
+  uint32_t crc32 = 0;  // of the uncompressed bytes
   uint64_t compressed_size = 0;
   uint64_t size = 0;         // uncompressed
   uint64_t header = 0;       // file offset of the local header
@@ -40,6 +46,14 @@ class ZipArchive {
   // The bytes of an uncompressed entry in the file (entry.size of them); throws sd::Error
   // for a compressed or encrypted one.
   const uint8_t* stored_data(const ZipEntry& entry) const;
+  // True when some entry is deflated, so its bytes cannot be used in place.
+  bool has_deflated_entries() const;
+  // This archive with every entry's bytes copied into memory (one block, entries aligned
+  // to 64 bytes, named as the file for messages) and deflated entries inflated, which
+  // turns them into stored ones. Throws sd::Error naming the entry for a corrupt stream:
+  // more or fewer bytes than declared, a CRC-32 mismatch, a size deflate cannot reach.
+  // Other methods and encrypted entries are copied as they are: stored_data() refuses them.
+  ZipArchive inflated() const;
   const MappedFile& file() const { return *file_; }
   const std::shared_ptr<const MappedFile>& shared_file() const { return file_; }
 

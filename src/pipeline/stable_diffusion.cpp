@@ -281,6 +281,9 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   // batch entry reseeds it below.
   std::unique_ptr<sampling::Rng> rng = sampling::make_rng(r.rng, static_cast<uint64_t>(r.seed));
 
+  // Tiling is per request and applies to encoding and decoding alike.
+  m.vae->set_tiling(r.vae_tiling);
+
   // Image side of image-to-image and inpainting: encoded once for the whole batch.
   std::vector<float> init_latent(latent_size, 0.0f), concat, denoise_mask;
   auto encode = [&](const std::vector<float>& planes) {

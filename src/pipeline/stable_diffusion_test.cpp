@@ -89,6 +89,17 @@ TEST_F(TinyPipeline, TextToImageIsDeterministicPerSeed) {
   EXPECT_NE(sd_->generate(request_)[0].pixels, a[0].pixels);
 }
 
+TEST_F(TinyPipeline, RngAndTilingChangeTheImage) {
+  const std::vector<uint8_t> plain = sd_->generate(request_)[0].pixels;
+  ImageRequest r = request_;
+  r.rng = sampling::RngType::Cpu;
+  EXPECT_NE(sd_->generate(r)[0].pixels, plain);
+  r = request_;
+  r.vae_tiling = models::TilingParams{};
+  r.vae_tiling->tile_size_x = r.vae_tiling->tile_size_y = 8;  // 2x2 tiles of the 16x16 latent
+  EXPECT_NE(sd_->generate(r)[0].pixels, plain);
+}
+
 TEST_F(TinyPipeline, BatchUsesConsecutiveSeeds) {
   request_.batch_count = 2;
   std::vector<io::Image> batch = sd_->generate(request_);

@@ -44,10 +44,15 @@ ModelManager::~ModelManager() = default;
 
 DType ModelManager::resident_type(const std::string& name) const {
   const WeightSource& s = loader_.find(name);
+  DType type = s.stored;
   if (options_.weight_type && takes_weight_type(name, s.ne[0], s.stored, *options_.weight_type)) {
-    return *options_.weight_type;
+    type = *options_.weight_type;
   }
-  return s.stored;
+  // Vectors (norm weights, biases) are f32 in sd.cpp's models whatever the file or --type
+  // says, and the norm ops take float weights: a q8_0 norm weight, as sd.cpp's convert
+  // writes one, is dequantized on load.
+  if (s.n_dims == 1 && is_quantized(type)) type = DType::F32;
+  return type;
 }
 
 ModelManager::Resident& ModelManager::load(const std::string& name) {
