@@ -101,7 +101,7 @@ struct StableDiffusion::Impl {
     if (o.architecture) {
       arch = *o.architecture;
     } else {
-      arch.version = io::detect_version(collect_infos());
+      arch.version = io::detect_version(loader.canonical_infos());
       arch.unet = unet_config(arch.version);
       arch.text = io::family_of(arch.version) == io::ModelFamily::SD2
                       ? models::ClipTextConfig::vit_h14()
@@ -141,18 +141,6 @@ struct StableDiffusion::Impl {
       prediction_probed = true;  // SD 1.x is eps
     }
     schedule = sampling::DiscreteSchedule(prediction);
-  }
-
-  std::vector<io::TensorInfo> collect_infos() const {
-    std::vector<io::TensorInfo> infos;
-    for (const auto& [name, s] : loader.tensors()) {
-      io::TensorInfo t = s.info;
-      t.name = name;
-      t.n_dims = s.n_dims;
-      for (int d = 0; d < io::kMaxTensorDims; ++d) t.ne[d] = s.ne[d];
-      infos.push_back(std::move(t));
-    }
-    return infos;
   }
 
   // TAESD files name their tensors decoder.layers.* / encoder.layers.*; the runner reads

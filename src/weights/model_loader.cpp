@@ -103,7 +103,7 @@ const WeightSource& ModelLoader::find(const std::string& name) const {
   return it->second;
 }
 
-io::ModelDescription ModelLoader::describe() const {
+std::vector<io::TensorInfo> ModelLoader::canonical_infos() const {
   std::vector<io::TensorInfo> infos;
   infos.reserve(tensors_.size());
   for (const auto& [name, s] : tensors_) {
@@ -113,7 +113,7 @@ io::ModelDescription ModelLoader::describe() const {
     for (int d = 0; d < io::kMaxTensorDims; ++d) t.ne[d] = s.ne[d];
     infos.push_back(std::move(t));
   }
-  return io::describe_model(infos);
+  return infos;
 }
 
 std::string ModelLoader::sources() const {

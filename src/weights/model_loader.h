@@ -44,8 +44,10 @@ class ModelLoader {
   // Throws an error naming the tensor and the files searched.
   const WeightSource& find(const std::string& name) const;
 
+  // Every tensor's info under its canonical name and shape, for version detection.
+  std::vector<io::TensorInfo> canonical_infos() const;
   // The model, detected from canonical names and shapes (io/model_version.h).
-  io::ModelDescription describe() const;
+  io::ModelDescription describe() const { return io::describe_model(canonical_infos()); }
   // A diffusers folder's tokenizer/ folder, "" when none was given.
   const std::string& tokenizer_dir() const { return tokenizer_dir_; }
   // Every file or folder added, for messages.
