@@ -13,9 +13,11 @@
 namespace sd::weights {
 namespace {
 
-class SafetensorsModelFile final : public ModelFile {
+// safetensors and GGUF files are always mapped and store every tensor contiguously.
+template <class File>
+class MappedModelFile final : public ModelFile {
  public:
-  explicit SafetensorsModelFile(const std::string& path) : f_(io::SafetensorsFile::open(path)) {}
+  explicit MappedModelFile(const std::string& path) : f_(File::open(path)) {}
   const std::string& path() const override { return f_.path(); }
   const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
   const uint8_t* mapped(const io::TensorInfo& info) const override { return f_.data(info); }
@@ -24,21 +26,7 @@ class SafetensorsModelFile final : public ModelFile {
   }
 
  private:
-  io::SafetensorsFile f_;
-};
-
-class GgufModelFile final : public ModelFile {
- public:
-  explicit GgufModelFile(const std::string& path) : f_(io::GgufFile::open(path)) {}
-  const std::string& path() const override { return f_.path(); }
-  const std::vector<io::TensorInfo>& tensors() const override { return f_.tensors(); }
-  const uint8_t* mapped(const io::TensorInfo& info) const override { return f_.data(info); }
-  void read(const io::TensorInfo& info, uint8_t* dst) const override {
-    std::memcpy(dst, f_.data(info), info.size);
-  }
-
- private:
-  io::GgufFile f_;
+  File f_;
 };
 
 class TorchModelFile final : public ModelFile {
@@ -76,7 +64,8 @@ std::unique_ptr<ModelFile> open_model_file(const std::string& path) {
     if (!f) sd::fail("cannot open '%s': %s", path.c_str(), std::strerror(errno));
     f.read(magic, sizeof magic);
   }
-  if (std::memcmp(magic, io::kGgufMagic, 4) == 0) return std::make_unique<GgufModelFile>(path);
+  if (std::memcmp(magic, io::kGgufMagic, 4) == 0)
+    return std::make_unique<MappedModelFile<io::GgufFile>>(path);
   // A zip archive (torch.save since 1.6) or a raw pickle stream (legacy torch.save).
   if (std::memcmp(magic, "PK\x03\x04", 4) == 0 || static_cast<uint8_t>(magic[0]) == 0x80) {
     return std::make_unique<TorchModelFile>(path);
@@ -85,7 +74,7 @@ std::unique_ptr<ModelFile> open_model_file(const std::string& path) {
   if (ext == ".ckpt" || ext == ".pt" || ext == ".pth" || ext == ".bin") {
     return std::make_unique<TorchModelFile>(path);
   }
-  return std::make_unique<SafetensorsModelFile>(path);
+  return std::make_unique<MappedModelFile<io::SafetensorsFile>>(path);
 }
 
 }  // namespace sd::weights
