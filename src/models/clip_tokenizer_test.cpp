@@ -8,6 +8,7 @@
 #include <fstream>
 #include <optional>
 
+#include "io/io_test_util.h"
 #include "tensor/error.h"
 #include "test_support.h"
 
@@ -135,14 +136,13 @@ TEST(ClipTokenizer, ReadsAPlainMergesFileLikeTheGzipOne) {
   gzclose(in);
   ASSERT_GT(n, 0);
   text.resize(static_cast<size_t>(n));
-  const fs::path dir = fs::temp_directory_path() / "clip_tokenizer_test_plain";
-  fs::create_directories(dir);
+  const io::test::TempDir temp;
+  const fs::path dir = temp.path();
   const fs::path merges = dir / "merges.txt";
   std::ofstream(merges, std::ios::binary) << text;
   const ClipTokenizer plain = ClipTokenizer::from_file(merges.string());
   EXPECT_EQ(plain.encode("a photograph of an astronaut"),
             tok->encode("a photograph of an astronaut"));
-  fs::remove_all(dir);
 }
 
 TEST(ClipTokenizer, ShortMergeListIsAnError) {
@@ -228,8 +228,8 @@ class ScopedEnv {
 };
 
 TEST(FindClipVocab, FollowsTheLookupOrder) {
-  const fs::path root = fs::temp_directory_path() / "find_clip_vocab_test";
-  fs::remove_all(root);
+  const io::test::TempDir temp;
+  const fs::path root = temp.path();
   fs::create_directories(root / "model" / "tokenizer");
   fs::create_directories(root / "cache" / "sd-engine");
   const std::string merges = (root / "model" / "tokenizer" / "merges.txt").string();
@@ -258,7 +258,6 @@ TEST(FindClipVocab, FollowsTheLookupOrder) {
     EXPECT_NE(what.find("github.com/openai/CLIP"), std::string::npos) << what;
     EXPECT_NE(what.find(cached), std::string::npos) << what;
   }
-  fs::remove_all(root);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "io/io_test_util.h"
 #include "models/clip_text.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
@@ -36,8 +37,9 @@ Architecture tiny_architecture() {
 
 // Asks every network for its weights once (building graphs reads them) and saves them.
 std::string write_tiny_checkpoint(const Architecture& a) {
-  static const std::string path =
-      (std::filesystem::temp_directory_path() / "sd_tiny_sd1.safetensors").string();
+  // One file per test process: ctest runs these tests in parallel processes.
+  static const io::test::TempDir dir;
+  static const std::string path = dir.file("tiny_sd1.safetensors");
   if (std::filesystem::exists(path)) return path;
   nn::RandomWeights w(DType::F16, 7);
   Context ctx;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "backend/registry.h"
+#include "io/io_test_util.h"
 #include "models/prompt_attention.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
@@ -143,9 +144,8 @@ TEST(TextConditioner, OpenClipPadsWithZero) {
 TEST(TextConditioner, TextualInversionWordsUseTheirVectors) {
   REQUIRE_TOKENIZER();
   const ClipTextConfig c = tiny_config();
-  const fs::path dir = fs::temp_directory_path() / "text_conditioner_test_embeddings";
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const io::test::TempDir temp;
+  const fs::path dir = temp.path();
   std::vector<float> vectors(2 * 8);
   for (size_t i = 0; i < vectors.size(); ++i) vectors[i] = 0.1f * static_cast<float>(i) - 0.5f;
   {
@@ -167,7 +167,6 @@ TEST(TextConditioner, TextualInversionWordsUseTheirVectors) {
   const Conditioning out = cond.encode("a MyStyle horse");
   const models::TokenChunks ids = cond.tokenize("a MyStyle horse");
   EXPECT_EQ(out.context, encode_window(w, c, ids.ids.data(), &vectors));
-  fs::remove_all(dir);
 }
 
 // Records the parameters a graph asks for, without data.

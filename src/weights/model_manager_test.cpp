@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "backend/registry.h"
+#include "io/io_test_util.h"
 #include "nn/graph_runner.h"
 #include "nn/layers.h"
 #include "nn/random_weights.h"
@@ -19,8 +20,10 @@ Device& cpu() {
   return DeviceRegistry::instance().get("CPU");
 }
 
+// One folder per test process: ctest runs the tests of this file in parallel.
 std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("sd_weights_test_" + name)).string();
+  static const io::test::TempDir dir;
+  return dir.file(name);
 }
 
 // A tiny LDM-named checkpoint: one UNet linear and one text-encoder layer norm.

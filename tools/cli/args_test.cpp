@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "io/io_test_util.h"
 #include "tensor/error.h"
 
 namespace sd::cli {
@@ -34,9 +35,10 @@ std::string parse_error(std::initializer_list<const char*> flags) {
 // A file that exists, for flags whose files are checked.
 const std::string& existing_file() {
   static const std::string path = [] {
-    const auto p = std::filesystem::temp_directory_path() / "sd_cli_args_test_model.safetensors";
+    static const io::test::TempDir dir;
+    const std::string p = dir.file("model.safetensors");
     std::ofstream(p) << "x";
-    return p.string();
+    return p;
   }();
   return path;
 }
@@ -224,8 +226,8 @@ TEST(CliValidate, ResolvesDependentDefaults) {
 
 TEST(CliValidate, LoraTagsLeaveThePrompt) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / "sd_cli_args_test_loras";
-  fs::create_directories(dir);
+  const io::test::TempDir temp;
+  const fs::path dir = temp.path();
   std::ofstream(dir / "style.safetensors") << "x";
   Arguments a = parse({"-m", existing_file().c_str(), "--lora-model-dir", dir.c_str(), "-p",
                        "a cat<lora:style:0.5> sitting<lora:missing:1>"});

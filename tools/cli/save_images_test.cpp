@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "io/image.h"
+#include "io/io_test_util.h"
 #include "io/image_metadata.h"
 
 namespace sd::cli {
@@ -17,20 +18,19 @@ namespace fs = std::filesystem;
 class CliSaveImages : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / "sd_cli_save_images_test";
-    fs::remove_all(dir_);
+    dir_ = temp_.path();
     for (int i = 0; i < 2; ++i) {
       pixels_[i].assign(16 * 8 * 3, static_cast<uint8_t>(40 + 100 * i));
       images_[i] = {16, 8, 3, pixels_[i].data()};
     }
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
   Arguments arguments(std::vector<const char*> flags) {
     flags.insert(flags.begin(), "sd-cli");
     return parse_arguments(static_cast<int>(flags.size()), flags.data());
   }
 
+  io::test::TempDir temp_;  // one per test: ctest runs tests in parallel processes
   fs::path dir_;
   std::vector<uint8_t> pixels_[2];
   sd_image_t images_[2];
