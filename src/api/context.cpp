@@ -57,18 +57,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   for (const Field& f : unsupported)
     SD_CHECK(!given(f.value), "%s is not supported by this build (SD 1.x/2.x image generation)",
              f.flag);
-  auto cpu_or_default = [](const char* s) {
-    if (!given(s)) return true;
-    std::string v(s);
-    for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    return v == "cpu" || v == "auto" || v == "default";
-  };
-  SD_CHECK(cpu_or_default(p.backend),
-           "--backend '%s': this build computes every module on the CPU; use --backend cpu",
-           p.backend);
-  SD_CHECK(cpu_or_default(p.params_backend),
-           "--params-backend '%s': this build keeps weights on the CPU; use --params-backend cpu",
-           p.params_backend);
   SD_CHECK(!given(p.tensor_type_rules),
            "--tensor-type-rules applies to -M convert in this build; convert the model first");
 }
@@ -84,6 +72,9 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
   o.use_mmap = p.enable_mmap;
+  if (given(p.backend)) o.backend = p.backend;
+  if (given(p.params_backend)) o.params_backend = p.params_backend;
+  o.eager_load = p.eager_load;
   if (p.wtype != SD_TYPE_COUNT) {
     const char* name = sd_type_name(p.wtype);
     std::optional<sd::DType> t = name ? sd::dtype_from_name(name) : std::nullopt;
@@ -138,7 +129,13 @@ sd_ctx_t* new_sd_ctx(const sd_ctx_params_t* params) {
       options.embeddings_dir = dir.empty() ? "." : dir;
     }
     const auto start = std::chrono::steady_clock::now();
+    options.load_progress = [start](const std::string&, size_t done, size_t total) {
+      sd::api::progress(
+          static_cast<int>(done), static_cast<int>(total),
+          std::chrono::duration<float>(std::chrono::steady_clock::now() - start).count());
+    };
     ctx->sd = std::make_unique<sd::pipeline::StableDiffusion>(options);
+    sd::api::log(SD_LOG_INFO, "placement: %s", ctx->sd->placement().c_str());
     sd::api::log(SD_LOG_INFO, "model: %s, loaded in %.2fs",
                  sd::io::version_name(ctx->sd->version()),
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

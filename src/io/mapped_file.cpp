@@ -107,4 +107,13 @@ MappedFile::~MappedFile() {
   if (anon_) ::munmap(anon_, static_cast<size_t>(size_));
 }
 
+void MappedFile::evict(const uint8_t* p, size_t n) const {
+  if (!mapped_ || p < data_ || p + n > data_ + size_) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // Read-only file pages: dropping them loses nothing, a later touch faults them back in.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 }  // namespace sd::io

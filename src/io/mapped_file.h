@@ -34,6 +34,10 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   bool is_mapped() const { return mapped_; }
+  // Lets this process drop the whole pages inside [p, p + n) of a file mapping: resident
+  // memory falls, the kernel's page cache keeps the bytes, and a later read maps them again.
+  // Does nothing for a file read into memory (there the bytes exist only once).
+  void evict(const uint8_t* p, size_t n) const;
 
  private:
   MappedFile() = default;

@@ -20,6 +20,9 @@ class Weights {
   // sd::Error naming the tensor when it is missing or its shape is not `ne`.
   virtual Tensor* get(Context& ctx, const std::string& name, const Shape& ne) = 0;
   virtual bool contains(const std::string& name) const = 0;
+  // Called by runners after a graph that read these weights ran: sources that staged
+  // copies for it (weights kept on another device) drop them here.
+  virtual void after_compute() {}
 };
 
 // A model's view of its weights below a name prefix, with the context it builds in:

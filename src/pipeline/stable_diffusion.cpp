@@ -81,7 +81,7 @@ struct StableDiffusion::Impl {
   ModelVersion version = ModelVersion::Unknown;
   sampling::Prediction prediction = sampling::Prediction::Eps;
   bool prediction_probed = false;
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<BackendManager> backends;
   std::unique_ptr<weights::ModelManager> weights;
   std::unique_ptr<weights::ModelManager> taesd_weights;
   std::unique_ptr<TextConditioner> text;
@@ -111,28 +111,48 @@ struct StableDiffusion::Impl {
     version = arch.version;
     const bool sd2 = io::family_of(version) == io::ModelFamily::SD2;
 
-    Device& cpu = DeviceRegistry::instance().get("CPU");
-    backend = cpu.create_backend(BackendOptions{o.threads});
-    weights = std::make_unique<weights::ModelManager>(
-        loader, cpu, weights::ModelManagerOptions{o.weight_type, o.use_mmap});
+    backends =
+        std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
+    const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads};
+    weights = std::make_unique<weights::ModelManager>(loader, manager_options);
+    auto add_module = [&](weights::ModelManager& manager, Module m, const char* prefix) {
+      manager.add_module(weights::ModuleSpec{
+          module_name(m), {prefix}, &backends->compute_device(m), backends->residency(m)});
+    };
+    add_module(*weights, Module::TextEncoder, "cond_stage_model.");
+    add_module(*weights, Module::Diffusion, "model.diffusion_model.");
+    add_module(*weights, Module::Vae, "first_stage_model.");
 
     const std::string vocab = models::find_clip_vocab(
         o.clip_vocab,
         loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..");
     auto tokenizer =
         std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
-    text = std::make_unique<TextConditioner>(tokenizer, arch.text, *weights, *backend,
-                                             o.embeddings_dir);
-    unet = std::make_unique<UnetRunner>(*weights, arch.unet, *backend);
+    text = std::make_unique<TextConditioner>(
+        tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir);
+    unet = std::make_unique<UnetRunner>(*weights, arch.unet, backends->backend(Module::Diffusion));
 
     nn::Weights* tae = nullptr;
     if (!o.taesd.empty()) {
       taesd_loader.add(o.taesd, io::FileRole::Model);
-      taesd_weights = std::make_unique<weights::ModelManager>(
-          taesd_loader, cpu, weights::ModelManagerOptions{o.weight_type, o.use_mmap});
+      taesd_weights = std::make_unique<weights::ModelManager>(taesd_loader, manager_options);
+      add_module(*taesd_weights, Module::Vae, "");
       tae = &prefixed_taesd();
     }
-    vae = std::make_unique<VaeRunner>(*weights, arch.vae, *backend, tae, o.taesd_preview_only);
+    vae = std::make_unique<VaeRunner>(*weights, arch.vae, backends->backend(Module::Vae), tae,
+                                      o.taesd_preview_only);
+
+    // Every weight each network reads, checked against the files now: a wrong or
+    // incomplete file fails here, naming every problem, not halfway through a generation.
+    weights->declare(module_name(Module::TextEncoder), text->parameters());
+    weights->declare(module_name(Module::Diffusion), unet->parameters());
+    weights->declare(module_name(Module::Vae), vae->parameters());
+    if (taesd_weights)
+      taesd_weights->declare(module_name(Module::Vae), strip_tae(vae->taesd_parameters()));
+    if (o.eager_load) {
+      for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae}) load(*weights, m);
+      if (taesd_weights) load(*taesd_weights, Module::Vae);
+    }
 
     if (o.prediction) {
       prediction = *o.prediction;
@@ -153,6 +173,7 @@ struct StableDiffusion::Impl {
       return inner_.get(ctx, strip(name), ne);
     }
     bool contains(const std::string& name) const override { return inner_.contains(strip(name)); }
+    void after_compute() override { inner_.after_compute(); }
 
    private:
     std::string strip(const std::string& name) const {
@@ -165,6 +186,29 @@ struct StableDiffusion::Impl {
   nn::Weights& prefixed_taesd() {
     taesd_view = std::make_unique<PrefixedWeights>(*taesd_weights, VaeRunner::kTaesdScope);
     return *taesd_view;
+  }
+
+  static std::vector<nn::ParamDecl> strip_tae(std::vector<nn::ParamDecl> params) {
+    const std::string prefix = VaeRunner::kTaesdScope;
+    for (nn::ParamDecl& p : params)
+      if (p.name.compare(0, prefix.size(), prefix) == 0) p.name = p.name.substr(prefix.size());
+    return params;
+  }
+
+  // Reads a module's weights now (--eager-load), reporting progress.
+  void load(weights::ModelManager& manager, Module m) {
+    const std::string name = module_name(m);
+    manager.load_module(name, [&](size_t done, size_t total) {
+      if (options.load_progress) options.load_progress(name, done, total);
+    });
+  }
+
+  // A phase of module `m` is over: its compute buffers go back, and its weights too when
+  // they are kept on disk.
+  void phase_done(Module m) {
+    weights->phase_done(module_name(m));
+    if (m == Module::Vae && taesd_weights) taesd_weights->phase_done(module_name(m));
+    backends->release_caches();
   }
 
   // SD 2.x files do not say whether they predict eps or v: probe the UNet once, as sd.cpp
@@ -194,6 +238,20 @@ StableDiffusion::StableDiffusion(const ModelOptions& options)
     : impl_(std::make_unique<Impl>(options)) {}
 
 StableDiffusion::~StableDiffusion() = default;
+
+std::string StableDiffusion::placement() const {
+  std::string s;
+  for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae})
+    s += (s.empty() ? "" : "; ") + impl_->backends->describe(m);
+  return s;
+}
+
+size_t StableDiffusion::resident_weight_bytes() const {
+  size_t n = impl_->weights->resident_bytes() + impl_->weights->mapped_bytes();
+  if (impl_->taesd_weights)
+    n += impl_->taesd_weights->resident_bytes() + impl_->taesd_weights->mapped_bytes();
+  return n;
+}
 
 io::ModelVersion StableDiffusion::version() const {
   return impl_->version;
@@ -310,6 +368,9 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     } else {
       denoise_mask = latent_mask;
     }
+    // Encoding is a phase of its own: the VAE is not needed again until decoding.
+    m.vae->release();
+    m.phase_done(Module::Vae);
   } else if (inpaint_model) {
     warn("an inpainting model works best with an init image (-i) and a mask (--mask)");
     concat.assign(static_cast<size_t>(w * h), 1.0f);
@@ -323,6 +384,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   Conditioning uncond;
   if (use_uncond) uncond = m.text->encode(r.negative_prompt, r.clip_skip);
   m.text->release();
+  m.phase_done(Module::TextEncoder);
   timer.done("text encoding");
 
   std::vector<std::vector<float>> latents;
@@ -412,7 +474,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   // Each phase gives its memory back before the next starts: peak memory is the largest
   // phase's, not their sum.
   m.unet->release();
-  m.backend->release_caches();
+  m.phase_done(Module::Diffusion);
 
   std::vector<io::Image> images;
   for (const std::vector<float>& latent : latents) {
@@ -421,7 +483,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     timer.done("decoding");
   }
   m.vae->release();
-  m.backend->release_caches();
+  m.phase_done(Module::Vae);
   return images;
 }
 

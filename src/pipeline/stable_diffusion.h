@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_manager.h"
 #include "io/image.h"
 #include "io/model_version.h"
 #include "models/clip_text.h"
@@ -45,6 +46,12 @@ struct ModelOptions {
   std::optional<DType> weight_type;  // --type
   std::optional<sampling::Prediction> prediction;  // --prediction
   bool use_mmap = true;
+  // Placement (backend/placement.h): where each module computes and where its weights live.
+  std::string backend;         // --backend
+  std::string params_backend;  // --params-backend
+  bool eager_load = false;     // read every weight when the model is opened
+  // Told while --eager-load reads a module: (module, tensors done, tensors in all).
+  std::function<void(const std::string&, size_t, size_t)> load_progress;
   std::optional<Architecture> architecture;  // unset: detected from the files
 };
 
@@ -96,6 +103,10 @@ class StableDiffusion {
   ~StableDiffusion();
 
   io::ModelVersion version() const;
+  // "te: CPU, diffusion: CPU, weights on disk, vae: CPU", for the log.
+  std::string placement() const;
+  // Bytes of weights resident now (copied and mapped), for tests and benchmarks.
+  size_t resident_weight_bytes() const;
   sampling::Prediction prediction() const;
 
   // One image per batch entry (seeds seed, seed + 1, ...). Throws sd::Error for invalid

@@ -64,20 +64,66 @@ class TinyPipeline : public ::testing::Test {
   void SetUp() override {
     const std::string shared = test::shared_dir();
     if (shared.empty()) GTEST_SKIP() << "needs ../shared/data/clip for the vocabulary";
-    ModelOptions o;
-    o.architecture = tiny_architecture();
-    o.model = write_tiny_checkpoint(*o.architecture);
-    o.clip_vocab = shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
-    o.threads = 2;
-    sd_ = std::make_unique<StableDiffusion>(o);
+    options_.architecture = tiny_architecture();
+    options_.model = write_tiny_checkpoint(*options_.architecture);
+    options_.clip_vocab = shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+    options_.threads = 2;
+    sd_ = std::make_unique<StableDiffusion>(options_);
     request_.prompt = "a cat";
     request_.width = request_.height = 32;
     request_.steps = 3;
     request_.seed = 5;
   }
+  ModelOptions options_;
   std::unique_ptr<StableDiffusion> sd_;
   ImageRequest request_;
 };
+
+TEST_F(TinyPipeline, EveryResidencyGivesTheSameImage) {
+  const std::vector<uint8_t> plain = sd_->generate(request_)[0].pixels;
+  for (const char* params : {"cpu", "disk", "diffusion=disk,te=cpu,vae=cpu", "*=cpu,te=disk"}) {
+    for (bool eager : {false, true}) {
+      ModelOptions o = options_;
+      o.params_backend = params;
+      o.eager_load = eager;
+      StableDiffusion sd(o);
+      EXPECT_EQ(sd.generate(request_)[0].pixels, plain) << params << (eager ? " eager" : "");
+      if (std::string(params) == "disk") {
+        // Everything was freed as its phase ended.
+        EXPECT_EQ(sd.resident_weight_bytes(), 0u);
+        EXPECT_EQ(sd.generate(request_)[0].pixels, plain) << "second generation";
+      }
+    }
+  }
+  EXPECT_GT(sd_->resident_weight_bytes(), 0u);  // the default keeps them
+}
+
+TEST_F(TinyPipeline, PlacementErrorsComeBeforeAnyWork) {
+  ModelOptions o = options_;
+  o.backend = "disk";
+  EXPECT_THROW(StableDiffusion{o}, Error);
+  o.backend = "te=cpu";
+  o.params_backend = "unet=floppy";
+  try {
+    StableDiffusion sd(o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown device 'floppy'"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TinyPipeline, IncompleteCheckpointListsTheMissingTensorsUpFront) {
+  ModelOptions o = options_;
+  o.architecture->unet.model_channels = 64;  // every UNet weight has another shape
+  try {
+    StableDiffusion sd(o);
+    FAIL();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("the diffusion weights"), std::string::npos) << what;
+    EXPECT_NE(what.find("... and"), std::string::npos) << what;
+  }
+}
 
 TEST_F(TinyPipeline, TextToImageIsDeterministicPerSeed) {
   std::vector<io::Image> a = sd_->generate(request_);

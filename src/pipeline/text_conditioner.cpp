@@ -110,6 +110,7 @@ Conditioning TextConditioner::encode(const std::string& prompt, int clip_skip) {
     Tensor* hidden =
         models::clip_text_forward(scope, config_, token_ids, causal, clip_skip, custom);
     std::vector<float> values = runner_.run(call, hidden);
+    weights_.after_compute();
 
     const std::vector<float> weights(chunks.weights.begin() + c * window,
                                      chunks.weights.begin() + (c + 1) * window);
@@ -117,6 +118,17 @@ Conditioning TextConditioner::encode(const std::string& prompt, int clip_skip) {
     out.context.insert(out.context.end(), values.begin(), values.end());
   }
   return out;
+}
+
+std::vector<nn::ParamDecl> TextConditioner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  Context ctx;
+  const int64_t window = models::kClipChunkLength;
+  Tensor* ids = ctx.new_tensor(DType::I32, {window, 1});
+  Tensor* mask = ctx.new_tensor(DType::F32, {window, window});
+  // clip_skip 1 runs every layer: the most any prompt reads.
+  models::clip_text_forward(nn::Scope(ctx, recorder, kScope), config_, ids, mask, 1);
+  return recorder.params();
 }
 
 }  // namespace sd::pipeline

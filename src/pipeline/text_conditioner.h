@@ -14,6 +14,7 @@
 #include "models/clip_tokenizer.h"
 #include "models/embeddings.h"
 #include "nn/graph_runner.h"
+#include "nn/param_recorder.h"
 #include "nn/weights.h"
 
 namespace sd::pipeline {
@@ -45,6 +46,8 @@ class TextConditioner {
   models::TokenChunks tokenize(const std::string& prompt);
 
   const models::ClipTextConfig& config() const { return config_; }
+  // Every weight the encoder reads, with its shape (graph built, nothing computed).
+  std::vector<nn::ParamDecl> parameters() const;
   // Frees the encoder's compute buffer (the text phase is over).
   void release() { runner_.release(); }
 

@@ -58,12 +58,23 @@ std::vector<std::vector<float>> UnetRunner::run_batch(
   Tensor* ctx = call.input_f32("context", make_shape({dim, tokens, n}), context.data());
   Tensor* y = models::unet_forward(nn::Scope(call.ctx(), weights_, kScope), config_, x, t, ctx);
   std::vector<float> all = runner_.run(call, y);
+  weights_.after_compute();
   const size_t per = all.size() / static_cast<size_t>(n);
   std::vector<std::vector<float>> out;
   for (int64_t i = 0; i < n; ++i)
     out.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(per * i),
                      all.begin() + static_cast<std::ptrdiff_t>(per * (i + 1)));
   return out;
+}
+
+std::vector<nn::ParamDecl> UnetRunner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {8, 8, config_.in_channels, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* c = ctx.new_tensor(DType::F32, {config_.context_dim, 77, 1});
+  models::unet_forward(nn::Scope(ctx, recorder, kScope), config_, x, t, c);
+  return recorder.params();
 }
 
 }  // namespace sd::pipeline

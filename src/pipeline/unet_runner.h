@@ -9,6 +9,7 @@
 #include "backend/backend.h"
 #include "models/unet.h"
 #include "nn/graph_runner.h"
+#include "nn/param_recorder.h"
 #include "nn/weights.h"
 #include "pipeline/text_conditioner.h"
 
@@ -27,6 +28,8 @@ class UnetRunner {
                                           const std::vector<float>& concat = {});
 
   const models::UnetConfig& config() const { return config_; }
+  // Every weight a prediction reads, with its shape (graph built, nothing computed).
+  std::vector<nn::ParamDecl> parameters() const;
   // Frees the compute buffer (sampling is over).
   void release() { runner_.release(); }
   static constexpr const char* kScope = "model.diffusion_model.";

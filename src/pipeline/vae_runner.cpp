@@ -19,10 +19,14 @@ std::vector<float> VaeRunner::decode_whole(const std::vector<float>& latent, int
   Tensor* z = call.input_f32("latent", make_shape({w, h, config_.z_channels, 1}), latent.data());
   if (use_taesd) {
     // TAESD decodes to [0, 1] directly.
-    return runner_.run(call, models::taesd_decode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), z));
+    std::vector<float> image =
+        runner_.run(call, models::taesd_decode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), z));
+    taesd_->after_compute();
+    return image;
   }
   std::vector<float> image =
       runner_.run(call, models::vae_decode(nn::Scope(call.ctx(), weights_, kScope), config_, z));
+  weights_.after_compute();
   for (float& v : image) v = (v + 1.0f) * 0.5f;
   return image;
 }
@@ -44,13 +48,19 @@ std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int6
   nn::GraphCall call;
   if (taesd_ && !taesd_preview_only_) {
     Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), image.data());
-    return runner_.run(call, models::taesd_encode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), x,
-                                                  config_.z_channels));
+    std::vector<float> latent = runner_.run(
+        call,
+        models::taesd_encode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), x, config_.z_channels));
+    taesd_->after_compute();
+    return latent;
   }
   std::vector<float> signed_image = image;
   for (float& v : signed_image) v = v * 2.0f - 1.0f;
   Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), signed_image.data());
-  return runner_.run(call, models::vae_encode(nn::Scope(call.ctx(), weights_, kScope), config_, x));
+  std::vector<float> moments =
+      runner_.run(call, models::vae_encode(nn::Scope(call.ctx(), weights_, kScope), config_, x));
+  weights_.after_compute();
+  return moments;
 }
 
 std::vector<float> VaeRunner::decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
@@ -72,6 +82,30 @@ std::vector<float> VaeRunner::encode(const std::vector<float>& image, int64_t wi
                              return encode_whole(tile, tw, th);
                            });
   return std::move(out.data);
+}
+
+std::vector<nn::ParamDecl> VaeRunner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  Context ctx;
+  const nn::Scope scope(ctx, recorder, kScope);
+  models::vae_decode(scope, config_, ctx.new_tensor(DType::F32, {8, 8, config_.z_channels, 1}));
+  // Decoder-only files serve text-to-image; encoding then fails when first asked.
+  if (scope["encoder"]["conv_in"].has("weight")) {
+    const int64_t side = 8 * config_.downscale();
+    models::vae_encode(scope, config_, ctx.new_tensor(DType::F32, {side, side, 3, 1}));
+  }
+  return recorder.params();
+}
+
+std::vector<nn::ParamDecl> VaeRunner::taesd_parameters() const {
+  if (!taesd_) return {};
+  nn::ParamRecorder recorder(*taesd_);
+  Context ctx;
+  const nn::Scope scope(ctx, recorder, kTaesdScope);
+  models::taesd_decode(scope, ctx.new_tensor(DType::F32, {8, 8, config_.z_channels, 1}));
+  if (scope["encoder"]["layers"]["0"].has("weight"))
+    models::taesd_encode(scope, ctx.new_tensor(DType::F32, {64, 64, 3, 1}), config_.z_channels);
+  return recorder.params();
 }
 
 }  // namespace sd::pipeline

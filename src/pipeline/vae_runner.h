@@ -10,6 +10,7 @@
 #include "models/tiling.h"
 #include "models/vae.h"
 #include "nn/graph_runner.h"
+#include "nn/param_recorder.h"
 #include "nn/weights.h"
 
 namespace sd::pipeline {
@@ -38,6 +39,9 @@ class VaeRunner {
   bool has_taesd() const { return taesd_ != nullptr; }
 
   const models::VaeConfig& config() const { return config_; }
+  // Every weight decoding (and, when the file has an encoder, encoding) reads; and TAESD's.
+  std::vector<nn::ParamDecl> parameters() const;
+  std::vector<nn::ParamDecl> taesd_parameters() const;
   // Frees the compute buffer (decoding is over).
   void release() { runner_.release(); }
   static constexpr const char* kScope = "first_stage_model.";

@@ -24,6 +24,9 @@ class MappedModelFile final : public ModelFile {
   void read(const io::TensorInfo& info, uint8_t* dst) const override {
     std::memcpy(dst, f_.data(info), info.size);
   }
+  void evict(const io::TensorInfo& info) const override {
+    f_.file().evict(f_.data(info), info.size);
+  }
 
  private:
   File f_;
@@ -38,6 +41,9 @@ class TorchModelFile final : public ModelFile {
     return f_.is_contiguous(info) ? f_.data(info) : nullptr;
   }
   void read(const io::TensorInfo& info, uint8_t* dst) const override { f_.read(info, dst); }
+  void evict(const io::TensorInfo& info) const override {
+    if (f_.is_contiguous(info)) f_.file().evict(f_.data(info), info.size);
+  }
 
  private:
   io::TorchCheckpoint f_;

@@ -21,6 +21,8 @@ class ModelFile {
   virtual const uint8_t* mapped(const io::TensorInfo& info) const = 0;
   // Copies the tensor's stored bytes (info.size) into dst.
   virtual void read(const io::TensorInfo& info, uint8_t* dst) const = 0;
+  // Drops the tensor's mapped pages from this process's memory (io::MappedFile::evict).
+  virtual void evict(const io::TensorInfo& info) const = 0;
 };
 
 // Chooses the reader by magic bytes first (files get renamed), then by extension. Throws

@@ -1,5 +1,7 @@
 #include "weights/model_loader.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -94,7 +96,68 @@ void ModelLoader::add_file(std::unique_ptr<ModelFile> file, io::SourceLayout lay
       }
     }
   }
+  const std::optional<FileStamp> s = stamp(file->path());
+  stamps_.push_back(s.value_or(FileStamp{}));
   files_.push_back(std::move(file));
+}
+
+std::optional<ModelLoader::FileStamp> ModelLoader::stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileStamp{static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino),
+                   static_cast<uint64_t>(st.st_size),
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+}
+
+namespace {
+
+bool same_tensors(const ModelFile& a, const ModelFile& b) {
+  const auto& x = a.tensors();
+  const auto& y = b.tensors();
+  if (x.size() != y.size()) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i].name != y[i].name || x[i].dtype != y[i].dtype || x[i].file_dtype != y[i].file_dtype ||
+        x[i].ne != y[i].ne || x[i].offset != y[i].offset || x[i].size != y[i].size)
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void ModelLoader::verify_files() {
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const std::string path = files_[i]->path();
+    const std::optional<FileStamp> now = stamp(path);
+    SD_CHECK(now,
+             "model file '%s' is gone; weights kept on disk (--params-backend disk) are read "
+             "from it for every phase: put it back and generate again",
+             path.c_str());
+    if (*now == stamps_[i]) continue;
+    std::unique_ptr<ModelFile> reopened;
+    try {
+      reopened = open_model_file(path);
+    } catch (const Error& e) {
+      sd::fail(
+          "model file '%s' changed since the model was opened and cannot be read now (%s); "
+          "put the original back and generate again",
+          path.c_str(), e.what());
+    }
+    SD_CHECK(same_tensors(*files_[i], *reopened),
+             "model file '%s' changed since the model was opened (its tensors differ); put the "
+             "original back, or open the model again to use the new file",
+             path.c_str());
+    for (auto& [name, source] : tensors_)
+      if (source.file == files_[i].get()) source.file = reopened.get();
+    retired_.push_back(std::move(files_[i]));
+    files_[i] = std::move(reopened);
+    stamps_[i] = *now;
+  }
+}
+
+void ModelLoader::evict(const std::string& name) const {
+  const WeightSource& s = find(name);
+  s.file->evict(s.info);
 }
 
 const WeightSource& ModelLoader::find(const std::string& name) const {

@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,11 +60,31 @@ class ModelLoader {
   // The stored bytes in place when they can be used as `type` without any work (mapped
   // file, no transform, no conversion); nullptr otherwise.
   const uint8_t* mapped(const std::string& name, DType type) const;
+  // Drops a mapped tensor's pages from this process's memory; the next read maps them
+  // again (from the page cache when the kernel still has them).
+  void evict(const std::string& name) const;
+
+  // Checks that every file is still the one opened (same inode, size and modification
+  // time). One replaced by a file with the same tensors at the same places is opened
+  // again; one that is gone or whose tensors differ is an sd::Error naming it. Weights
+  // kept on disk call this before a phase reads them again.
+  void verify_files();
 
  private:
+  struct FileStamp {
+    uint64_t device = 0, inode = 0, size = 0;
+    int64_t mtime_ns = 0;
+    bool operator==(const FileStamp&) const = default;
+  };
+  static std::optional<FileStamp> stamp(const std::string& path);
+
   void add_file(std::unique_ptr<ModelFile> file, io::SourceLayout layout, std::string_view prefix);
 
   std::vector<std::unique_ptr<ModelFile>> files_;
+  std::vector<FileStamp> stamps_;  // per file, as opened
+  // Files replaced by verify_files(): weights resident from them may still point into
+  // their mappings, so they stay open.
+  std::vector<std::unique_ptr<ModelFile>> retired_;
   std::vector<std::string> paths_;
   std::map<std::string, WeightSource> tensors_;
   std::string tokenizer_dir_;

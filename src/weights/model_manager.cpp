@@ -1,6 +1,10 @@
 #include "weights/model_manager.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "tensor/error.h"
 #include "weights/weight_type.h"
@@ -35,12 +39,88 @@ std::string shape_text(const Shape& ne) {
   return s + "]";
 }
 
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Whether `compute` can run kernels on `buffer` in place.
+bool readable_by(const Buffer& buffer, Device& compute) {
+  return &buffer.type().device() == &compute ||
+         (buffer.is_host() && compute.caps().host_addressable);
+}
+
 }  // namespace
 
-ModelManager::ModelManager(const ModelLoader& loader, Device& device, ModelManagerOptions options)
-    : loader_(loader), device_(device), options_(options) {}
+ModelManager::ModelManager(ModelLoader& loader, ModelManagerOptions options)
+    : loader_(loader), options_(options) {}
+
+ModelManager::ModelManager(ModelLoader& loader, Device& device, ModelManagerOptions options)
+    : ModelManager(loader, options) {
+  add_module(ModuleSpec{"all", {""}, &device, {}});
+}
 
 ModelManager::~ModelManager() = default;
+
+void ModelManager::add_module(ModuleSpec spec) {
+  SD_CHECK(spec.compute, "[weights] module %s has no compute device", spec.name.c_str());
+  SD_CHECK(spec.residency.kind != Residency::Kind::Device || spec.residency.device,
+           "[weights] module %s keeps its weights on a device but names none", spec.name.c_str());
+  SD_CHECK(!find_module(spec.name), "[weights] module %s is registered twice", spec.name.c_str());
+  modules_.push_back(Module{std::move(spec), {}, false});
+}
+
+ModelManager::Module* ModelManager::find_module(const std::string& name) {
+  for (Module& m : modules_)
+    if (m.spec.name == name) return &m;
+  return nullptr;
+}
+
+ModelManager::Module& ModelManager::module_of(const std::string& name) {
+  Module* best = nullptr;
+  size_t best_length = 0;
+  for (Module& m : modules_) {
+    for (const std::string& p : m.spec.prefixes) {
+      if (starts_with(name, p) && (!best || p.size() > best_length)) {
+        best = &m;
+        best_length = p.size();
+      }
+    }
+  }
+  SD_CHECK(best, "[weights] tensor '%s' belongs to no registered module", name.c_str());
+  return *best;
+}
+
+Device& ModelManager::params_device(const Module& m) const {
+  return m.spec.residency.kind == Residency::Kind::Device ? *m.spec.residency.device
+                                                          : *m.spec.compute;
+}
+
+void ModelManager::declare(const std::string& module, const std::vector<nn::ParamDecl>& params) {
+  Module* m = find_module(module);
+  SD_CHECK(m, "[weights] no module named %s", module.c_str());
+  std::vector<std::string> problems;
+  for (const nn::ParamDecl& p : params) {
+    if (!loader_.contains(p.name)) {
+      problems.push_back("'" + p.name + "' " + shape_text(p.ne) + " is missing");
+      continue;
+    }
+    const WeightSource& s = loader_.find(p.name);
+    if (s.ne != p.ne)
+      problems.push_back("'" + p.name + "' is " + shape_text(s.ne) + " in '" + s.file->path() +
+                         "', the model expects " + shape_text(p.ne));
+  }
+  if (!problems.empty()) {
+    std::string list;
+    const size_t shown = std::min<size_t>(problems.size(), 12);
+    for (size_t i = 0; i < shown; ++i) list += "\n  " + problems[i];
+    if (problems.size() > shown) list += format("\n  ... and %zu more", problems.size() - shown);
+    sd::fail(
+        "the %s weights in %s do not fit the detected model (%zu of %zu tensors):%s\nthe "
+        "file is not a complete model of that type, or a part was not given (e.g. --vae)",
+        module.c_str(), loader_.sources().c_str(), problems.size(), params.size(), list.c_str());
+  }
+  m->params = params;
+}
 
 DType ModelManager::resident_type(const std::string& name) const {
   const WeightSource& s = loader_.find(name);
@@ -55,9 +135,8 @@ DType ModelManager::resident_type(const std::string& name) const {
   return type;
 }
 
-ModelManager::Resident& ModelManager::load(const std::string& name) {
+bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
   const WeightSource& s = loader_.find(name);
-  Resident& r = resident_[name];
   Tensor& t = r.tensor;
   t.type = resident_type(name);
   t.ne = s.ne;
@@ -65,23 +144,28 @@ ModelManager::Resident& ModelManager::load(const std::string& name) {
   t.name = name;
   t.flags = kFlagParam;
   const uint8_t* mapped =
-      options_.use_mmap && device_.caps().host_addressable ? loader_.mapped(name, t.type) : nullptr;
+      options_.use_mmap && device.caps().host_addressable ? loader_.mapped(name, t.type) : nullptr;
   if (mapped) {
-    r.buffer = std::make_unique<MappedBuffer>(device_.buffer_type(), mapped, t.nbytes());
+    r.buffer = std::make_unique<MappedBuffer>(device.buffer_type(), mapped, t.nbytes());
     r.mapped = true;
     bind_tensor(t, *r.buffer, 0);
-    return r;
+    traffic_.mapped += t.nbytes();
+    return false;
   }
-  r.buffer = device_.buffer_type().allocate(t.nbytes());
+  r.buffer = device.buffer_type().allocate(t.nbytes());
   bind_tensor(t, *r.buffer, 0);
+  return true;
+}
+
+void ModelManager::fill(const std::string& name, Resident& r) {
+  Tensor& t = r.tensor;
   if (r.buffer->is_host()) {
     loader_.read(name, t.type, t.data);
   } else {
-    std::vector<uint8_t> staging(t.nbytes());
-    loader_.read(name, t.type, staging.data());
-    tensor_set(t, staging.data());
+    std::vector<uint8_t> bytes(t.nbytes());
+    loader_.read(name, t.type, bytes.data());
+    tensor_set(t, bytes.data());
   }
-  return r;
 }
 
 Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne) {
@@ -92,21 +176,132 @@ Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne
            name.c_str(), shape_text(ne).c_str(), loader_.sources().c_str());
   SD_CHECK(s->ne == ne, "tensor '%s' in '%s' is %s, the model expects %s", name.c_str(),
            s->file->path().c_str(), shape_text(s->ne).c_str(), shape_text(ne).c_str());
+  Module& m = module_of(name);
+  if (m.spec.residency.kind == Residency::Kind::Disk && !m.files_checked) {
+    loader_.verify_files();
+    m.files_checked = true;
+  }
   auto it = resident_.find(name);
-  Resident& r = it != resident_.end() ? it->second : load(name);
-  Tensor* leaf = ctx.new_tensor(r.tensor.type, ne, name);
+  if (it == resident_.end()) {
+    Resident r;
+    const bool needs_read = place(name, params_device(m), r);
+    if (needs_read) {
+      fill(name, r);
+      traffic_.loaded += r.tensor.nbytes();
+    }
+    it = resident_.emplace(name, std::move(r)).first;
+  }
+  const Resident* use = &it->second;
+  if (!readable_by(*use->buffer, *m.spec.compute)) {
+    auto st = staged_.find(name);
+    if (st == staged_.end()) {
+      Resident copy;
+      copy.tensor = use->tensor;
+      copy.buffer = m.spec.compute->buffer_type().allocate(use->tensor.nbytes());
+      bind_tensor(copy.tensor, *copy.buffer, 0);
+      std::vector<uint8_t> bytes(use->tensor.nbytes());
+      tensor_get(use->tensor, bytes.data());
+      tensor_set(copy.tensor, bytes.data());
+      traffic_.staged += copy.tensor.nbytes();
+      st = staged_.emplace(name, std::move(copy)).first;
+    }
+    use = &st->second;
+  }
+  Tensor* leaf = ctx.new_tensor(use->tensor.type, ne, name);
   leaf->flags |= kFlagParam;
-  leaf->buffer = r.tensor.buffer;
-  leaf->data = r.tensor.data;
+  leaf->buffer = use->tensor.buffer;
+  leaf->data = use->tensor.data;
   return leaf;
+}
+
+void ModelManager::after_compute() {
+  for (const auto& [name, r] : staged_) traffic_.freed += r.tensor.nbytes();
+  staged_.clear();
+}
+
+void ModelManager::load_module(const std::string& module,
+                               const std::function<void(size_t, size_t)>& progress) {
+  Module* m = find_module(module);
+  SD_CHECK(m, "[weights] no module named %s", module.c_str());
+  if (m->spec.residency.kind == Residency::Kind::Disk && !m->files_checked) {
+    loader_.verify_files();
+    m->files_checked = true;
+  }
+  // Memory first, one tensor after another (allocation is not thread-safe); then the reads,
+  // which are the slow part, in parallel.
+  std::vector<std::pair<const std::string*, Resident*>> reads;
+  size_t done = 0;
+  const size_t total = m->params.size();
+  for (const nn::ParamDecl& p : m->params) {
+    if (resident_.count(p.name)) {
+      ++done;
+      continue;
+    }
+    Resident r;
+    const bool needs_read = place(p.name, params_device(*m), r);
+    auto it = resident_.emplace(p.name, std::move(r)).first;
+    if (needs_read)
+      reads.push_back({&it->first, &it->second});
+    else
+      ++done;
+  }
+  if (progress) progress(done, total);
+  std::atomic<size_t> next{0};
+  std::mutex report;
+  std::exception_ptr error;
+  auto worker = [&] {
+    for (size_t i = next++; i < reads.size(); i = next++) {
+      try {
+        fill(*reads[i].first, *reads[i].second);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(report);
+        if (!error) error = std::current_exception();
+        next = reads.size();
+        return;
+      }
+      std::lock_guard<std::mutex> lock(report);
+      traffic_.loaded += reads[i].second->tensor.nbytes();
+      if (progress) progress(++done, total);
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(
+      reads.size(), options_.load_threads > 0 ? static_cast<size_t>(options_.load_threads) : hw);
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
+  if (threads > 0) worker();
+  for (std::thread& t : pool) t.join();
+  if (error) {
+    // Leave nothing half-read behind: the next use reads those tensors again.
+    for (auto& [name, r] : reads) resident_.erase(*name);
+    std::rethrow_exception(error);
+  }
+}
+
+void ModelManager::drop(std::map<std::string, Resident>::iterator it) {
+  traffic_.freed += it->second.tensor.nbytes();
+  if (it->second.mapped) loader_.evict(it->first);
+  resident_.erase(it);
+}
+
+void ModelManager::phase_done(const std::string& module) {
+  Module* m = find_module(module);
+  SD_CHECK(m, "[weights] no module named %s", module.c_str());
+  after_compute();
+  if (m->spec.residency.kind != Residency::Kind::Disk) return;
+  for (auto it = resident_.begin(); it != resident_.end();) {
+    auto next = std::next(it);
+    if (&module_of(it->first) == m) drop(it);
+    it = next;
+  }
+  m->files_checked = false;
 }
 
 void ModelManager::release(const std::string& prefix) {
   for (auto it = resident_.begin(); it != resident_.end();) {
-    if (it->first.compare(0, prefix.size(), prefix) == 0)
-      it = resident_.erase(it);
-    else
-      ++it;
+    auto next = std::next(it);
+    if (starts_with(it->first, prefix)) drop(it);
+    it = next;
   }
 }
 

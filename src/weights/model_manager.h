@@ -1,20 +1,29 @@
-// The ModelManager: the production nn::Weights. Model code asks for a tensor by canonical
-// name and shape; the manager checks the shape against the file, makes the weight
-// resident the first time a graph needs it and binds it to that graph's leaf.
+// The ModelManager: the production nn::Weights, and the one place that decides where a
+// weight's bytes are (ARCHITECTURE.md, "Placement and residency").
 //
-// Residency here is the default one (weights live on the compute device once loaded);
-// where the file's bytes can be used as they are (same dtype, no transform, host device)
-// the weight aliases the memory-mapped file instead of being copied, so loading costs no
-// RAM beyond the page cache. `release(prefix)` drops a module's weights (a later get()
-// reloads them), which is what disk residency builds on.
+// Weights belong to modules (text encoder, diffusion net, VAE), each registered with the
+// device it computes on and a residency:
+// - Compute (default): loaded onto the compute device on first use and kept;
+// - Device: kept on another device (RAM for a GPU module) and staged into the compute
+//   device for each graph; the staged copy is dropped after the graph ran;
+// - Disk: loaded when a phase first needs them and freed when the phase ends, so sampling
+//   reads the file once, not every step; the file is checked before each phase.
+// Where the file's bytes can be used as they are (same dtype, no transform, a device that
+// reads host memory), a weight aliases the memory-mapped file instead of being copied:
+// loading then costs no RAM beyond the page cache, and freeing drops the pages from this
+// process.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/backend.h"
+#include "backend/backend_manager.h"
+#include "nn/param_recorder.h"
 #include "nn/weights.h"
 #include "weights/model_loader.h"
 
@@ -24,23 +33,60 @@ struct ModelManagerOptions {
   // --type: convert weights to this type on load, with convert's rules (weight_type.h).
   std::optional<DType> weight_type;
   bool use_mmap = true;
+  int load_threads = 0;  // parallel reads for load_module(); 0: hardware threads
+};
+
+// One module's weights: the names under `prefixes`, where it computes, where they live.
+struct ModuleSpec {
+  std::string name;  // "te", "diffusion", "vae": for messages and phase_done()
+  std::vector<std::string> prefixes;
+  Device* compute = nullptr;
+  Residency residency;
+};
+
+// Byte counters, for tests and benchmarks.
+struct WeightTraffic {
+  size_t loaded = 0;  // copied into device buffers (read, converted)
+  size_t mapped = 0;  // aliased from the mapped file
+  size_t staged = 0;  // copied into the compute device for one graph
+  size_t freed = 0;   // released (loaded, mapped and staged bytes alike)
 };
 
 class ModelManager final : public nn::Weights {
  public:
-  ModelManager(const ModelLoader& loader, Device& device, ModelManagerOptions options = {});
+  // Weights for registered modules only (add_module()).
+  explicit ModelManager(ModelLoader& loader, ModelManagerOptions options = {});
+  // One module holding every weight on `device`, kept there: the simple case.
+  ModelManager(ModelLoader& loader, Device& device, ModelManagerOptions options = {});
   ~ModelManager() override;
+
+  void add_module(ModuleSpec spec);
+  // The parameters a module's graphs read (from nn::ParamRecorder): checked against the
+  // files at once (every missing or mis-shaped tensor in one error) and remembered for
+  // load_module().
+  void declare(const std::string& module, const std::vector<nn::ParamDecl>& params);
 
   Tensor* get(Context& ctx, const std::string& name, const Shape& ne) override;
   bool contains(const std::string& name) const override { return loader_.contains(name); }
+  // Drops the copies staged for the graph that just ran.
+  void after_compute() override;
+
+  // Makes every declared weight of `module` resident now, reading in parallel;
+  // `progress(done, total)` after each tensor. For --eager-load and for the start of a
+  // phase of a disk module.
+  void load_module(const std::string& module,
+                   const std::function<void(size_t, size_t)>& progress = {});
+  // A phase of `module` ended: disk weights are freed (a later get() loads them again).
+  void phase_done(const std::string& module);
 
   // The dtype `name` has (or will have) once resident.
   DType resident_type(const std::string& name) const;
   // Drops every resident weight whose name starts with `prefix`.
   void release(const std::string& prefix);
-  // Bytes held in device buffers (mapped weights not counted) and mapped.
+  // Bytes held in device buffers (mapped weights not counted) and mapped, now.
   size_t resident_bytes() const;
   size_t mapped_bytes() const;
+  const WeightTraffic& traffic() const { return traffic_; }
 
  private:
   struct Resident {
@@ -48,12 +94,26 @@ class ModelManager final : public nn::Weights {
     std::unique_ptr<Buffer> buffer;
     bool mapped = false;
   };
-  Resident& load(const std::string& name);
+  struct Module {
+    ModuleSpec spec;
+    std::vector<nn::ParamDecl> params;
+    bool files_checked = false;  // this phase (disk residency)
+  };
+  Module& module_of(const std::string& name);
+  Module* find_module(const std::string& name);
+  Device& params_device(const Module& m) const;
+  // Creates the resident tensor and its memory; returns true when its bytes still have to
+  // be read (not mapped).
+  bool place(const std::string& name, Device& device, Resident& r);
+  void fill(const std::string& name, Resident& r);
+  void drop(std::map<std::string, Resident>::iterator it);
 
-  const ModelLoader& loader_;
-  Device& device_;
+  ModelLoader& loader_;
   ModelManagerOptions options_;
+  std::vector<Module> modules_;
   std::map<std::string, Resident> resident_;
+  std::map<std::string, Resident> staged_;  // for the graph being built
+  WeightTraffic traffic_;
 };
 
 }  // namespace sd::weights

@@ -1,0 +1,97 @@
+#include "backend/backend_manager.h"
+
+#include <cctype>
+
+#include "tensor/error.h"
+
+namespace sd {
+
+std::string residency_name(const Residency& r) {
+  switch (r.kind) {
+    case Residency::Kind::Compute:
+      return "on its compute device";
+    case Residency::Kind::Device:
+      return "on " + r.device->name();
+    case Residency::Kind::Disk:
+      return "on disk";
+  }
+  return "?";
+}
+
+BackendManager::BackendManager(std::string_view backend_spec, std::string_view params_backend_spec,
+                               BackendOptions options, const DeviceRegistry& registry)
+    : registry_(registry), options_(options) {
+  const Assignment runtime = parse_assignment(backend_spec, "--backend");
+  const Assignment params = parse_assignment(params_backend_spec, "--params-backend");
+  for (Module m : all_modules()) {
+    Placement p;
+    const std::string& compute_name = runtime.get(m);
+    SD_CHECK(!is_disk_name(compute_name),
+             "--backend %s: 'disk' holds weights, it cannot compute; use --params-backend "
+             "%s=disk to keep the weights on disk and --backend for the device that computes",
+             compute_name == runtime.default_name ? compute_name.c_str()
+                                                  : (std::string(module_name(m)) + "=disk").c_str(),
+             module_name(m));
+    p.compute = &resolve(compute_name, "--backend", m);
+    const std::string& params_name = params.get(m);
+    if (is_disk_name(params_name)) {
+      p.params.kind = Residency::Kind::Disk;
+    } else if (!is_default_device_name(params_name)) {
+      Device& d = resolve(params_name, "--params-backend", m);
+      if (&d != p.compute) {
+        p.params.kind = Residency::Kind::Device;
+        p.params.device = &d;
+      }
+    }
+    placement_[m] = p;
+  }
+}
+
+BackendManager::~BackendManager() = default;
+
+Device& BackendManager::resolve(const std::string& name, const char* flag, Module m) const {
+  const auto& devices = registry_.devices();
+  SD_CHECK(!devices.empty(), "no devices are registered");
+  auto first_gpu = [&]() -> Device* {
+    for (const auto& d : devices)
+      if (d->kind() == DeviceKind::Gpu) return d.get();
+    return nullptr;
+  };
+  if (is_default_device_name(name)) {
+    Device* gpu = first_gpu();
+    return gpu ? *gpu : *devices.front();
+  }
+  std::string lower;
+  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "gpu") {
+    Device* gpu = first_gpu();
+    SD_CHECK(gpu, "%s %s=gpu: no GPU device here; devices: %s (see --list-devices)", flag,
+             module_name(m), registry_.names().c_str());
+    return *gpu;
+  }
+  Device* d = registry_.find(name);
+  SD_CHECK(d, "%s: unknown device '%s' for %s; devices: %s, or auto, gpu%s (see --list-devices)",
+           flag, name.c_str(), module_name(m), registry_.names().c_str(),
+           std::string_view(flag) == "--params-backend" ? ", disk" : "");
+  return *d;
+}
+
+Backend& BackendManager::backend(Module m) {
+  Device* d = placement_.at(m).compute;
+  std::unique_ptr<Backend>& b = backends_[d];
+  if (!b) b = d->create_backend(options_);
+  return *b;
+}
+
+std::string BackendManager::describe(Module m) const {
+  const Placement& p = placement_.at(m);
+  std::string s = std::string(module_name(m)) + ": " + p.compute->name();
+  if (p.params.kind != Residency::Kind::Compute) s += ", weights " + residency_name(p.params);
+  return s;
+}
+
+void BackendManager::release_caches() {
+  for (auto& [device, backend] : backends_) backend->release_caches();
+}
+
+}  // namespace sd

@@ -1,0 +1,64 @@
+// The BackendManager turns --backend and --params-backend into devices: for each module,
+// the device it computes on and where its weights live, and one Backend (stream) per
+// device, shared by every module placed there and freed with the manager.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "backend/backend.h"
+#include "backend/placement.h"
+#include "backend/registry.h"
+
+namespace sd {
+
+// Where a module's weights live between uses (ARCHITECTURE.md, "Placement and residency").
+struct Residency {
+  enum class Kind {
+    Compute,  // on the device the module computes on (the default)
+    Device,   // on another device (e.g. RAM for a GPU module); staged in before each use
+    Disk,     // read from the model file when a phase needs them, freed when it ends
+  };
+  Kind kind = Kind::Compute;
+  Device* device = nullptr;  // Kind::Device only
+};
+
+// "CPU", "disk" or "on its compute device", for messages.
+std::string residency_name(const Residency& r);
+
+class BackendManager {
+ public:
+  // Parses and resolves both assignments for every module now, so a typo fails before any
+  // weight is read. Throws sd::Error naming the flag, the entry and the valid names.
+  BackendManager(std::string_view backend_spec, std::string_view params_backend_spec,
+                 BackendOptions options = {},
+                 const DeviceRegistry& registry = DeviceRegistry::instance());
+  ~BackendManager();
+  BackendManager(const BackendManager&) = delete;
+  BackendManager& operator=(const BackendManager&) = delete;
+
+  Device& compute_device(Module m) const { return *placement_.at(m).compute; }
+  Residency residency(Module m) const { return placement_.at(m).params; }
+  // The backend of the module's compute device, created on first use.
+  Backend& backend(Module m);
+  // "diffusion: CPU, weights on disk" for the log.
+  std::string describe(Module m) const;
+  // Every created backend's caches (Backend::release_caches).
+  void release_caches();
+
+ private:
+  struct Placement {
+    Device* compute = nullptr;
+    Residency params;
+  };
+  Device& resolve(const std::string& name, const char* flag, Module m) const;
+
+  const DeviceRegistry& registry_;
+  BackendOptions options_;
+  std::map<Module, Placement> placement_;
+  std::map<Device*, std::unique_ptr<Backend>> backends_;
+};
+
+}  // namespace sd

@@ -1,0 +1,154 @@
+#include "backend/placement.h"
+
+#include <gtest/gtest.h>
+
+#include "backend/backend_manager.h"
+#include "backend/cpu/cpu_device.h"
+#include "fake_device.h"
+#include "tensor/error.h"
+
+namespace sd {
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Placement, ModuleNamesIgnoreCaseDashesAndUnderscores) {
+  EXPECT_EQ(parse_module("diffusion"), Module::Diffusion);
+  EXPECT_EQ(parse_module("UNet"), Module::Diffusion);
+  EXPECT_EQ(parse_module("DiT"), Module::Diffusion);
+  EXPECT_EQ(parse_module("text_encoder"), Module::TextEncoder);
+  EXPECT_EQ(parse_module("Text-Encoders"), Module::TextEncoder);
+  EXPECT_EQ(parse_module("clip"), Module::TextEncoder);
+  EXPECT_EQ(parse_module("t5xxl"), Module::TextEncoder);
+  EXPECT_EQ(parse_module("clip_vision"), Module::ClipVision);
+  EXPECT_EQ(parse_module("first_stage"), Module::Vae);
+  EXPECT_EQ(parse_module("TAE"), Module::Vae);
+  EXPECT_EQ(parse_module("control"), Module::ControlNet);
+  EXPECT_EQ(parse_module("pmid"), Module::PhotoMaker);
+  EXPECT_EQ(parse_module("hires"), Module::Upscaler);
+  EXPECT_EQ(parse_module("yolo"), Module::Detector);
+  EXPECT_EQ(parse_module("decoder"), std::nullopt);
+}
+
+TEST(Placement, SingleNameIsTheDefault) {
+  const Assignment a = parse_assignment(" CUDA0 ", "--backend");
+  EXPECT_EQ(a.default_name, "CUDA0");
+  EXPECT_TRUE(a.module.empty());
+  EXPECT_EQ(a.get(Module::Vae), "CUDA0");
+}
+
+TEST(Placement, ModuleEntriesWinOverTheDefaultInAnyOrder) {
+  const Assignment a = parse_assignment("te=disk, *=cpu", "--params-backend");
+  EXPECT_EQ(a.get(Module::TextEncoder), "disk");
+  EXPECT_EQ(a.get(Module::Diffusion), "cpu");
+  const Assignment b = parse_assignment("all=cuda0,vae=cpu,default=RPC0", "--backend");
+  EXPECT_EQ(b.get(Module::Vae), "cpu");
+  EXPECT_EQ(b.get(Module::Diffusion), "RPC0");  // a later default replaces an earlier one
+}
+
+TEST(Placement, LaterEntryForAModuleReplacesTheEarlier) {
+  const Assignment a = parse_assignment("unet=cpu,diffusion=cuda1,,", "--backend");
+  EXPECT_EQ(a.get(Module::Diffusion), "cuda1");
+  EXPECT_EQ(a.get(Module::TextEncoder), "");
+}
+
+TEST(Placement, EmptySpecMeansDefaults) {
+  EXPECT_TRUE(parse_assignment("", "--backend").empty());
+  EXPECT_TRUE(parse_assignment(" , ", "--backend").empty());
+  EXPECT_TRUE(is_default_device_name("Auto"));
+  EXPECT_TRUE(is_default_device_name("default"));
+  EXPECT_TRUE(is_default_device_name(" "));
+  EXPECT_FALSE(is_default_device_name("cpu"));
+  EXPECT_TRUE(is_disk_name("DISK"));
+}
+
+TEST(Placement, UnknownModuleListsTheValidOnes) {
+  const std::string e = error_of([] { parse_assignment("decoder=cpu", "--backend"); });
+  EXPECT_NE(e.find("--backend"), std::string::npos) << e;
+  EXPECT_NE(e.find("'decoder'"), std::string::npos) << e;
+  EXPECT_NE(e.find("diffusion (model, unet, dit)"), std::string::npos) << e;
+  EXPECT_NE(e.find("all/default/*"), std::string::npos) << e;
+}
+
+TEST(Placement, EntryWithoutDeviceIsAnError) {
+  const std::string e = error_of([] { parse_assignment("te=", "--params-backend"); });
+  EXPECT_NE(e.find("'te='"), std::string::npos) << e;
+  EXPECT_NE(error_of([] { parse_assignment("=cpu", "--backend"); }), "");
+}
+
+class Manager : public ::testing::Test {
+ protected:
+  Manager() {
+    registry_.add(std::make_unique<CpuDevice>());
+    registry_.add(std::make_unique<test::FakeDevice>("CUDA0"));
+    registry_.add(std::make_unique<test::FakeDevice>("CUDA1"));
+  }
+  Device& dev(const char* name) { return registry_.get(name); }
+  DeviceRegistry registry_;
+};
+
+TEST_F(Manager, DefaultIsTheFirstGpuAndWeightsStayWithTheirModule) {
+  BackendManager m("", "", {}, registry_);
+  for (Module mod : all_modules()) {
+    EXPECT_EQ(&m.compute_device(mod), &dev("CUDA0"));
+    EXPECT_EQ(m.residency(mod).kind, Residency::Kind::Compute);
+  }
+}
+
+TEST_F(Manager, ResolvesNamesCaseInsensitivelyPerModule) {
+  BackendManager m("te=cpu,vae=cuda1,gpu", "diffusion=CPU,te=cpu,vae=disk", {}, registry_);
+  EXPECT_EQ(&m.compute_device(Module::TextEncoder), &dev("CPU"));
+  EXPECT_EQ(&m.compute_device(Module::Vae), &dev("CUDA1"));
+  EXPECT_EQ(&m.compute_device(Module::Diffusion), &dev("CUDA0"));
+  // te's weights are where it computes: nothing to stage.
+  EXPECT_EQ(m.residency(Module::TextEncoder).kind, Residency::Kind::Compute);
+  EXPECT_EQ(m.residency(Module::Diffusion).kind, Residency::Kind::Device);
+  EXPECT_EQ(m.residency(Module::Diffusion).device, &dev("CPU"));
+  EXPECT_EQ(m.residency(Module::Vae).kind, Residency::Kind::Disk);
+  EXPECT_EQ(m.describe(Module::Diffusion), "diffusion: CUDA0, weights on CPU");
+  EXPECT_EQ(m.describe(Module::Vae), "vae: CUDA1, weights on disk");
+}
+
+TEST_F(Manager, WithoutAGpuDefaultIsTheCpuAndGpuIsAnError) {
+  DeviceRegistry cpu_only;
+  cpu_only.add(std::make_unique<CpuDevice>());
+  BackendManager m("auto", "", {}, cpu_only);
+  EXPECT_EQ(m.compute_device(Module::Vae).name(), "CPU");
+  const std::string e = error_of([&] { BackendManager("vae=gpu", "", {}, cpu_only); });
+  EXPECT_NE(e.find("no GPU"), std::string::npos) << e;
+  EXPECT_NE(e.find("vae=gpu"), std::string::npos) << e;
+}
+
+TEST_F(Manager, DiskCannotCompute) {
+  const std::string e = error_of([&] { BackendManager("disk", "", {}, registry_); });
+  EXPECT_NE(e.find("--backend disk"), std::string::npos) << e;
+  EXPECT_NE(e.find("--params-backend"), std::string::npos) << e;
+  const std::string f = error_of([&] { BackendManager("te=disk", "", {}, registry_); });
+  EXPECT_NE(f.find("te=disk"), std::string::npos) << f;
+}
+
+TEST_F(Manager, UnknownDeviceListsTheDevices) {
+  const std::string e = error_of([&] { BackendManager("", "te=cuda9", {}, registry_); });
+  EXPECT_NE(e.find("--params-backend"), std::string::npos) << e;
+  EXPECT_NE(e.find("'cuda9'"), std::string::npos) << e;
+  EXPECT_NE(e.find("CPU, CUDA0, CUDA1"), std::string::npos) << e;
+  EXPECT_NE(e.find("disk"), std::string::npos) << e;
+}
+
+TEST(BackendManagerCpu, OneBackendPerDeviceSharedByModules) {
+  BackendManager m("cpu", "", BackendOptions{1});
+  Backend& te = m.backend(Module::TextEncoder);
+  EXPECT_EQ(&te, &m.backend(Module::Diffusion));
+  EXPECT_EQ(te.device().name(), "CPU");
+  m.release_caches();
+}
+
+}  // namespace
+}  // namespace sd
