@@ -57,6 +57,11 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   for (const Field& f : unsupported)
     SD_CHECK(!given(f.value), "%s is not supported by this build (SD 1.x/2.x image generation)",
              f.flag);
+  // LoRAs are merged into the weights as they load (also into quantized ones, which are
+  // dequantized, merged and quantized again), so sampling runs at the plain model's speed.
+  SD_CHECK(p.lora_apply_mode != LORA_APPLY_AT_RUNTIME,
+           "--lora-apply-mode at_runtime is not available in this build; use auto or "
+           "immediately, which merge the LoRA into the weights when they load");
   SD_CHECK(!given(p.tensor_type_rules),
            "--tensor-type-rules applies to -M convert in this build; convert the model first");
 }
@@ -154,7 +159,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
   return sd::api::c_boundary("generate_image", false, [&] {
     SD_CHECK(sd_ctx && sd_ctx->sd, "no model context (new_sd_ctx failed or was not called)");
     SD_CHECK(p && images_out && num_images_out, "missing parameters or output pointers");
-    SD_CHECK(p->lora_count == 0, "LoRA is not supported by this build yet; remove <lora:...>");
+    SD_CHECK(p->lora_count == 0 || p->loras, "lora_count is %u but no LoRAs are given",
+             p->lora_count);
     SD_CHECK(p->ref_images_count == 0, "reference images are not supported for SD 1.x/2.x");
     SD_CHECK(!has_image(p->control_image), "ControlNet is not supported by this build");
     SD_CHECK(!p->hires.enabled, "the highres fix is not supported by this build yet");
@@ -163,6 +169,14 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     const sd_sample_params_t& s = p->sample_params;
 
     sd::pipeline::ImageRequest r;
+    for (uint32_t i = 0; i < p->lora_count; ++i) {
+      const sd_lora_t& l = p->loras[i];
+      SD_CHECK(l.path && *l.path, "LoRA %u has no file path", i);
+      SD_CHECK(!l.is_high_noise,
+               "LoRA '%s' targets a high-noise diffusion model, which SD 1.x/2.x do not have",
+               l.path);
+      r.loras.push_back({l.path, l.multiplier});
+    }
     r.prompt = p->prompt ? p->prompt : "";
     r.negative_prompt = p->negative_prompt ? p->negative_prompt : "";
     r.clip_skip = p->clip_skip;

@@ -299,6 +299,13 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || m.vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
 
+  {
+    std::vector<weights::ModelManager::LoraRequest> loras;
+    for (const ImageRequest::Lora& l : r.loras) loras.push_back({l.path, l.multiplier});
+    bool changed = false;
+    for (const std::string& w : m.weights->set_loras(loras, &changed)) warn(w);
+    if (changed) m.backends->release_caches();  // packed copies of the old weights
+  }
   m.probe_prediction();
   const sampling::SampleMethod method = r.method.value_or(sampling::default_sample_method(false));
   const sampling::Scheduler scheduler =
@@ -469,12 +476,14 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     sampler_options.prediction = m.prediction;
     x = sampling::sample(method, denoiser, std::move(x), sigmas, *sampler_rng, sampler_options);
     latents.push_back(m.schedule.inverse_noise_scaling(sigmas.back(), std::move(x)));
+    if (b + 1 == r.batch_count) {
+      // Each phase gives its memory back before the next starts: peak memory is the
+      // largest phase's, not their sum.
+      m.unet->release();
+      m.phase_done(Module::Diffusion);
+    }
     timer.done(format("sampling image %d/%d", b + 1, r.batch_count));
   }
-  // Each phase gives its memory back before the next starts: peak memory is the largest
-  // phase's, not their sum.
-  m.unet->release();
-  m.phase_done(Module::Diffusion);
 
   std::vector<io::Image> images;
   for (const std::vector<float>& latent : latents) {

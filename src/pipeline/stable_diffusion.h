@@ -76,6 +76,13 @@ struct ImageRequest {
   const io::Image* mask = nullptr;  // white = repaint
   float strength = 0.75f;
   std::optional<models::TilingParams> vae_tiling;
+  // LoRAs merged into the weights for this request (and kept while the next request asks
+  // for the same set).
+  struct Lora {
+    std::string path;
+    float multiplier = 1.0f;
+  };
+  std::vector<Lora> loras;
   // Called after every sampling step: (step, steps, seconds since the previous call).
   std::function<void(int, int, double)> progress;
   // Polled before every model call; true stops the generation with an sd::Error.

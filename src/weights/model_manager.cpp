@@ -143,8 +143,11 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
   t.nb = contiguous_strides(t.type, s.ne);
   t.name = name;
   t.flags = kFlagParam;
+  // A weight a LoRA changes is a copy: the mapped file stays as it is.
   const uint8_t* mapped =
-      options_.use_mmap && device.caps().host_addressable ? loader_.mapped(name, t.type) : nullptr;
+      options_.use_mmap && device.caps().host_addressable && !lora_targets_.count(name)
+          ? loader_.mapped(name, t.type)
+          : nullptr;
   if (mapped) {
     r.buffer = std::make_unique<MappedBuffer>(device.buffer_type(), mapped, t.nbytes());
     r.mapped = true;
@@ -158,6 +161,7 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
 }
 
 void ModelManager::fill(const std::string& name, Resident& r) {
+  if (lora_targets_.count(name)) return fill_merged(name, r);
   Tensor& t = r.tensor;
   if (r.buffer->is_host()) {
     loader_.read(name, t.type, t.data);

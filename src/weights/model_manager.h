@@ -25,6 +25,7 @@
 #include "backend/backend_manager.h"
 #include "nn/param_recorder.h"
 #include "nn/weights.h"
+#include "weights/lora.h"
 #include "weights/model_loader.h"
 
 namespace sd::weights {
@@ -79,6 +80,18 @@ class ModelManager final : public nn::Weights {
   // A phase of `module` ended: disk weights are freed (a later get() loads them again).
   void phase_done(const std::string& module);
 
+  // LoRAs merged into the weights they change as those become resident (and again after a
+  // disk reload). A different set drops the weights either set changes, so they are read
+  // again clean and merged anew; an empty set removes every LoRA. Returns warnings (keys
+  // of a file that change no weight of this model); throws for unreadable files. Returns
+  // via `changed` whether any resident weight was dropped (backend caches are then stale).
+  struct LoraRequest {
+    std::string path;
+    float multiplier = 1.0f;
+  };
+  std::vector<std::string> set_loras(const std::vector<LoraRequest>& loras,
+                                     bool* changed = nullptr);
+
   // The dtype `name` has (or will have) once resident.
   DType resident_type(const std::string& name) const;
   // Drops every resident weight whose name starts with `prefix`.
@@ -107,6 +120,10 @@ class ModelManager final : public nn::Weights {
   bool place(const std::string& name, Device& device, Resident& r);
   void fill(const std::string& name, Resident& r);
   void drop(std::map<std::string, Resident>::iterator it);
+  // Reads `name` as f32, adds its LoRA deltas and stores it in r's type.
+  void fill_merged(const std::string& name, Resident& r);
+  const LoraFile& lora_file(const std::string& path);
+  using LoraList = std::vector<std::pair<const LoraUpdate*, float>>;
 
   ModelLoader& loader_;
   ModelManagerOptions options_;
@@ -114,6 +131,8 @@ class ModelManager final : public nn::Weights {
   std::map<std::string, Resident> resident_;
   std::map<std::string, Resident> staged_;  // for the graph being built
   WeightTraffic traffic_;
+  std::map<std::string, LoraFile> lora_files_;    // read once per path
+  std::map<std::string, LoraList> lora_targets_;  // weight -> the updates merged into it
 };
 
 }  // namespace sd::weights

@@ -1,0 +1,124 @@
+// LoRA through the ModelManager: merged when a weight becomes resident, re-merged when the
+// set changes, gone when it is dropped.
+#include <gtest/gtest.h>
+
+#include "backend/registry.h"
+#include "io/io_test_util.h"
+#include "nn/random_weights.h"
+#include "tensor/error.h"
+#include "tensor/quant/quant.h"
+#include "weights/model_manager.h"
+
+namespace sd::weights {
+namespace {
+
+const char* kQ = "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj.weight";
+constexpr int64_t kDim = 16, kRank = 4;
+
+class ManagerLora : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    model_ = dir_.file("model.safetensors");
+    nn::RandomWeights w(DType::F16, 3);
+    Context ctx;
+    w.get(ctx, kQ, make_shape({kDim, kDim}));
+    w.save_safetensors(model_);
+    lora_ = dir_.file("style.safetensors");
+    up_.resize(kDim * kRank);
+    down_.resize(kRank * kDim);
+    for (size_t i = 0; i < up_.size(); ++i) up_[i] = 0.01f * static_cast<float>(i % 11) - 0.05f;
+    for (size_t i = 0; i < down_.size(); ++i) down_[i] = 0.02f * static_cast<float>(i % 7) - 0.06f;
+    nn::RandomWeights l;
+    const std::string stem = "lora_te_text_model_encoder_layers_0_self_attn_q_proj";
+    l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
+    l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+    l.set(stem + ".alpha", make_shape({1}), {2.0f});
+    l.set("lora_unet_no_such_block.lora_up.weight", make_shape({1, 2}), {1.0f, 1.0f});
+    l.set("lora_unet_no_such_block.lora_down.weight", make_shape({2, 1}), {1.0f, 1.0f});
+    l.save_safetensors(lora_);
+    loader_.add(model_);
+  }
+  // The weight as the manager gives it, as f32.
+  std::vector<float> weight(ModelManager& m) {
+    Context ctx;
+    Tensor* t = m.get(ctx, kQ, make_shape({kDim, kDim}));
+    std::vector<uint16_t> half(kDim * kDim);
+    tensor_get(*t, half.data());
+    std::vector<float> out(half.size());
+    dequantize_row(DType::F16, half.data(), out.data(), static_cast<int64_t>(out.size()));
+    return out;
+  }
+  // Merged by hand: W + multiplier * alpha / rank * up x down, rounded to f16.
+  std::vector<float> merged(const std::vector<float>& original, float multiplier) {
+    std::vector<float> w = original;
+    for (int64_t o = 0; o < kDim; ++o)
+      for (int64_t i = 0; i < kDim; ++i) {
+        float d = 0;
+        for (int64_t a = 0; a < kRank; ++a) d += up_[o * kRank + a] * down_[a * kDim + i];
+        const float v = w[o * kDim + i] + multiplier * (2.0f / kRank) * d;
+        uint16_t h = 0;
+        quantize_row(DType::F16, &v, &h, 1);
+        dequantize_row(DType::F16, &h, &w[o * kDim + i], 1);
+      }
+    return w;
+  }
+
+  io::test::TempDir dir_;
+  std::string model_, lora_;
+  std::vector<float> up_, down_;
+  ModelLoader loader_;
+};
+
+TEST_F(ManagerLora, MergesWhenLoadedAndFollowsTheSet) {
+  ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
+  const std::vector<float> original = weight(m);
+  EXPECT_GT(m.mapped_bytes(), 0u);
+
+  bool changed = false;
+  std::vector<std::string> warnings = m.set_loras({{lora_, 0.5f}}, &changed);
+  EXPECT_TRUE(changed);  // the resident weight went back to the file
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("lora_unet_no_such_block"), std::string::npos) << warnings[0];
+  const std::vector<float> half = weight(m);
+  EXPECT_EQ(half, merged(original, 0.5f));
+  EXPECT_EQ(m.mapped_bytes(), 0u);  // a merged weight is a copy, the file stays as it is
+
+  m.set_loras({{lora_, 0.5f}}, &changed);
+  EXPECT_FALSE(changed);  // same set: nothing to redo
+  m.set_loras({{lora_, 1.0f}}, &changed);
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(weight(m), merged(original, 1.0f));
+
+  m.set_loras({}, &changed);  // dropped: the plain weight again
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(weight(m), original);
+}
+
+TEST_F(ManagerLora, MergedWeightsReloadAfterADiskPhase) {
+  ModelManager m(loader_);
+  m.add_module({"te",
+                {"cond_stage_model."},
+                &DeviceRegistry::instance().get("CPU"),
+                {Residency::Kind::Disk, nullptr}});
+  const std::vector<float> original = weight(m);
+  m.set_loras({{lora_, 1.0f}});
+  const std::vector<float> first = weight(m);
+  m.phase_done("te");
+  EXPECT_EQ(m.resident_bytes(), 0u);
+  EXPECT_EQ(weight(m), first);
+  EXPECT_EQ(first, merged(original, 1.0f));
+}
+
+TEST_F(ManagerLora, MissingLoraFileIsNamed) {
+  ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
+  const std::string missing = dir_.file("nope.safetensors");
+  try {
+    m.set_loras({{missing, 1.0f}});
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sd::weights
