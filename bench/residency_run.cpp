@@ -6,7 +6,8 @@
 //   e.g. sd-residency-run sd15.safetensors disk 512 3
 //
 // Prints one Markdown table row: params backend | peak RSS while loading, text encoding,
-// sampling, decoding (GB) | RSS at the end of each phase | seconds per step | total s.
+// sampling, decoding (GB) | RSS at the end of each phase | first step s (weights fault
+// in) | seconds per later step | total s.
 // The peak of a phase is VmHWM after resetting it (/proc/self/clear_refs) at the phase
 // start; needs SD_CLIP_VOCAB or a cached vocabulary.
 #include <chrono>
@@ -63,9 +64,10 @@ int main(int argc, char** argv) {
     r.width = r.height = argc > 3 ? std::atoi(argv[3]) : 512;
     r.steps = argc > 4 ? std::atoi(argv[4]) : 3;
     r.seed = 42;
-    double step_seconds = 0;
+    double step_seconds = 0, first_step = 0;
     int timed_steps = 0;
     r.progress = [&](int step, int, double seconds) {
+      if (step == 1) first_step = seconds;
       if (step > 1) {  // the first step also faults the weights in
         step_seconds += seconds;
         ++timed_steps;
@@ -78,7 +80,8 @@ int main(int argc, char** argv) {
     std::printf("| %s |", o.params_backend.empty() ? "(default)" : o.params_backend.c_str());
     for (const Phase& p : phases) std::printf(" %.2f |", p.peak);
     for (const Phase& p : phases) std::printf(" %.2f |", p.end);
-    std::printf(" %.2f | %.1f |\n", timed_steps ? step_seconds / timed_steps : 0.0, total);
+    std::printf(" %.2f | %.2f | %.1f |\n", first_step,
+                timed_steps ? step_seconds / timed_steps : 0.0, total);
     return 0;
   } catch (const sd::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
