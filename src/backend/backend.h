@@ -50,6 +50,10 @@ class Buffer {
   virtual void set(Tensor& t, const void* data, size_t offset, size_t size) = 0;
   virtual void get(const Tensor& t, void* data, size_t offset, size_t size) const = 0;
   virtual void clear(uint8_t value) = 0;
+  // Lets [data, data + size) leave RAM when its bytes can be read back on demand (a
+  // read-only file mapping): a backend that keeps its own packed copy of a weight calls
+  // this so the model is not held twice. A later read brings the bytes back. Default: no-op.
+  virtual void evict(const void* data, size_t size) {}
 
  private:
   BufferType& type_;

@@ -15,8 +15,9 @@ namespace {
 // A read-only window onto a mapped weight file: weights alias it without a copy.
 class MappedBuffer final : public Buffer {
  public:
-  MappedBuffer(BufferType& type, const uint8_t* data, size_t size)
-      : Buffer(type, size), data_(data) {}
+  MappedBuffer(BufferType& type, const uint8_t* data, size_t size, std::function<void()> evict)
+      : Buffer(type, size), data_(data), evict_(std::move(evict)) {}
+  void evict(const void*, size_t) override { evict_(); }
   void* base() override { return const_cast<uint8_t*>(data_); }
   bool is_host() const override { return true; }
   void set(Tensor& t, const void*, size_t, size_t) override {
@@ -29,6 +30,7 @@ class MappedBuffer final : public Buffer {
 
  private:
   const uint8_t* data_;
+  std::function<void()> evict_;  // drops the tensor's pages (ModelLoader::evict)
 };
 
 std::string shape_text(const Shape& ne) {
@@ -149,7 +151,8 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
           ? loader_.mapped(name, t.type)
           : nullptr;
   if (mapped) {
-    r.buffer = std::make_unique<MappedBuffer>(device.buffer_type(), mapped, t.nbytes());
+    r.buffer = std::make_unique<MappedBuffer>(device.buffer_type(), mapped, t.nbytes(),
+                                              [this, name] { loader_.evict(name); });
     r.mapped = true;
     bind_tensor(t, *r.buffer, 0);
     traffic_.mapped += t.nbytes();

@@ -1,5 +1,7 @@
 #include "backend/cpu/dnnl_state.h"
 
+#include "backend/backend.h"
+
 #include <cstdlib>
 #include <cstring>
 
@@ -114,6 +116,8 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
   PackedWeights w{layout, dnnl::memory(layout, engine), fp};
   pack(w.memory);
   weight_bytes_ += layout.get_size();
+  // The packed copy serves every later call: the source need not stay in RAM as well.
+  if (t->buffer) t->buffer->evict(t->data, t->nbytes());
   return weights_.emplace(key, std::move(w)).first->second.memory;
 }
 
