@@ -57,11 +57,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   for (const Field& f : unsupported)
     SD_CHECK(!given(f.value), "%s is not supported by this build (SD 1.x/2.x image generation)",
              f.flag);
-  // LoRAs are merged into the weights as they load (also into quantized ones, which are
-  // dequantized, merged and quantized again), so sampling runs at the plain model's speed.
-  SD_CHECK(p.lora_apply_mode != LORA_APPLY_AT_RUNTIME,
-           "--lora-apply-mode at_runtime is not available in this build; use auto or "
-           "immediately, which merge the LoRA into the weights when they load");
   SD_CHECK(!given(p.tensor_type_rules),
            "--tensor-type-rules applies to -M convert in this build; convert the model first");
 }
@@ -80,6 +75,10 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.backend)) o.backend = p.backend;
   if (given(p.params_backend)) o.params_backend = p.params_backend;
   o.eager_load = p.eager_load;
+  using LoraMode = sd::weights::ModelManagerOptions::LoraMode;
+  o.lora_mode = p.lora_apply_mode == LORA_APPLY_IMMEDIATELY  ? LoraMode::Merge
+                : p.lora_apply_mode == LORA_APPLY_AT_RUNTIME ? LoraMode::AtRuntime
+                                                             : LoraMode::Auto;
   if (p.wtype != SD_TYPE_COUNT) {
     const char* name = sd_type_name(p.wtype);
     std::optional<sd::DType> t = name ? sd::dtype_from_name(name) : std::nullopt;

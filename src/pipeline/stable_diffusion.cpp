@@ -113,7 +113,8 @@ struct StableDiffusion::Impl {
 
     backends =
         std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
-    const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads};
+    const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
+                                                       o.lora_mode};
     weights = std::make_unique<weights::ModelManager>(loader, manager_options);
     auto add_module = [&](weights::ModelManager& manager, Module m, const char* prefix) {
       manager.add_module(weights::ModuleSpec{

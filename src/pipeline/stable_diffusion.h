@@ -21,6 +21,7 @@
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
 #include "sampling/schedulers.h"
+#include "weights/model_manager.h"
 
 namespace sd::pipeline {
 
@@ -50,6 +51,9 @@ struct ModelOptions {
   std::string backend;         // --backend
   std::string params_backend;  // --params-backend
   bool eager_load = false;     // read every weight when the model is opened
+  // --lora-apply-mode: merged on load, added in each graph, or auto (at runtime for
+  // quantized weights only).
+  weights::ModelManagerOptions::LoraMode lora_mode = weights::ModelManagerOptions::LoraMode::Auto;
   // Told while --eager-load reads a module: (module, tensors done, tensors in all).
   std::function<void(const std::string&, size_t, size_t)> load_progress;
   std::optional<Architecture> architecture;  // unset: detected from the files

@@ -145,11 +145,11 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
   t.nb = contiguous_strides(t.type, s.ne);
   t.name = name;
   t.flags = kFlagParam;
-  // A weight a LoRA changes is a copy: the mapped file stays as it is.
-  const uint8_t* mapped =
-      options_.use_mmap && device.caps().host_addressable && !lora_targets_.count(name)
-          ? loader_.mapped(name, t.type)
-          : nullptr;
+  // A weight a LoRA is merged into is a copy: the mapped file stays as it is.
+  const uint8_t* mapped = options_.use_mmap && device.caps().host_addressable &&
+                                  (!lora_targets_.count(name) || lora_at_runtime(name))
+                              ? loader_.mapped(name, t.type)
+                              : nullptr;
   if (mapped) {
     r.buffer = std::make_unique<MappedBuffer>(device.buffer_type(), mapped, t.nbytes(),
                                               [this, name] { loader_.evict(name); });
@@ -164,7 +164,7 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
 }
 
 void ModelManager::fill(const std::string& name, Resident& r) {
-  if (lora_targets_.count(name)) return fill_merged(name, r);
+  if (lora_targets_.count(name) && !lora_at_runtime(name)) return fill_merged(name, r);
   Tensor& t = r.tensor;
   if (r.buffer->is_host()) {
     loader_.read(name, t.type, t.data);
@@ -218,6 +218,8 @@ Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne
   leaf->flags |= kFlagParam;
   leaf->buffer = use->tensor.buffer;
   leaf->data = use->tensor.data;
+  if (lora_targets_.count(name) && lora_at_runtime(name))
+    return add_runtime_loras(ctx, name, leaf, *m.spec.compute);
   return leaf;
 }
 

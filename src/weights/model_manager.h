@@ -35,6 +35,12 @@ struct ModelManagerOptions {
   std::optional<DType> weight_type;
   bool use_mmap = true;
   int load_threads = 0;  // parallel reads for load_module(); 0: hardware threads
+  // How LoRAs reach the weights they change (--lora-apply-mode):
+  // Merge: into the weight as it becomes resident (sampling runs at the plain speed);
+  // AtRuntime: the weight stays as stored and each graph adds the LoRA's product to it
+  //   (no requantization of quantized weights; costs a little per graph);
+  // Auto: at runtime for quantized weights, merged for the others.
+  enum class LoraMode { Auto, Merge, AtRuntime } lora_mode = LoraMode::Auto;
 };
 
 // One module's weights: the names under `prefixes`, where it computes, where they live.
@@ -124,6 +130,13 @@ class ModelManager final : public nn::Weights {
   void fill_merged(const std::string& name, Resident& r);
   const LoraFile& lora_file(const std::string& path);
   using LoraList = std::vector<std::pair<const LoraUpdate*, float>>;
+  // Whether `name`'s LoRAs are added in each graph instead of merged on load.
+  bool lora_at_runtime(const std::string& name) const;
+  // weight + its LoRAs' changes, as nodes of `ctx` (at-runtime mode).
+  Tensor* add_runtime_loras(Context& ctx, const std::string& name, Tensor* weight, Device& device);
+  // An f32 host tensor holding `values` (shape ne), kept until the LoRA set changes.
+  Tensor* runtime_constant(Context& ctx, const std::string& key, const Shape& ne,
+                           const std::vector<float>& values, Device& device);
 
   ModelLoader& loader_;
   ModelManagerOptions options_;
@@ -131,8 +144,9 @@ class ModelManager final : public nn::Weights {
   std::map<std::string, Resident> resident_;
   std::map<std::string, Resident> staged_;  // for the graph being built
   WeightTraffic traffic_;
-  std::map<std::string, LoraFile> lora_files_;    // read once per path
-  std::map<std::string, LoraList> lora_targets_;  // weight -> the updates merged into it
+  std::map<std::string, LoraFile> lora_files_;       // read once per path
+  std::map<std::string, LoraList> lora_targets_;     // weight -> the updates merged into it
+  std::map<std::string, Resident> runtime_factors_;  // at-runtime LoRA factors, by key
 };
 
 }  // namespace sd::weights

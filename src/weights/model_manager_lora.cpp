@@ -5,6 +5,10 @@
 #include <set>
 
 #include "tensor/error.h"
+#include "tensor/ops/cast.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/view.h"
 #include "tensor/quant/quant.h"
 #include "weights/model_manager.h"
 
@@ -50,6 +54,7 @@ std::vector<std::string> ModelManager::set_loras(const std::vector<LoraRequest>&
     dropped = true;
   }
   lora_targets_ = std::move(next);
+  runtime_factors_.clear();
   if (changed) *changed = dropped;
   return warnings;
 }
@@ -72,6 +77,70 @@ void ModelManager::fill_merged(const std::string& name, Resident& r) {
   else
     quantize_rows(t.type, w.data(), dst, n / t.ne[0], t.ne[0]);
   if (!converted.empty()) tensor_set(t, converted.data());
+}
+
+bool ModelManager::lora_at_runtime(const std::string& name) const {
+  switch (options_.lora_mode) {
+    case ModelManagerOptions::LoraMode::Merge:
+      return false;
+    case ModelManagerOptions::LoraMode::AtRuntime:
+      return true;
+    case ModelManagerOptions::LoraMode::Auto:
+      return is_quantized(resident_type(name));
+  }
+  return false;
+}
+
+Tensor* ModelManager::runtime_constant(Context& ctx, const std::string& key, const Shape& ne,
+                                       const std::vector<float>& values, Device& device) {
+  auto it = runtime_factors_.find(key);
+  if (it == runtime_factors_.end()) {
+    Resident r;
+    r.tensor.type = DType::F32;
+    r.tensor.ne = ne;
+    r.tensor.nb = contiguous_strides(DType::F32, ne);
+    r.tensor.name = key;
+    r.buffer = device.buffer_type().allocate(r.tensor.nbytes());
+    bind_tensor(r.tensor, *r.buffer, 0);
+    tensor_set(r.tensor, values.data());
+    it = runtime_factors_.emplace(key, std::move(r)).first;
+  }
+  Tensor* leaf = ctx.new_tensor(DType::F32, ne, key);
+  leaf->buffer = it->second.tensor.buffer;
+  leaf->data = it->second.tensor.data;
+  return leaf;
+}
+
+Tensor* ModelManager::add_runtime_loras(Context& ctx, const std::string& name, Tensor* weight,
+                                        Device& device) {
+  Tensor* w = cast(ctx, weight, DType::F32);
+  for (const auto& [u, multiplier] : lora_targets_.at(name)) {
+    const std::string key = name + "|" + u->keys.front();
+    const int64_t n = weight->nelements();
+    const bool low_rank = u->kind == LoraKind::LowRank && u->mid.empty() && u->rank > 0;
+    const int64_t k = low_rank ? static_cast<int64_t>(u->down.values.size()) / u->rank : 0;
+    const int64_t out = low_rank ? static_cast<int64_t>(u->up.values.size()) / u->rank : 0;
+    Tensor* delta = nullptr;
+    float factor = multiplier;
+    if (low_rank && k * out == n) {
+      // delta [K, out] = down^T [r, K] x up [r, out] in the engine's matmul, K being the
+      // weight's inner size (in, or in * kh * kw for a conv).
+      std::vector<float> down_t(u->down.values.size());
+      for (int64_t a = 0; a < u->rank; ++a)
+        for (int64_t i = 0; i < k; ++i) down_t[i * u->rank + a] = u->down.values[a * k + i];
+      Tensor* down = runtime_constant(ctx, key + "|down", make_shape({u->rank, k}), down_t, device);
+      Tensor* up =
+          runtime_constant(ctx, key + "|up", make_shape({u->rank, out}), u->up.values, device);
+      delta = matmul(ctx, down, up);
+      factor *= u->scale;
+    } else {
+      // LoHa, LoKr, Tucker cores, full differences: the product (scale included) made once
+      // on the host.
+      delta = runtime_constant(ctx, key + "|delta", make_shape({n}), lora_delta(*u), device);
+    }
+    w = add(ctx, w, scale(ctx, reshape(ctx, delta, weight->ne), factor));
+  }
+  return w;
 }
 
 }  // namespace sd::weights

@@ -4,8 +4,10 @@
 
 #include "backend/registry.h"
 #include "io/io_test_util.h"
+#include "nn/graph_runner.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
+#include "tensor/ops/cast.h"
 #include "tensor/quant/quant.h"
 #include "weights/model_manager.h"
 
@@ -13,7 +15,7 @@ namespace sd::weights {
 namespace {
 
 const char* kQ = "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj.weight";
-constexpr int64_t kDim = 16, kRank = 4;
+constexpr int64_t kDim = 32, kRank = 4;  // 32: a whole q8_0 block per row
 
 class ManagerLora : public ::testing::Test {
  protected:
@@ -107,6 +109,45 @@ TEST_F(ManagerLora, MergedWeightsReloadAfterADiskPhase) {
   EXPECT_EQ(m.resident_bytes(), 0u);
   EXPECT_EQ(weight(m), first);
   EXPECT_EQ(first, merged(original, 1.0f));
+}
+
+// The weight a graph computes with: at runtime the manager gives a node, not a leaf.
+std::vector<float> computed(Tensor* w, nn::GraphCall& call) {
+  auto backend = DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
+  nn::GraphRunner runner(*backend);
+  return runner.run(call, cast(call.ctx(), w, DType::F32));
+}
+
+TEST_F(ManagerLora, AtRuntimeLeavesTheWeightAsStoredAndAddsTheProductInTheGraph) {
+  ModelManagerOptions o;
+  o.lora_mode = ModelManagerOptions::LoraMode::AtRuntime;
+  ModelManager m(loader_, DeviceRegistry::instance().get("CPU"), o);
+  const std::vector<float> original = weight(m);
+  m.set_loras({{lora_, 0.75f}});
+  nn::GraphCall call;
+  Tensor* w = m.get(call.ctx(), kQ, make_shape({kDim, kDim}));
+  EXPECT_EQ(w->op != Op::None, true);  // a node of the graph
+  EXPECT_GT(m.mapped_bytes(), 0u);     // the stored weight is used as it is
+  const std::vector<float> got = computed(w, call);
+  ASSERT_EQ(got.size(), original.size());
+  for (int64_t o = 0; o < kDim; ++o)
+    for (int64_t i = 0; i < kDim; ++i) {
+      float d = 0;
+      for (int64_t a = 0; a < kRank; ++a) d += up_[o * kRank + a] * down_[a * kDim + i];
+      EXPECT_NEAR(got[o * kDim + i], original[o * kDim + i] + 0.75f * 0.5f * d, 1e-5f);
+    }
+}
+
+TEST_F(ManagerLora, AutoAddsAtRuntimeOnlyToQuantizedWeights) {
+  ModelManager merged(loader_, DeviceRegistry::instance().get("CPU"));
+  merged.set_loras({{lora_, 1.0f}});
+  Context ctx;
+  EXPECT_EQ(merged.get(ctx, kQ, make_shape({kDim, kDim}))->op, Op::None);
+  ModelManagerOptions o;
+  o.weight_type = DType::Q8_0;
+  ModelManager quantized(loader_, DeviceRegistry::instance().get("CPU"), o);
+  quantized.set_loras({{lora_, 1.0f}});
+  EXPECT_NE(quantized.get(ctx, kQ, make_shape({kDim, kDim}))->op, Op::None);
 }
 
 TEST_F(ManagerLora, MissingLoraFileIsNamed) {
