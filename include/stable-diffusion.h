@@ -222,7 +222,7 @@ typedef struct {
   enum rng_type_t sampler_rng_type; /* RNG_TYPE_COUNT: same as rng_type */
   enum prediction_t prediction;     /* PREDICTION_COUNT: detect */
   enum lora_apply_mode_t lora_apply_mode;
-  bool enable_mmap;
+  bool enable_mmap; /* true after sd_ctx_params_init: weights alias the mapped file */
   bool flash_attn;
   bool diffusion_flash_attn;
   bool tae_preview_only; /* use the TAE for previews only, not the final decode */

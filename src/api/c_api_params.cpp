@@ -133,7 +133,10 @@ void sd_hires_params_init(sd_hires_params_t* p) {
 
 void sd_ctx_params_init(sd_ctx_params_t* p) {
   if (!p) return;
-  *p = {};  // paths NULL, every switch off
+  *p = {};  // paths NULL, every switch off but mmap
+  // Weights used as stored alias the mapped file instead of a copy: the model is not held
+  // twice (page cache and heap). Files on filesystems that refuse mmap are read instead.
+  p->enable_mmap = true;
   p->n_threads = sd_get_num_physical_cores();
   p->wtype = SD_TYPE_COUNT;
   p->rng_type = CUDA_RNG;

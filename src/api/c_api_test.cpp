@@ -34,7 +34,7 @@ TEST(CApiDefaults, ContextParamsMatchReference) {
   EXPECT_EQ(p.prediction, PREDICTION_COUNT);
   EXPECT_EQ(p.lora_apply_mode, LORA_APPLY_AUTO);
   EXPECT_EQ(p.vae_format, SD_VAE_FORMAT_AUTO);
-  EXPECT_FALSE(p.enable_mmap);
+  EXPECT_TRUE(p.enable_mmap);  // weights alias the mapped file
   EXPECT_FALSE(p.flash_attn);
   EXPECT_FALSE(p.diffusion_flash_attn);
   EXPECT_FALSE(p.tae_preview_only);

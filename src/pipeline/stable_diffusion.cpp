@@ -199,9 +199,12 @@ struct StableDiffusion::Impl {
   // Reads a module's weights now (--eager-load), reporting progress.
   void load(weights::ModelManager& manager, Module m) {
     const std::string name = module_name(m);
-    manager.load_module(name, [&](size_t done, size_t total) {
-      if (options.load_progress) options.load_progress(name, done, total);
-    });
+    manager.load_module(
+        name,
+        [&](size_t done, size_t total) {
+          if (options.load_progress) options.load_progress(name, done, total);
+        },
+        /*prefault=*/true);
   }
 
   // A phase of module `m` is over: its compute buffers go back, and its weights too when

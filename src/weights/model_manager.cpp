@@ -189,6 +189,11 @@ Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne
     m.files_checked = true;
   }
   auto it = resident_.find(name);
+  if (it == resident_.end() && !m.loaded && !m.params.empty()) {
+    // The module's first weight this phase: read all it declared, in parallel.
+    load_module(m.spec.name);
+    it = resident_.find(name);
+  }
   if (it == resident_.end()) {
     Resident r;
     const bool needs_read = place(name, params_device(m), r);
@@ -229,9 +234,10 @@ void ModelManager::after_compute() {
 }
 
 void ModelManager::load_module(const std::string& module,
-                               const std::function<void(size_t, size_t)>& progress) {
+                               const std::function<void(size_t, size_t)>& progress, bool prefault) {
   Module* m = find_module(module);
   SD_CHECK(m, "[weights] no module named %s", module.c_str());
+  m->loaded = true;
   if (m->spec.residency.kind == Residency::Kind::Disk && !m->files_checked) {
     loader_.verify_files();
     m->files_checked = true;
@@ -242,14 +248,14 @@ void ModelManager::load_module(const std::string& module,
   size_t done = 0;
   const size_t total = m->params.size();
   for (const nn::ParamDecl& p : m->params) {
-    if (resident_.count(p.name)) {
-      ++done;
-      continue;
+    auto it = resident_.find(p.name);
+    bool needs_read = false;
+    if (it == resident_.end()) {
+      Resident r;
+      needs_read = place(p.name, params_device(*m), r);
+      it = resident_.emplace(p.name, std::move(r)).first;
     }
-    Resident r;
-    const bool needs_read = place(p.name, params_device(*m), r);
-    auto it = resident_.emplace(p.name, std::move(r)).first;
-    if (needs_read)
+    if (needs_read || (prefault && it->second.mapped))
       reads.push_back({&it->first, &it->second});
     else
       ++done;
@@ -261,7 +267,16 @@ void ModelManager::load_module(const std::string& module,
   auto worker = [&] {
     for (size_t i = next++; i < reads.size(); i = next++) {
       try {
-        fill(*reads[i].first, *reads[i].second);
+        Resident& r = *reads[i].second;
+        if (r.mapped) {
+          // One byte per page brings the file's pages in.
+          const auto* p = static_cast<const volatile uint8_t*>(r.tensor.data);
+          uint8_t sum = 0;
+          for (size_t b = 0; b < r.tensor.nbytes(); b += 4096) sum ^= p[b];
+          (void)sum;
+        } else {
+          fill(*reads[i].first, r);
+        }
       } catch (...) {
         std::lock_guard<std::mutex> lock(report);
         if (!error) error = std::current_exception();
@@ -269,7 +284,7 @@ void ModelManager::load_module(const std::string& module,
         return;
       }
       std::lock_guard<std::mutex> lock(report);
-      traffic_.loaded += reads[i].second->tensor.nbytes();
+      if (!reads[i].second->mapped) traffic_.loaded += reads[i].second->tensor.nbytes();
       if (progress) progress(++done, total);
     }
   };
@@ -282,7 +297,11 @@ void ModelManager::load_module(const std::string& module,
   for (std::thread& t : pool) t.join();
   if (error) {
     // Leave nothing half-read behind: the next use reads those tensors again.
-    for (auto& [name, r] : reads) resident_.erase(*name);
+    for (auto& [name, r] : reads) {
+      if (r->mapped) continue;
+      const std::string key = *name;  // erasing destroys *name
+      resident_.erase(key);
+    }
     std::rethrow_exception(error);
   }
 }
@@ -298,6 +317,7 @@ void ModelManager::phase_done(const std::string& module) {
   SD_CHECK(m, "[weights] no module named %s", module.c_str());
   after_compute();
   if (m->spec.residency.kind != Residency::Kind::Disk) return;
+  m->loaded = false;
   for (auto it = resident_.begin(); it != resident_.end();) {
     auto next = std::next(it);
     if (&module_of(it->first) == m) drop(it);

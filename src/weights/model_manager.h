@@ -79,10 +79,12 @@ class ModelManager final : public nn::Weights {
   void after_compute() override;
 
   // Makes every declared weight of `module` resident now, reading in parallel;
-  // `progress(done, total)` after each tensor. For --eager-load and for the start of a
-  // phase of a disk module.
+  // `progress(done, total)` after each tensor. `prefault` also reads the pages of mapped
+  // weights, so the first graph does not wait for the disk (--eager-load). get() calls it
+  // (without prefault) for the first weight a module needs in a phase.
   void load_module(const std::string& module,
-                   const std::function<void(size_t, size_t)>& progress = {});
+                   const std::function<void(size_t, size_t)>& progress = {},
+                   bool prefault = false);
   // A phase of `module` ended: disk weights are freed (a later get() loads them again).
   void phase_done(const std::string& module);
 
@@ -117,6 +119,7 @@ class ModelManager final : public nn::Weights {
     ModuleSpec spec;
     std::vector<nn::ParamDecl> params;
     bool files_checked = false;  // this phase (disk residency)
+    bool loaded = false;         // load_module() ran this phase
   };
   Module& module_of(const std::string& name);
   Module* find_module(const std::string& name);

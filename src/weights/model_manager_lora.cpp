@@ -54,6 +54,8 @@ std::vector<std::string> ModelManager::set_loras(const std::vector<LoraRequest>&
     dropped = true;
   }
   lora_targets_ = std::move(next);
+  if (dropped)
+    for (Module& m : modules_) m.loaded = false;  // the next use reads them in parallel
   runtime_factors_.clear();
   if (changed) *changed = dropped;
   return warnings;

@@ -213,7 +213,10 @@ Section context_section(ContextOptions& o, CliOptions& cli) {
                             "keep weights in RAM and move them to the device when needed (same as "
                             "--params-backend cpu)",
                             &o.offload_to_cpu));
-  v.push_back(switch_option("", "--mmap", "memory-map model files", &o.enable_mmap));
+  v.push_back(switch_option("", "--mmap", "memory-map model files (the default)", &o.enable_mmap));
+  v.push_back(switch_option("", "--no-mmap",
+                            "read weights into memory instead of mapping the model files",
+                            &o.disable_mmap));
   v.push_back(switch_option("", "--control-net-cpu", "deprecated: --backend controlnet=cpu",
                             &o.control_net_cpu));
   v.push_back(switch_option("", "--clip-on-cpu", "deprecated: --backend te=cpu", &o.clip_on_cpu));

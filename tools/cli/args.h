@@ -90,7 +90,8 @@ struct ContextOptions {
   bool auto_fit = false;
   bool force_sdxl_vae_conv_scale = false;
   bool offload_to_cpu = false;
-  bool enable_mmap = false;
+  bool enable_mmap = true;  // --mmap is the default; --no-mmap reads weights into memory
+  bool disable_mmap = false;
   bool control_net_cpu = false;
   bool clip_on_cpu = false;
   bool vae_on_cpu = false;

@@ -325,7 +325,7 @@ sd_ctx_params_t ContextOptions::to_c_params(bool taesd_preview_only) {
   p.sampler_rng_type = sampler_rng_type;
   p.prediction = prediction;
   p.lora_apply_mode = lora_apply_mode;
-  p.enable_mmap = enable_mmap;
+  p.enable_mmap = enable_mmap && !disable_mmap;
   p.flash_attn = flash_attn;
   p.diffusion_flash_attn = diffusion_flash_attn;
   p.tae_preview_only = taesd_preview_only;
