@@ -93,6 +93,9 @@ struct StableDiffusion::Impl {
     SD_CHECK(!o.model.empty() || !o.diffusion_model.empty(),
              "no model given: pass -m MODEL (a .safetensors, .gguf, .ckpt file or a diffusers "
              "folder)");
+    // Placement first: a mistyped device fails before any file is read.
+    backends =
+        std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
     if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
@@ -111,8 +114,6 @@ struct StableDiffusion::Impl {
     version = arch.version;
     const bool sd2 = io::family_of(version) == io::ModelFamily::SD2;
 
-    backends =
-        std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
     const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
                                                        o.lora_mode};
     weights = std::make_unique<weights::ModelManager>(loader, manager_options);

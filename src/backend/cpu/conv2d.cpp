@@ -9,6 +9,9 @@
 // resolution: at 16x16 latents a 1280-channel 3x3 weight takes as long to reorder as a
 // tenth of the convolution.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/linalg_kernels.h"
@@ -129,6 +132,10 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
   const memory x_mem(memory::desc(src_dims, dt::f32, strides_of(x, {3, 2, 1, 0})), st.engine,
                      x->data);
   memory src = x_mem;
+  static const bool kT = std::getenv("SD_TMP_CONV") != nullptr;
+  auto T = [] { return std::chrono::steady_clock::now(); };
+  auto DT = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
+  const auto ta = T();
   if (conv.src != x_mem.get_desc()) {
     src = st.scratch_memory(DnnlScratch::Src, conv.src);
     DnnlKey rkey = key;
@@ -167,8 +174,12 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
       {DNNL_ARG_DST, conv_dst},
       {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, conv.scratchpad)}};
   if (bias) args[DNNL_ARG_BIAS] = bias_mem;
+  const auto tb = T();
   st.execute(conv.prim, args);
+  const auto tc = T();
   if (!direct) st.reorder(DnnlKey(key) << -2, conv.dst, conv_dst.get_data_handle(), out);
+  const auto td = T();
+  if (kT) std::fprintf(stderr, "CONV %lldx%lld %lld->%lld in+w %.1f ms conv %.1f ms out %.1f ms\n", (long long)x->ne[0], (long long)x->ne[1], (long long)x->ne[2], (long long)cout, DT(ta,tb), DT(tb,tc), DT(tc,td));
 }
 
 }  // namespace
