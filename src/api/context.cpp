@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "api/callbacks.h"
+#include "backend/registry.h"
 #include "pipeline/stable_diffusion.h"
 #include "stable-diffusion.h"
 #include "tensor/error.h"
@@ -54,6 +55,20 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
       {p.pulid_weights_path, "--pulid"},
       {p.rpc_servers, "--rpc-servers"},
   };
+  // GPU memory budgets mean nothing without a GPU: said, not silently dropped.
+  bool has_gpu = false;
+  for (const auto& d : sd::DeviceRegistry::instance().devices())
+    has_gpu = has_gpu || d->kind() == sd::DeviceKind::Gpu;
+  if (!has_gpu) {
+    if (given(p.max_vram))
+      sd::api::log(SD_LOG_WARN, "--max-vram budgets GPU memory; no GPU here, so it is ignored");
+    if (p.stream_layers)
+      sd::api::log(SD_LOG_WARN, "--stream-layers streams weights into a GPU; no GPU here, ignored");
+    if (p.auto_fit)
+      sd::api::log(SD_LOG_WARN,
+                   "--auto-fit places modules by free GPU memory; no GPU here, so "
+                   "every module runs on the CPU");
+  }
   for (const Field& f : unsupported)
     SD_CHECK(!given(f.value), "%s is not supported by this build (SD 1.x/2.x image generation)",
              f.flag);

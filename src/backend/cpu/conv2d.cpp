@@ -9,9 +9,6 @@
 // resolution: at 16x16 latents a 1280-channel 3x3 weight takes as long to reorder as a
 // tenth of the convolution.
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
 
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/linalg_kernels.h"
@@ -81,6 +78,16 @@ void pack_conv_weights(CpuContext& ctx, DnnlKey key, const Tensor* w, const memo
   st.reorder(key, user, data, to);
 }
 
+// Output rows per band: about DnnlState::conv_band_bytes of f32 output (all rows when the
+// whole output fits). Bands keep the layout-converted input and the output of a large
+// convolution (a VAE's 512x512 levels: 128-256 MiB each) small enough to stay in cache
+// between the reorders and the convolution, and spare that much fresh scratch memory.
+int64_t band_rows(const DnnlState& st, const Tensor* dst) {
+  const auto row_bytes = static_cast<size_t>(dst->ne[0] * dst->ne[2] * dst->ne[3]) * sizeof(float);
+  if (row_bytes * static_cast<size_t>(dst->ne[1]) <= st.conv_band_bytes) return dst->ne[1];
+  return std::max<int64_t>(1, static_cast<int64_t>(st.conv_band_bytes / row_bytes));
+}
+
 void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
   DnnlState& st = *ctx.dnnl;
   const Tensor* x = dst->src[0];
@@ -88,8 +95,6 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
   const Tensor* bias = dst->src[2];
   const Conv2dParams p = conv2d_params(dst);
   const int64_t g = p.groups, cout = w->ne[3];
-  const memory::dims src_dims = {x->ne[3], x->ne[2], x->ne[1], x->ne[0]};
-  const memory::dims dst_dims = {dst->ne[3], dst->ne[2], dst->ne[1], dst->ne[0]};
   memory::dims w_dims, w_strides;
   const memory::dims ws = strides_of(w, {3, 2, 1, 0});
   if (g == 1) {
@@ -100,57 +105,12 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
     w_strides = {ws[0] * (cout / g), ws[0], ws[1], ws[2], ws[3]};
   }
   // oneDNN takes both paddings and 0-based dilation; the right padding is what makes the
-  // output size come out as the op's floor((...) / stride) + 1 (negative when it cuts).
-  const memory::dims strides = {p.s1, p.s0}, dilates = {p.d1 - 1, p.d0 - 1}, pad_l = {p.p1, p.p0},
-                     pad_r = {
-                         (dst->ne[1] - 1) * p.s1 + (w->ne[1] - 1) * p.d1 + 1 - x->ne[1] - p.p1,
-                         (dst->ne[0] - 1) * p.s0 + (w->ne[0] - 1) * p.d0 + 1 - x->ne[0] - p.p0};
-
-  DnnlKey key("conv2d");
-  for (auto v : src_dims) key << v;
-  for (auto v : w_dims) key << v;
-  for (auto v : {strides, dilates, pad_l, pad_r})
-    for (auto e : v) key << e;
-  key << static_cast<int64_t>(type) << (bias != nullptr) << ctx.threads;
-  const DnnlPrimitive& conv = st.primitive(key, [&] {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const memory::desc src_md(src_dims, type, kActivationLayout);
-    const memory::desc w_md(w_dims, type, tag::any);
-    const memory::desc dst_md(dst_dims, dt::f32, kActivationLayout);
-    const memory::desc bias_md = bias ? memory::desc({cout}, dt::f32, tag::a) : memory::desc();
-    dnnl::convolution_forward::primitive_desc pd(
-        dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
-                                        dnnl::algorithm::convolution_direct, src_md, w_md, bias_md,
-                                        dst_md, strides, dilates, pad_l, pad_r),
-        attr, st.engine);
-    return DnnlPrimitive{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
-                         pd.dst_desc(), pd.scratchpad_desc()};
-  });
-
-  // Input: x itself if it already is in the convolution's layout, else reordered.
-  const memory x_mem(memory::desc(src_dims, dt::f32, strides_of(x, {3, 2, 1, 0})), st.engine,
-                     x->data);
-  memory src = x_mem;
-  static const bool kT = std::getenv("SD_TMP_CONV") != nullptr;
-  auto T = [] { return std::chrono::steady_clock::now(); };
-  auto DT = [](auto a, auto b) { return std::chrono::duration<double>(b - a).count() * 1e3; };
-  const auto ta = T();
-  if (conv.src != x_mem.get_desc()) {
-    src = st.scratch_memory(DnnlScratch::Src, conv.src);
-    DnnlKey rkey = key;
-    for (auto v : strides_of(x, {3, 2, 1, 0})) rkey << v;
-    st.reorder(rkey << -1, x_mem.get_desc(), x->data, src);
-  }
-
-  auto pack = [&](const memory& to) {
-    pack_conv_weights(ctx, key, w, w_dims, w_strides, type, to);
-  };
-  memory weights = st.cached_weights(w, conv.weights, pack);
-  if (!weights) {
-    weights = st.scratch_memory(DnnlScratch::Weights, conv.weights);
-    pack(weights);
-  }
+  // output width come out as the op's floor((...) / stride) + 1 (negative when it cuts).
+  const memory::dims strides = {p.s1, p.s0}, dilates = {p.d1 - 1, p.d0 - 1};
+  const int64_t pad_w_r = (dst->ne[0] - 1) * p.s0 + (w->ne[0] - 1) * p.d0 + 1 - x->ne[0] - p.p0;
+  const memory::dims x_strides = strides_of(x, {3, 2, 1, 0});
+  const memory::dims out_strides = {dst->ne[2] * dst->ne[1] * dst->ne[0], dst->ne[1] * dst->ne[0],
+                                    dst->ne[0], 1};
 
   memory bias_mem;
   if (bias) {
@@ -165,21 +125,81 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type) {
     }
   }
 
-  const memory out(memory::desc(dst_dims, dt::f32, tag::nchw), st.engine, dst->data);
-  const bool direct = conv.dst == out.get_desc();
-  const memory conv_dst = direct ? out : st.scratch_memory(DnnlScratch::Dst, conv.dst);
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, src},
-      {DNNL_ARG_WEIGHTS, weights},
-      {DNNL_ARG_DST, conv_dst},
-      {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, conv.scratchpad)}};
-  if (bias) args[DNNL_ARG_BIAS] = bias_mem;
-  const auto tb = T();
-  st.execute(conv.prim, args);
-  const auto tc = T();
-  if (!direct) st.reorder(DnnlKey(key) << -2, conv.dst, conv_dst.get_data_handle(), out);
-  const auto td = T();
-  if (kT) std::fprintf(stderr, "CONV %lldx%lld %lld->%lld in+w %.1f ms conv %.1f ms out %.1f ms\n", (long long)x->ne[0], (long long)x->ne[1], (long long)x->ne[2], (long long)cout, DT(ta,tb), DT(tb,tc), DT(tc,td));
+  // Each band of output rows [y0, y1) reads input rows [y0 s - p, (y1 - 1) s - p + span);
+  // the part of that outside the input is the band's own top and bottom padding.
+  const int64_t rows = band_rows(st, dst), span = (w->ne[1] - 1) * p.d1 + 1;
+  for (int64_t y0 = 0; y0 < dst->ne[1]; y0 += rows) {
+    const int64_t y1 = std::min(dst->ne[1], y0 + rows);
+    const int64_t first = y0 * p.s1 - p.p1, last = (y1 - 1) * p.s1 - p.p1 + span;
+    const int64_t in0 = std::clamp<int64_t>(first, 0, x->ne[1]);
+    const int64_t in1 = std::clamp<int64_t>(last, in0, x->ne[1]);
+    const memory::dims src_dims = {x->ne[3], x->ne[2], in1 - in0, x->ne[0]};
+    const memory::dims dst_dims = {dst->ne[3], dst->ne[2], y1 - y0, dst->ne[0]};
+    const memory::dims pad_l = {in0 - first, p.p0}, pad_r = {last - in1, pad_w_r};
+
+    DnnlKey key("conv2d");
+    for (auto v : src_dims) key << v;
+    for (auto v : w_dims) key << v;
+    for (auto v : {strides, dilates, pad_l, pad_r})
+      for (auto e : v) key << e;
+    key << static_cast<int64_t>(type) << (bias != nullptr) << ctx.threads;
+    const DnnlPrimitive& conv = st.primitive(key, [&] {
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      const memory::desc src_md(src_dims, type, kActivationLayout);
+      const memory::desc w_md(w_dims, type, tag::any);
+      const memory::desc dst_md(dst_dims, dt::f32, kActivationLayout);
+      const memory::desc bias_md = bias ? memory::desc({cout}, dt::f32, tag::a) : memory::desc();
+      dnnl::convolution_forward::primitive_desc pd(
+          dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct, src_md, w_md,
+                                          bias_md, dst_md, strides, dilates, pad_l, pad_r),
+          attr, st.engine);
+      return DnnlPrimitive{dnnl::convolution_forward(pd), pd.src_desc(), pd.weights_desc(),
+                           pd.dst_desc(), pd.scratchpad_desc()};
+    });
+
+    // Input: the band's rows of x itself if already in the convolution's layout, else
+    // reordered.
+    const void* x_band = static_cast<const char*>(x->data) + in0 * x->nb[1];
+    const memory x_mem(memory::desc(src_dims, dt::f32, x_strides), st.engine,
+                       const_cast<void*>(x_band));
+    memory src = x_mem;
+    if (conv.src != x_mem.get_desc()) {
+      src = st.scratch_memory(DnnlScratch::Src, conv.src);
+      DnnlKey rkey = key;
+      for (auto v : x_strides) rkey << v;
+      st.reorder(rkey << -1, x_mem.get_desc(), x_band, src);
+    }
+
+    // Bands share one weight layout in practice; a band whose primitive wants another
+    // packs its own copy rather than evicting the cached one.
+    auto pack = [&](const memory& to) {
+      pack_conv_weights(ctx, key, w, w_dims, w_strides, type, to);
+    };
+    memory weights = st.cached_weights(w, conv.weights, pack, /*keep_other_layout=*/y0 > 0);
+    if (!weights) {
+      weights = st.scratch_memory(DnnlScratch::Weights, conv.weights);
+      pack(weights);
+    }
+
+    const memory out(memory::desc(dst_dims, dt::f32, out_strides), st.engine,
+                     static_cast<char*>(dst->data) + y0 * dst->nb[1]);
+    const bool direct = conv.dst == out.get_desc();
+    const memory conv_dst = direct ? out : st.scratch_memory(DnnlScratch::Dst, conv.dst);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, src},
+        {DNNL_ARG_WEIGHTS, weights},
+        {DNNL_ARG_DST, conv_dst},
+        {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, conv.scratchpad)}};
+    if (bias) args[DNNL_ARG_BIAS] = bias_mem;
+    st.execute(conv.prim, args);
+    if (!direct) {
+      DnnlKey okey = key;
+      for (auto v : out_strides) okey << v;
+      st.reorder(okey << -2, conv.dst, conv_dst.get_data_handle(), out);
+    }
+  }
 }
 
 }  // namespace

@@ -1,8 +1,10 @@
 #include "backend/cpu/cpu_device.h"
 
 #include <omp.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -59,6 +61,22 @@ size_t available_memory() {
   return 0;
 }
 
+// Large buffers (compute buffers of hundreds of MiB) are 2 MiB aligned and ask for
+// transparent huge pages: the first touch of fresh memory then faults once per 2 MiB
+// instead of once per 4 KiB, which on a virtual machine is 40% cheaper (measured 3.9 s
+// against 2.3 s per GiB) and matters for a graph that writes each of its tensors once.
+constexpr size_t kHugePage = size_t{2} << 20;
+
+void* allocate_host(size_t alignment, size_t size) {
+  if (size < 4 * kHugePage) {
+    return std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+  }
+  const size_t padded = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* data = std::aligned_alloc(kHugePage, padded);
+  if (data) madvise(data, padded, MADV_HUGEPAGE);  // only advice: failure changes nothing
+  return data;
+}
+
 }  // namespace
 
 std::unique_ptr<Buffer> CpuBufferType::allocate(size_t size) {
@@ -69,8 +87,7 @@ std::unique_ptr<Buffer> CpuBufferType::allocate(size_t size) {
            "[CPU] cannot allocate %.2f GiB: this machine has %.2f GiB; keep "
            "weights on disk with --params-backend disk or use a smaller model type",
            static_cast<double>(size) / (1u << 30), static_cast<double>(total) / (1u << 30));
-  const size_t padded = (std::max<size_t>(size, 1) + alignment() - 1) / alignment() * alignment();
-  void* data = std::aligned_alloc(alignment(), padded);
+  void* data = allocate_host(alignment(), std::max<size_t>(size, 1));
   SD_CHECK(data,
            "[CPU] cannot allocate %zu bytes (%.2f GiB) of host memory; free memory or "
            "keep weights on disk with --params-backend disk",
