@@ -41,11 +41,14 @@ Tensor* norm_silu(const nn::Scope& s, Tensor* x, int64_t channels) {
 // ResnetBlock without time embedding (temb_channels = 0 in the autoencoder):
 //   x + conv2(silu(norm2(conv1(silu(norm1(x)))))), x through a 1x1 nin_shortcut when the
 //   channel count changes.
+// The shortcut is the add's first operand so that the graph computes it first: the wider
+// input then dies at norm1 instead of living through the block (at the decoder's 512x512
+// level that frees 256 MiB of the compute buffer's peak).
 Tensor* resnet_block(const nn::Scope& s, Tensor* x, int64_t in, int64_t out) {
+  Tensor* shortcut = in != out ? nn::conv2d(s["nin_shortcut"], x, in, out, 1) : x;
   Tensor* h = nn::conv2d(s["conv1"], norm_silu(s["norm1"], x, in), in, out, 3, 1, 1);
   h = nn::conv2d(s["conv2"], norm_silu(s["norm2"], h, out), out, out, 3, 1, 1);
-  if (in != out) x = nn::conv2d(s["nin_shortcut"], x, in, out, 1);
-  return named(s, add(s.ctx(), h, x));
+  return named(s, add(s.ctx(), shortcut, h));
 }
 
 // A 1x1 conv [1, 1, C, C] applied to tokens [C, L, N]: the same product as a matmul.

@@ -78,13 +78,18 @@ void pack_conv_weights(CpuContext& ctx, DnnlKey key, const Tensor* w, const memo
   st.reorder(key, user, data, to);
 }
 
-// Output rows per band: about DnnlState::conv_band_bytes of f32 output (all rows when the
-// whole output fits). Bands keep the layout-converted input and the output of a large
-// convolution (a VAE's 512x512 levels: 128-256 MiB each) small enough to stay in cache
-// between the reorders and the convolution, and spare that much fresh scratch memory.
+// Output rows per band: about DnnlState::conv_band_bytes of f32 input or output, whichever
+// is larger, once either exceeds conv_band_min_bytes (else all rows). Bands keep the
+// layout-converted input and the output of a large convolution (a VAE's 512x512 levels:
+// 128-256 MiB each) small enough to stay in cache between the reorders and the
+// convolution, and spare that much fresh scratch memory.
 int64_t band_rows(const DnnlState& st, const Tensor* dst) {
-  const auto row_bytes = static_cast<size_t>(dst->ne[0] * dst->ne[2] * dst->ne[3]) * sizeof(float);
-  if (row_bytes * static_cast<size_t>(dst->ne[1]) <= st.conv_band_bytes) return dst->ne[1];
+  const Tensor* x = dst->src[0];
+  const int64_t stride = conv2d_params(dst).s1;
+  const auto row_bytes = static_cast<size_t>(std::max(dst->ne[0] * dst->ne[2] * dst->ne[3],
+                                                      x->ne[0] * x->ne[2] * x->ne[3] * stride)) *
+                         sizeof(float);
+  if (row_bytes * static_cast<size_t>(dst->ne[1]) <= st.conv_band_min_bytes) return dst->ne[1];
   return std::max<int64_t>(1, static_cast<int64_t>(st.conv_band_bytes / row_bytes));
 }
 

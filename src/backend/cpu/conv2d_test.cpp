@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "backend/cpu/dnnl_state.h"
+#include "backend/cpu/linalg_kernels.h"
 #include "simd_test_util.h"
 #include "tensor/ops/conv2d.h"
 #include "tensor/ops/view.h"
@@ -85,6 +87,58 @@ TEST(CpuConv2d, WeightDtypes) {
 TEST(CpuConv2d, StridedInputView) {
   expect_matches({9, 7, 6, 2, 3, 3, 5, 1, 1, 1, 1, 1, 1, 1, true}, DType::F32, true);
   expect_matches({9, 7, 6, 2, 3, 3, 5, 2, 2, 1, 1, 1, 1, 1, true}, DType::BF16, true);
+}
+
+// The conv of case k run by the fast kernel in bands of `band_rows` output rows (a context
+// whose band budget is that many rows), and by the reference kernel.
+void expect_bands_match(const ConvCase& k, DType wt, int64_t band_rows, bool permuted_x = false) {
+  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+  Context ctx;
+  Tensor* out = conv_case(k, wt, permuted_x).build(ctx).back();
+  Graph graph = Graph::build({out});
+  ComputeBuffer memory(cpu.buffer_type());
+  memory.allocate(graph);
+  for (size_t i = 0; i < graph.leafs.size(); ++i) {
+    Tensor& leaf = *graph.leafs[i];
+    const std::vector<float> values = test::random_values(leaf.nelements(), 7 + i);
+    std::vector<uint8_t> bytes(leaf.nbytes());
+    quantize_rows(leaf.type, values.data(), bytes.data(), leaf.nrows(), leaf.ne[0]);
+    tensor_set(leaf, bytes.data());
+  }
+  std::vector<float> expected(out->nelements()), banded(out->nelements());
+  reference_kernel(Op::Conv2d)(out);
+  tensor_get(*out, expected.data());
+  CpuContext cpu_ctx;
+  cpu_ctx.threads = 2;
+  cpu_ctx.dnnl->conv_band_min_bytes = 0;
+  cpu_ctx.dnnl->conv_band_bytes =
+      static_cast<size_t>(band_rows * out->ne[0] * out->ne[2] * out->ne[3]) * sizeof(float);
+  ASSERT_TRUE(cpu_conv2d(cpu_ctx, out));
+  tensor_get(*out, banded.data());
+  const double atol = atol_for(wt, k.cin / k.groups * k.KW * k.KH + 1);
+  for (size_t i = 0; i < banded.size(); ++i) {
+    ASSERT_NEAR(banded[i], expected[i], atol) << "output " << i << " of " << out->shape_string();
+  }
+}
+
+TEST(CpuConv2d, RowBands) {
+  const ConvCase cases[] = {
+      // W, H, Cin, N, KW, KH, Cout, s0, s1, p0, p1, d0, d1, groups, bias
+      {9, 13, 5, 2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, true},    // SD's 3x3
+      {16, 15, 8, 1, 3, 3, 8, 2, 2, 0, 0, 1, 1, 1, true},   // VAE downsample, no padding
+      {12, 14, 4, 1, 3, 3, 5, 1, 2, 1, 2, 2, 3, 1, false},  // stride, dilation, wide pad
+      {4, 9, 2, 1, 1, 1, 2, 2, 2, 0, 0, 1, 1, 1, false},    // bottom rows cut off
+      {10, 11, 6, 1, 3, 3, 12, 1, 1, 1, 1, 1, 1, 3, true},  // groups
+  };
+  for (const ConvCase& k : cases) {
+    for (int64_t rows : {1, 2, 5}) {
+      SCOPED_TRACE(testing::Message() << k.W << "x" << k.H << " s " << k.s1 << " p " << k.p1
+                                      << " d " << k.d1 << ", bands of " << rows << " rows");
+      expect_bands_match(k, DType::F32, rows);
+    }
+  }
+  expect_bands_match(cases[0], DType::BF16, 2);
+  expect_bands_match(cases[0], DType::F16, 3, true);  // a permuted input view
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 
 #include "backend/backend.h"
 
+#include <sys/mman.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -43,6 +46,20 @@ bool isa_has_bf16(dnnl::cpu_isa isa) {
   const auto bits = static_cast<unsigned>(isa),
              bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);
   return (bits & bf16) == bf16;
+}
+
+// 64-byte aligned memory for a packed weight copy. Large ones start on a 2 MiB boundary and
+// ask for transparent huge pages over their whole 2 MiB pages (not the tail, which would
+// waste up to a page each): packing writes fresh memory, whose first touch on a virtual
+// machine costs far more than the copy itself (about 40% less with huge pages).
+std::shared_ptr<void> packed_block(size_t bytes) {
+  constexpr size_t kHugePage = size_t{2} << 20;
+  const size_t size = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  if (size < 2 * kHugePage) return {std::aligned_alloc(64, size), std::free};
+  const size_t padded = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* data = std::aligned_alloc(kHugePage, padded);
+  if (data) madvise(data, size / kHugePage * kHugePage, MADV_HUGEPAGE);  // advice only
+  return {data, std::free};
 }
 
 }  // namespace
@@ -94,7 +111,8 @@ bool DnnlState::cacheable(const Tensor* t) {
 }
 
 dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
-                                       const std::function<void(const dnnl::memory&)>& pack) {
+                                       const std::function<void(const dnnl::memory&)>& pack,
+                                       bool keep_other_layout) {
   if (!cacheable(t)) return {};
   const WeightKey key{t->data, t->type, t->ne, t->nb};
   const uint64_t fp = fingerprint(t);
@@ -108,12 +126,16 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
       }
       return w.memory;
     }
+    if (keep_other_layout) return {};
     // Another consumer wants another layout: the newest wins.
     weight_bytes_ -= w.layout.get_size();
     weights_.erase(it);
   }
   if (weight_bytes_ + layout.get_size() > weight_cache_limit) return {};
-  PackedWeights w{layout, dnnl::memory(layout, engine), fp};
+  std::shared_ptr<void> storage = packed_block(layout.get_size());
+  SD_CHECK(storage, "[CPU] cannot allocate %zu bytes for a packed weight copy", layout.get_size());
+  dnnl::memory memory(layout, engine, storage.get());
+  PackedWeights w{layout, std::move(storage), std::move(memory), fp};
   pack(w.memory);
   weight_bytes_ += layout.get_size();
   // The packed copy serves every later call: the source need not stay in RAM as well.

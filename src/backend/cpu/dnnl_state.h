@@ -72,6 +72,14 @@ struct DnnlState {
   // step, and evicting in that order would miss on every call.
   size_t weight_cache_limit = size_t{2} << 30;
 
+  // A convolution whose f32 input or output is larger than conv_band_min_bytes runs in
+  // bands of output rows of about conv_band_bytes (conv2d.cpp): small enough to stay in
+  // cache between the layout reorders and the convolution. The threshold leaves SD's UNet
+  // convolutions at 512x512 (10 MiB at most) whole; the VAE's 512x512 levels (32-256 MiB)
+  // are banded.
+  size_t conv_band_min_bytes = size_t{16} << 20;
+  size_t conv_band_bytes = size_t{4} << 20;
+
   // `bytes` of 64-byte aligned memory in `slot`, valid until the slot's next request.
   void* scratch(DnnlScratch slot, size_t bytes);
   // A memory object of layout `desc` over scratch `slot`.
@@ -89,9 +97,11 @@ struct DnnlState {
   // The packed copy of weight `t` in `layout`, filled by `pack` on first use and whenever
   // the bytes of `t` changed (a sampled fingerprint: LoRA applied in place, or another
   // weight loaded at the same address). An empty memory when `t` is not cacheable or the
-  // cache is full; the caller then packs into scratch.
+  // cache is full; the caller then packs into scratch. A copy cached in another layout is
+  // replaced, unless `keep_other_layout` (the caller then gets an empty memory too).
   dnnl::memory cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
-                              const std::function<void(const dnnl::memory&)>& pack);
+                              const std::function<void(const dnnl::memory&)>& pack,
+                              bool keep_other_layout = false);
   // Drops every packed copy (call after freeing weights, to give the memory back).
   void forget_weights();
   size_t weight_cache_bytes() const { return weight_bytes_; }
@@ -106,6 +116,7 @@ struct DnnlState {
   };
   struct PackedWeights {
     dnnl::memory::desc layout;
+    std::shared_ptr<void> storage;  // what `memory` points into
     dnnl::memory memory;
     uint64_t fingerprint = 0;
   };
