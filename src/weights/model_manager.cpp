@@ -173,6 +173,9 @@ void ModelManager::fill(const std::string& name, Resident& r) {
     loader_.read(name, t.type, bytes.data());
     tensor_set(t, bytes.data());
   }
+  // The mapped file was only the source of this copy: its pages leave RAM, so converting
+  // a model (--type) does not hold it twice.
+  loader_.evict(name);
 }
 
 Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne) {

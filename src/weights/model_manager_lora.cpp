@@ -79,6 +79,7 @@ void ModelManager::fill_merged(const std::string& name, Resident& r) {
   else
     quantize_rows(t.type, w.data(), dst, n / t.ne[0], t.ne[0]);
   if (!converted.empty()) tensor_set(t, converted.data());
+  loader_.evict(name);  // the file's pages were only the source
 }
 
 bool ModelManager::lora_at_runtime(const std::string& name) const {
