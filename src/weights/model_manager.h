@@ -83,8 +83,7 @@ class ModelManager final : public nn::Weights {
   // weights, so the first graph does not wait for the disk (--eager-load). get() calls it
   // (without prefault) for the first weight a module needs in a phase.
   void load_module(const std::string& module,
-                   const std::function<void(size_t, size_t)>& progress = {},
-                   bool prefault = false);
+                   const std::function<void(size_t, size_t)>& progress = {}, bool prefault = false);
   // A phase of `module` ended: disk weights are freed (a later get() loads them again).
   void phase_done(const std::string& module);
 

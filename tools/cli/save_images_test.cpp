@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "io/image.h"
-#include "io/io_test_util.h"
 #include "io/image_metadata.h"
+#include "io/io_test_util.h"
 
 namespace sd::cli {
 namespace {
