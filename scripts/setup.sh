@@ -11,6 +11,7 @@ packages=(
   python3 python3-numpy
   nlohmann-json3-dev
   libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libxxhash-dev
 )
 
 missing=()

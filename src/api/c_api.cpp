@@ -105,7 +105,14 @@ const char* sd_commit(void) {
 size_t sd_list_devices(char* buffer, size_t buffer_size) {
   std::string list;
   for (const auto& device : sd::DeviceRegistry::instance().devices()) {
-    list += device->name() + "\t" + device->description() + "\n";
+    list += device->name() + "\t" + device->description();
+    // A remote device's memory is the first thing to know about it.
+    if (device->kind() == sd::DeviceKind::Remote) {
+      const sd::DeviceMemory m = device->memory();
+      list += sd::format(", %.1f of %.1f GiB free", static_cast<double>(m.free) / (1u << 30),
+                         static_cast<double>(m.total) / (1u << 30));
+    }
+    list += "\n";
   }
   if (buffer && buffer_size > 0) {
     const size_t n = std::min(list.size(), buffer_size - 1);

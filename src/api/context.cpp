@@ -14,6 +14,7 @@
 
 #include "api/callbacks.h"
 #include "backend/registry.h"
+#include "backend/rpc/client/rpc_device.h"
 #include "pipeline/stable_diffusion.h"
 #include "stable-diffusion.h"
 #include "tensor/error.h"
@@ -53,7 +54,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
       {p.motion_module_path, "--motion-module"},
       {p.photo_maker_path, "--photo-maker"},
       {p.pulid_weights_path, "--pulid"},
-      {p.rpc_servers, "--rpc-servers"},
   };
   // GPU memory budgets mean nothing without a GPU: said, not silently dropped.
   bool has_gpu = false;
@@ -133,6 +133,16 @@ sd_ctx_t* new_sd_ctx(const sd_ctx_params_t* params) {
              "embedding_count is %u but no embeddings are given", params->embedding_count);
     auto ctx = std::make_unique<sd_ctx_t>();
     sd::pipeline::ModelOptions options = model_options(*params);
+    // Remote devices join the registry before placement is resolved, so --backend can
+    // name them.
+    if (given(params->rpc_servers)) {
+      const auto names =
+          sd::rpc::add_rpc_servers(sd::DeviceRegistry::instance(), params->rpc_servers,
+                                   sd::rpc::client_options_from_environment());
+      for (const std::string& name : names)
+        sd::api::log(SD_LOG_INFO, "%s: %s", name.c_str(),
+                     sd::DeviceRegistry::instance().get(name).description().c_str());
+    }
     if (params->rng_type != RNG_TYPE_COUNT)
       ctx->rng = sd::sampling::parse_rng(sd_rng_type_name(params->rng_type));
     if (params->sampler_rng_type != RNG_TYPE_COUNT)
@@ -260,6 +270,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     sd::api::log(SD_LOG_INFO, "generate_image %dx%d, seed %lld", r.width, r.height,
                  static_cast<long long>(r.seed));
     std::vector<sd::io::Image> images = sd_ctx->sd->generate(r);
+    const std::string traffic = sd::rpc::rpc_traffic_report(sd::DeviceRegistry::instance());
+    if (!traffic.empty()) sd::api::log(SD_LOG_INFO, "RPC traffic so far, %s", traffic.c_str());
     auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
     SD_CHECK(out, "out of memory for %zu images", images.size());
     for (size_t i = 0; i < images.size(); ++i) {

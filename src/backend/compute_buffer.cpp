@@ -4,7 +4,7 @@ namespace sd {
 
 void ComputeBuffer::allocate(const Graph& graph) {
   plan_ = plan_allocation(graph, type_.alignment(), reuse_);
-  if (!buffer_ || buffer_->size() < plan_.size) {
+  if (!buffer_ || buffer_->size() < plan_.size || buffer_->lost()) {
     buffer_.reset();  // free the old buffer first: peak memory is the larger, not the sum
     buffer_ = type_.allocate(plan_.size);
   }

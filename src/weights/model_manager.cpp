@@ -192,6 +192,11 @@ Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne
     m.files_checked = true;
   }
   auto it = resident_.find(name);
+  if (it != resident_.end() && it->second.buffer->lost()) {
+    // Its device lost the memory (a remote server restarted): read it again.
+    resident_.erase(it);
+    it = resident_.end();
+  }
   if (it == resident_.end() && !m.loaded && !m.params.empty()) {
     // The module's first weight this phase: read all it declared, in parallel.
     load_module(m.spec.name);

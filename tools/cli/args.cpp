@@ -309,7 +309,7 @@ Arguments parse_arguments(int argc, const char* const* argv) {
       value = argv[++i];
     }
     match->apply(value);
-    if (args.cli.help || args.cli.version || args.cli.list_devices) break;
+    if (args.cli.help || args.cli.version) break;
   }
   return args;
 }

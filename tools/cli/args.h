@@ -214,7 +214,7 @@ struct Arguments {
   GenerationOptions generation;
 };
 
-// Parses argv; stops early at -h, --version and --list-devices (their flags are set).
+// Parses argv; stops early at -h and --version (their flags are set).
 // Throws sd::Error for an unknown flag, a missing or malformed value, an unknown name.
 Arguments parse_arguments(int argc, const char* const* argv);
 

@@ -12,6 +12,7 @@
 #include "api/convert.h"
 #include "api/image_info.h"
 #include "backend/registry.h"
+#include "backend/rpc/client/rpc_device.h"
 #include "cli/args.h"
 #include "cli/cli_log.h"
 #include "cli/input_images.h"
@@ -233,6 +234,10 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (a.cli.list_devices) {
+      // Remote devices are listed too when --rpc-servers names their servers.
+      if (!a.context.rpc_servers.empty())
+        sd::rpc::add_rpc_servers(sd::DeviceRegistry::instance(), a.context.rpc_servers,
+                                 sd::rpc::client_options_from_environment());
       list_devices(a.cli.verbose);
       return 0;
     }

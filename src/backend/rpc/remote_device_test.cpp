@@ -1,0 +1,217 @@
+// The RPC backend over loopback: an in-process sd-rpc-server engine on a free port and the
+// client's remote device, checked against the local CPU.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "backend/compute_buffer.h"
+#include "backend/registry.h"
+#include "backend/rpc/client/rpc_device.h"
+#include "backend/rpc/server/server.h"
+#include "tensor/context.h"
+#include "tensor/error.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/unary.h"
+#include "test_support.h"
+
+namespace sd::rpc {
+namespace {
+
+std::unique_ptr<Server> start_server(std::string token = {}) {
+  ServerOptions o;
+  o.port = 0;
+  o.token = std::move(token);
+  o.threads = 2;
+  o.devices = {&DeviceRegistry::instance().get("CPU")};
+  return std::make_unique<Server>(o);
+}
+
+std::string endpoint(const Server& s) {
+  return "127.0.0.1:" + std::to_string(s.port());
+}
+
+ClientOptions quick_options() {
+  ClientOptions o;
+  o.call_timeout_s = 5;
+  o.compute_timeout_s = 10;
+  o.keepalive_s = 1;
+  return o;
+}
+
+// y = gelu(W x + b) with W a weight of `rows` x 64 f32 values.
+struct SmallGraph {
+  Context ctx;
+  Tensor* w;
+  Tensor* b;
+  Tensor* x;
+  Tensor* y;
+  Graph graph;
+  explicit SmallGraph(int rows) {
+    w = ctx.new_tensor(DType::F32, {64, rows}, "w");
+    b = ctx.new_tensor(DType::F32, {rows}, "b");
+    x = ctx.new_tensor(DType::F32, {64, 3}, "x");
+    w->flags |= kFlagParam;
+    b->flags |= kFlagParam;
+    x->flags |= kFlagInput;
+    y = unary(ctx, add(ctx, matmul(ctx, w, x), b), UnaryOp::Gelu);
+    graph = Graph::build({y});
+  }
+};
+
+// Runs SmallGraph on `device` with fixed data; returns y. `steps` computes it again with
+// new inputs, as a sampler would.
+std::vector<float> run_small(Device& device, int rows, int steps = 1) {
+  SmallGraph g(rows);
+  auto wbuf = device.buffer_type().allocate(g.w->nbytes() + g.b->nbytes());
+  bind_tensor(*g.w, *wbuf, 0);
+  bind_tensor(*g.b, *wbuf, g.w->nbytes());
+  tensor_set(*g.w, test::random_values(g.w->nelements(), 1).data());
+  tensor_set(*g.b, test::random_values(g.b->nelements(), 2).data());
+  ComputeBuffer memory(device.buffer_type());
+  std::unique_ptr<Backend> backend = device.create_backend(BackendOptions{2});
+  std::vector<float> y(static_cast<size_t>(g.y->nelements()));
+  for (int step = 0; step < steps; ++step) {
+    memory.allocate(g.graph);
+    tensor_set(*g.x, test::random_values(g.x->nelements(), 3 + step).data());
+    backend->compute(g.graph);
+    backend->synchronize();
+    tensor_get(*g.y, y.data());
+  }
+  return y;
+}
+
+RpcDevice& only_rpc_device(DeviceRegistry& registry) {
+  return dynamic_cast<RpcDevice&>(registry.get("RPC0"));
+}
+
+TEST(RpcLoopback, ComputesExactlyLikeTheLocalCpu) {
+  auto server = start_server();
+  DeviceRegistry registry;
+  EXPECT_EQ(add_rpc_servers(registry, endpoint(*server), quick_options()),
+            std::vector<std::string>{"RPC0"});
+  RpcDevice& remote = only_rpc_device(registry);
+  EXPECT_EQ(remote.kind(), DeviceKind::Remote);
+  EXPECT_NE(remote.description().find(endpoint(*server)), std::string::npos);
+  EXPECT_GT(remote.memory().total, 0u);
+  // The server runs the same kernels: the result is bit-identical.
+  EXPECT_EQ(run_small(remote, 40), run_small(DeviceRegistry::instance().get("CPU"), 40));
+}
+
+TEST(RpcLoopback, LaterStepsSendOnlyTheGraphHashAndInputs) {
+  auto server = start_server();
+  DeviceRegistry registry;
+  add_rpc_servers(registry, endpoint(*server), quick_options());
+  RpcDevice& remote = only_rpc_device(registry);
+  EXPECT_EQ(run_small(remote, 8, 4), run_small(DeviceRegistry::instance().get("CPU"), 8, 4));
+  const TrafficStats s = remote.connection().stats();
+  EXPECT_EQ(s.compute_calls, 4u);
+  EXPECT_EQ(s.graphs_sent, 1u);
+}
+
+TEST(RpcLoopback, WeightsAlreadyOnTheServerAreNotSentAgain) {
+  auto server = start_server();
+  const int rows = 512;  // 128 KiB of weights: big enough for the weight cache
+  for (int run = 0; run < 2; ++run) {
+    DeviceRegistry registry;  // a new client connection each time, as a new process
+    add_rpc_servers(registry, endpoint(*server), quick_options());
+    RpcDevice& remote = only_rpc_device(registry);
+    SmallGraph g(rows);
+    auto wbuf = remote.buffer_type().allocate(g.w->nbytes());
+    bind_tensor(*g.w, *wbuf, 0);
+    tensor_set(*g.w, test::random_values(g.w->nelements(), 1).data());
+    const TrafficStats s = remote.connection().stats();
+    if (run == 0) {
+      EXPECT_EQ(s.weight_bytes_sent, g.w->nbytes());
+      EXPECT_EQ(s.weight_bytes_cached, 0u);
+    } else {
+      EXPECT_EQ(s.weight_bytes_sent, 0u);
+      EXPECT_EQ(s.weight_bytes_cached, g.w->nbytes());
+    }
+    std::vector<float> back(static_cast<size_t>(g.w->nelements()));
+    tensor_get(*g.w, back.data());
+    EXPECT_EQ(back, test::random_values(g.w->nelements(), 1));
+  }
+}
+
+TEST(RpcLoopback, AWrongTokenIsRefusedClearly) {
+  auto server = start_server("s3cret");
+  DeviceRegistry registry;
+  ClientOptions o = quick_options();
+  o.token = "guess";
+  try {
+    add_rpc_servers(registry, endpoint(*server), o);
+    FAIL() << "a wrong token was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("token"), std::string::npos) << e.what();
+  }
+  o.token = "s3cret";
+  EXPECT_NO_THROW(add_rpc_servers(registry, endpoint(*server), o));
+}
+
+TEST(RpcLoopback, ADeadServerFailsTheCallNamingIt) {
+  auto server = start_server();
+  DeviceRegistry registry;
+  add_rpc_servers(registry, endpoint(*server), quick_options());
+  RpcDevice& remote = only_rpc_device(registry);
+  SmallGraph g(8);
+  auto wbuf = remote.buffer_type().allocate(4096);
+  bind_tensor(*g.w, *wbuf, 0);
+  const std::string address = endpoint(*server);
+  server.reset();
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    std::vector<float> back(static_cast<size_t>(g.w->nelements()));
+    tensor_get(*g.w, back.data());
+    FAIL() << "a read from a stopped server succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(address), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unreachable"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+TEST(RpcLoopback, UnreachableServerIsAnErrorNotAHang) {
+  ClientOptions o = quick_options();
+  o.call_timeout_s = 2;
+  DeviceRegistry registry;
+  // Port 1 on loopback: nothing listens there.
+  EXPECT_THROW(add_rpc_servers(registry, "127.0.0.1:1", o), Error);
+  EXPECT_THROW(add_rpc_servers(registry, "no-port-here", o), Error);
+  EXPECT_THROW(add_rpc_servers(registry, "127.0.0.1:99999", o), Error);
+}
+
+TEST(RpcLoopback, AClosedClientsBuffersAreFreed) {
+  auto server = start_server();
+  {
+    DeviceRegistry registry;
+    add_rpc_servers(registry, endpoint(*server), quick_options());
+    auto b = only_rpc_device(registry).buffer_type().allocate(1 << 20);
+    EXPECT_EQ(server->session_count(), 1u);
+  }
+  for (int i = 0; i < 50 && server->session_count() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(server->session_count(), 0u);
+}
+
+TEST(RpcLoopback, NonLoopbackBindNeedsATokenOrInsecure) {
+  ServerOptions o;
+  o.host = "0.0.0.0";
+  o.port = 0;
+  try {
+    Server s(o);
+    FAIL() << "an open bind without a token started";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--insecure"), std::string::npos);
+  }
+  EXPECT_TRUE(is_loopback_host("127.0.0.1"));
+  EXPECT_TRUE(is_loopback_host("127.3.2.1"));
+  EXPECT_TRUE(is_loopback_host("::1"));
+  EXPECT_TRUE(is_loopback_host("localhost"));
+  EXPECT_FALSE(is_loopback_host("0.0.0.0"));
+  EXPECT_FALSE(is_loopback_host("192.168.1.4"));
+}
+
+}  // namespace
+}  // namespace sd::rpc

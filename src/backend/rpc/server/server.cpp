@@ -1,0 +1,539 @@
+#include "backend/rpc/server/server.h"
+
+#include <arpa/inet.h>
+#include <grpcpp/grpcpp.h>
+#include <xxhash.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <list>
+#include <map>
+#include <mutex>
+#include <random>
+
+#include "backend/registry.h"
+#include "backend/rpc/graph_wire.h"
+#include "backend/rpc/protocol.h"
+#include "backend/rpc/remote.grpc.pb.h"
+#include "backend/rpc/server/weight_cache.h"
+#include "tensor/error.h"
+
+namespace sd::rpc {
+
+bool is_loopback_host(const std::string& host) {
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  if (h == "localhost" || h == "::1") return true;
+  in_addr a{};
+  return inet_pton(AF_INET, h.c_str(), &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
+}
+
+namespace {
+
+using grpc::ServerContext;
+using grpc::Status;
+using grpc::StatusCode;
+
+// A device as served: its local Device, the bytes all sessions hold on it, and the limit.
+struct ServedDevice {
+  Device* device;
+  std::atomic<size_t> used{0};
+  size_t limit;
+};
+
+// One client's state. Calls of one session are serialized by its mutex; sessions run
+// side by side.
+struct Session {
+  std::string id, peer;
+  std::mutex mutex;
+  struct Held {
+    std::unique_ptr<Buffer> buffer;
+    uint32_t device;
+  };
+  std::map<uint64_t, Held> buffers;
+  uint64_t next_buffer = 1;
+  std::list<std::pair<uint64_t, std::unique_ptr<ReceivedGraph>>> graphs;  // front: newest
+  std::map<uint32_t, std::unique_ptr<Backend>> backends;
+  size_t bytes_held = 0;
+};
+
+// A tensor standing for a byte range of a buffer, for Buffer::set/get.
+Tensor range_tensor(Buffer& b, uint64_t offset) {
+  Tensor t;
+  t.buffer = &b;
+  t.data = static_cast<uint8_t*>(b.base()) + offset;
+  return t;
+}
+
+Status error(StatusCode code, const std::string& message) {
+  return Status(code, message);
+}
+
+// Runs a handler body, turning engine errors and allocation failures into statuses: no
+// request may take the server down.
+template <typename F>
+Status guarded(const char* call, F&& body) {
+  try {
+    return body();
+  } catch (const sd::Error& e) {
+    return error(StatusCode::INVALID_ARGUMENT, e.what());
+  } catch (const std::bad_alloc&) {
+    return error(StatusCode::RESOURCE_EXHAUSTED, format("%s: the server ran out of memory", call));
+  } catch (const std::exception& e) {
+    return error(StatusCode::INTERNAL, format("%s: %s", call, e.what()));
+  }
+}
+
+std::string metadata(const ServerContext* ctx, const char* key) {
+  auto it = ctx->client_metadata().find(key);
+  return it == ctx->client_metadata().end() ? std::string()
+                                            : std::string(it->second.data(), it->second.size());
+}
+
+// Compares in time that does not depend on where the first difference is.
+bool same_secret(const std::string& given, const std::string& expected) {
+  if (given.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < given.size(); ++i) diff |= given[i] ^ expected[i];
+  return diff == 0;
+}
+
+}  // namespace
+
+class RemoteService final : public wire::Remote::Service {
+ public:
+  explicit RemoteService(const ServerOptions& options)
+      : options_(options), cache_(options.cache_memory, options.cache_dir) {
+    for (Device* d : options.devices) {
+      auto sd = std::make_unique<ServedDevice>();
+      sd->device = d;
+      sd->limit = options.memory_limit;
+      devices_.push_back(std::move(sd));
+    }
+  }
+
+  size_t session_count() const {
+    std::lock_guard lock(sessions_mutex_);
+    return sessions_.size();
+  }
+
+  Status Session(ServerContext* ctx,
+                 grpc::ServerReaderWriter<wire::Welcome, wire::Hello>* stream) override {
+    if (Status s = authenticate(ctx); !s.ok()) {
+      log("refused %s: %s", ctx->peer().c_str(), s.error_message().c_str());
+      return s;
+    }
+    wire::Hello hello;
+    if (!stream->Read(&hello)) return error(StatusCode::CANCELLED, "no hello");
+    const std::string mismatch = manifest_mismatch(hello.manifest(), "client");
+    if (!mismatch.empty()) {
+      log("refused %s (%s): %s", ctx->peer().c_str(), hello.client().c_str(), mismatch.c_str());
+      return error(StatusCode::FAILED_PRECONDITION,
+                   "sd-rpc-server refused the client: " + mismatch);
+    }
+    auto session = std::make_shared<rpc::Session>();
+    session->id = new_session_id();
+    session->peer = ctx->peer();
+    {
+      std::lock_guard lock(sessions_mutex_);
+      sessions_[session->id] = session;
+    }
+    log("session %.8s opened by %s (%s)", session->id.c_str(), session->peer.c_str(),
+        hello.client().c_str());
+    wire::Welcome welcome;
+    welcome.set_session(session->id);
+    welcome.set_server("sd-rpc-server");
+    *welcome.mutable_manifest() = local_manifest();
+    for (const auto& d : devices_) {
+      wire::DeviceInfo* info = welcome.add_devices();
+      info->set_name(d->device->name());
+      info->set_description(d->device->description());
+      const DeviceMemory m = memory_of(*d);
+      info->set_free(m.free);
+      info->set_total(m.total);
+      info->set_alignment(d->device->buffer_type().alignment());
+      info->set_max_alloc(
+          std::min<size_t>(d->device->buffer_type().max_size(), d->limit ? d->limit : SIZE_MAX));
+    }
+    stream->Write(welcome);
+    // The session lives as long as this stream: a closed or dead client ends the read.
+    while (stream->Read(&hello)) {
+    }
+    close_session(session);
+    return Status::OK;
+  }
+
+  Status Memory(ServerContext* ctx, const wire::DeviceRef* req, wire::MemoryReply* rep) override {
+    return call(ctx, "memory", [&](rpc::Session&) {
+      const ServedDevice& d = device(req->device());
+      const DeviceMemory m = memory_of(d);
+      rep->set_free(m.free);
+      rep->set_total(m.total);
+      return Status::OK;
+    });
+  }
+
+  Status Alloc(ServerContext* ctx, const wire::AllocRequest* req, wire::AllocReply* rep) override {
+    return call(ctx, "alloc", [&](rpc::Session& s) {
+      ServedDevice& d = device(req->device());
+      const size_t size = req->size();
+      SD_CHECK(size > 0, "[RPC] a buffer of 0 bytes was asked for");
+      if (d.limit && (size > d.limit || d.used.load() + size > d.limit)) {
+        return error(StatusCode::RESOURCE_EXHAUSTED,
+                     format("%s on the server: %s asked for, %s of its --mem limit %s in use; "
+                            "start sd-rpc-server with a larger --mem or place fewer modules "
+                            "there",
+                            d.device->name().c_str(), human_bytes(size).c_str(),
+                            human_bytes(d.used.load()).c_str(), human_bytes(d.limit).c_str()));
+      }
+      std::unique_ptr<Buffer> b = d.device->buffer_type().allocate(size);
+      d.used += size;
+      s.bytes_held += size;
+      const uint64_t id = s.next_buffer++;
+      s.buffers[id] = {std::move(b), req->device()};
+      rep->set_buffer(id);
+      return Status::OK;
+    });
+  }
+
+  Status Free(ServerContext* ctx, const wire::BufferRef* req, wire::Empty*) override {
+    return call(ctx, "free", [&](rpc::Session& s) {
+      free_buffer(s, req->buffer());
+      return Status::OK;
+    });
+  }
+
+  Status Clear(ServerContext* ctx, const wire::ClearRequest* req, wire::Empty*) override {
+    return call(ctx, "clear", [&](rpc::Session& s) {
+      SD_CHECK(req->value() < 256, "[RPC] clear value %u is not a byte", req->value());
+      buffer(s, req->buffer()).clear(static_cast<uint8_t>(req->value()));
+      return Status::OK;
+    });
+  }
+
+  Status Write(ServerContext* ctx, grpc::ServerReader<wire::WriteChunk>* reader,
+               wire::Empty*) override {
+    return call(ctx, "write", [&](rpc::Session& s) {
+      wire::WriteChunk chunk;
+      SD_CHECK(reader->Read(&chunk) && chunk.has_range(),
+               "[RPC] a write must start with its range");
+      const wire::Range range = chunk.range();
+      Buffer& b = checked_range(s, range);
+      const bool cache = chunk.has_hash();
+      const ContentHash expected = from_wire(chunk.hash());
+      XXH3_state_t* state = cache ? XXH3_createState() : nullptr;
+      std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> guard(state, XXH3_freeState);
+      if (state) XXH3_128bits_reset(state);
+      uint64_t done = 0;
+      do {
+        const std::string& data = chunk.data();
+        SD_CHECK(data.size() <= range.size() - done,
+                 "[RPC] write sent more than the %llu bytes it announced",
+                 static_cast<unsigned long long>(range.size()));
+        Tensor t = range_tensor(b, range.offset() + done);
+        if (!data.empty()) b.set(t, data.data(), 0, data.size());
+        if (state) XXH3_128bits_update(state, data.data(), data.size());
+        done += data.size();
+      } while (reader->Read(&chunk));
+      SD_CHECK(done == range.size(), "[RPC] write announced %llu bytes but sent %llu",
+               static_cast<unsigned long long>(range.size()),
+               static_cast<unsigned long long>(done));
+      if (state) {
+        const XXH128_hash_t h = XXH3_128bits_digest(state);
+        if (!(ContentHash{h.high64, h.low64} == expected))
+          return error(StatusCode::DATA_LOSS,
+                       "the weight bytes arrived damaged (their xxh3-128 does not match the "
+                       "hash sent with them); the write was not cached");
+        auto bytes = std::make_shared<std::vector<uint8_t>>(range.size());
+        Tensor t = range_tensor(b, range.offset());
+        b.get(t, bytes->data(), 0, bytes->size());
+        cache_.put(expected, std::move(bytes));
+      }
+      bytes_received_ += done;
+      return Status::OK;
+    });
+  }
+
+  Status WriteCached(ServerContext* ctx, const wire::CachedWrite* req,
+                     wire::CachedReply* rep) override {
+    return call(ctx, "cached write", [&](rpc::Session& s) {
+      Buffer& b = checked_range(s, req->range());
+      Bytes bytes = cache_.find(from_wire(req->hash()), req->range().size());
+      rep->set_hit(bytes != nullptr);
+      if (bytes) {
+        Tensor t = range_tensor(b, req->range().offset());
+        b.set(t, bytes->data(), 0, bytes->size());
+      }
+      return Status::OK;
+    });
+  }
+
+  Status Read(ServerContext* ctx, const wire::ReadRequest* req,
+              grpc::ServerWriter<wire::Chunk>* writer) override {
+    return call(ctx, "read", [&](rpc::Session& s) {
+      Buffer& b = checked_range(s, req->range());
+      wire::Chunk chunk;
+      for (uint64_t done = 0; done < req->range().size();) {
+        const size_t n = std::min<uint64_t>(kChunkBytes, req->range().size() - done);
+        chunk.mutable_data()->resize(n);
+        Tensor t = range_tensor(b, req->range().offset() + done);
+        b.get(t, chunk.mutable_data()->data(), 0, n);
+        if (!writer->Write(chunk)) return error(StatusCode::CANCELLED, "the client went away");
+        done += n;
+      }
+      return Status::OK;
+    });
+  }
+
+  Status Compute(ServerContext* ctx, const wire::ComputeRequest* req,
+                 wire::ComputeReply* rep) override {
+    return call(ctx, "compute", [&](rpc::Session& s) {
+      ServedDevice& d = device(req->device());
+      for (const wire::InlineWrite& w : req->writes()) {
+        Buffer& b = checked_range(s, w.range());
+        SD_CHECK(w.data().size() == w.range().size(),
+                 "[RPC] an inline write announced %llu bytes but carries %zu",
+                 static_cast<unsigned long long>(w.range().size()), w.data().size());
+        Tensor t = range_tensor(b, w.range().offset());
+        b.set(t, w.data().data(), 0, w.data().size());
+      }
+      ReceivedGraph* graph = find_graph(s, req->graph_hash());
+      if (!graph && req->graph().tensors_size() == 0)
+        return error(StatusCode::NOT_FOUND, "unknown graph; send it whole");
+      if (!graph || req->graph().tensors_size() > 0) {
+        auto received = receive_graph(req->graph(), [&](uint64_t id) -> Buffer* {
+          auto it = s.buffers.find(id);
+          return it == s.buffers.end() || it->second.device != req->device()
+                     ? nullptr
+                     : it->second.buffer.get();
+        });
+        graph = remember_graph(s, req->graph_hash(), std::move(received));
+      }
+      auto& backend = s.backends[req->device()];
+      if (!backend) backend = d.device->create_backend(BackendOptions{options_.threads});
+      check_supported(*d.device, graph->graph);
+      backend->compute(graph->graph);
+      backend->synchronize();
+      size_t reply_bytes = 0;
+      for (const wire::Range& r : req->reads()) {
+        Buffer& b = checked_range(s, r);
+        reply_bytes += r.size();
+        SD_CHECK(reply_bytes <= kMaxMessageBytes / 2,
+                 "[RPC] a compute call may read back at most %d bytes", kMaxMessageBytes / 2);
+        std::string* out = rep->add_reads();
+        out->resize(r.size());
+        Tensor t = range_tensor(b, r.offset());
+        b.get(t, out->data(), 0, r.size());
+      }
+      return Status::OK;
+    });
+  }
+
+ private:
+  template <typename... A>
+  void log(const char* fmt, A... args) {
+    if (options_.log) options_.log(format(fmt, args...));
+  }
+
+  Status authenticate(const ServerContext* ctx) const {
+    if (options_.token.empty()) return Status::OK;
+    if (same_secret(metadata(ctx, kTokenKey), options_.token)) return Status::OK;
+    return error(StatusCode::UNAUTHENTICATED,
+                 "sd-rpc-server refused the connection: wrong or missing token; give the "
+                 "server's token in SD_RPC_TOKEN (or a file in SD_RPC_TOKEN_FILE)");
+  }
+
+  // Authenticates, finds the session and runs `body` under the session's lock.
+  template <typename F>
+  Status call(ServerContext* ctx, const char* name, F&& body) {
+    if (Status s = authenticate(ctx); !s.ok()) return s;
+    std::shared_ptr<rpc::Session> session;
+    {
+      std::lock_guard lock(sessions_mutex_);
+      auto it = sessions_.find(metadata(ctx, kSessionKey));
+      if (it != sessions_.end()) session = it->second;
+    }
+    if (!session)
+      return error(StatusCode::FAILED_PRECONDITION,
+                   "unknown session: the server restarted or closed it; connect again");
+    std::lock_guard lock(session->mutex);
+    Status status = guarded(name, [&] { return body(*session); });
+    if (!status.ok() && status.error_code() != StatusCode::NOT_FOUND)
+      log("session %.8s: %s failed: %s", session->id.c_str(), name, status.error_message().c_str());
+    return status;
+  }
+
+  ServedDevice& device(uint32_t index) {
+    SD_CHECK(index < devices_.size(), "[RPC] device %u does not exist; the server has %zu", index,
+             devices_.size());
+    return *devices_[index];
+  }
+
+  DeviceMemory memory_of(const ServedDevice& d) const {
+    DeviceMemory m = d.device->memory();
+    if (d.limit) {
+      m.total = std::min(m.total, d.limit);
+      m.free = std::min(m.free, d.limit - std::min(d.limit, d.used.load()));
+    }
+    return m;
+  }
+
+  Buffer& buffer(rpc::Session& s, uint64_t id) {
+    auto it = s.buffers.find(id);
+    SD_CHECK(it != s.buffers.end(),
+             "[RPC] buffer %llu does not exist in this session (freed or never allocated)",
+             static_cast<unsigned long long>(id));
+    return *it->second.buffer;
+  }
+
+  Buffer& checked_range(rpc::Session& s, const wire::Range& r) {
+    Buffer& b = buffer(s, r.buffer());
+    SD_CHECK(r.offset() <= b.size() && r.size() <= b.size() - r.offset(),
+             "[RPC] bytes [%llu, +%llu) are outside buffer %llu of %zu bytes",
+             static_cast<unsigned long long>(r.offset()), static_cast<unsigned long long>(r.size()),
+             static_cast<unsigned long long>(r.buffer()), b.size());
+    return b;
+  }
+
+  void free_buffer(rpc::Session& s, uint64_t id) {
+    auto it = s.buffers.find(id);
+    SD_CHECK(it != s.buffers.end(), "[RPC] buffer %llu does not exist in this session",
+             static_cast<unsigned long long>(id));
+    // Graphs that use the buffer are forgotten, and backends drop what they derived from
+    // its bytes (packed weights), before the memory goes.
+    s.graphs.remove_if([id](const auto& g) { return g.second->buffers.count(id) > 0; });
+    for (auto& [dev, backend] : s.backends) backend->release_caches();
+    const size_t size = it->second.buffer->size();
+    devices_[it->second.device]->used -= size;
+    s.bytes_held -= size;
+    s.buffers.erase(it);
+  }
+
+  ReceivedGraph* find_graph(rpc::Session& s, uint64_t hash) {
+    for (auto it = s.graphs.begin(); it != s.graphs.end(); ++it) {
+      if (it->first == hash) {
+        s.graphs.splice(s.graphs.begin(), s.graphs, it);
+        return s.graphs.front().second.get();
+      }
+    }
+    return nullptr;
+  }
+
+  ReceivedGraph* remember_graph(rpc::Session& s, uint64_t hash, std::unique_ptr<ReceivedGraph> g) {
+    s.graphs.remove_if([hash](const auto& e) { return e.first == hash; });
+    s.graphs.emplace_front(hash, std::move(g));
+    while (s.graphs.size() > kMaxGraphsPerSession) s.graphs.pop_back();
+    return s.graphs.front().second.get();
+  }
+
+  void close_session(const std::shared_ptr<rpc::Session>& session) {
+    {
+      std::lock_guard lock(sessions_mutex_);
+      sessions_.erase(session->id);
+    }
+    std::lock_guard lock(session->mutex);
+    const size_t n = session->buffers.size(), bytes = session->bytes_held;
+    session->graphs.clear();
+    session->backends.clear();
+    for (auto& [id, held] : session->buffers) devices_[held.device]->used -= held.buffer->size();
+    session->buffers.clear();
+    session->bytes_held = 0;
+    log("session %.8s closed: freed %zu buffers (%s)", session->id.c_str(), n,
+        human_bytes(bytes).c_str());
+  }
+
+  static std::string new_session_id() {
+    std::random_device rd;
+    return format("%08x%08x%08x%08x", rd(), rd(), rd(), rd());
+  }
+
+  const ServerOptions& options_;
+  WeightCache cache_;
+  std::vector<std::unique_ptr<ServedDevice>> devices_;
+  mutable std::mutex sessions_mutex_;
+  std::map<std::string, std::shared_ptr<rpc::Session>> sessions_;
+  std::atomic<uint64_t> bytes_received_{0};
+};
+
+struct Server::Impl {
+  ServerOptions options;
+  std::unique_ptr<RemoteService> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  m.options = std::move(options);
+  ServerOptions& o = m.options;
+  SD_CHECK(is_loopback_host(o.host) || !o.token.empty() || o.insecure,
+           "sd-rpc-server would listen on %s without a token, so anyone who can reach it could "
+           "use this machine; give a token with --token-file (or SD_RPC_TOKEN), or pass "
+           "--insecure on a trusted network",
+           o.host.c_str());
+  SD_CHECK(o.port >= 0 && o.port <= 65535, "port %d is out of range (1-65535)", o.port);
+  SD_CHECK(o.tls_cert_pem.empty() == o.tls_key_pem.empty(),
+           "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+  if (o.devices.empty())
+    for (const auto& d : DeviceRegistry::instance().devices())
+      if (d->kind() != DeviceKind::Remote) o.devices.push_back(d.get());
+  SD_CHECK(!o.devices.empty(), "sd-rpc-server has no device to serve");
+
+  m.service = std::make_unique<RemoteService>(m.options);
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!o.tls_cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({o.tls_key_pem, o.tls_cert_pem});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  const bool v6 = o.host.find(':') != std::string::npos && o.host.front() != '[';
+  const std::string address = (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
+  builder.AddListeningPort(address, creds, &m.port);
+  builder.RegisterService(m.service.get());
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Dead clients are noticed by keep-alive pings, so their sessions are freed; clients
+  // ping every few seconds, which must not count as abuse.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  m.server = builder.BuildAndStart();
+  SD_CHECK(m.server && m.port > 0,
+           "sd-rpc-server could not listen on %s: the address is in use or not on this "
+           "machine; pick another --host/--port",
+           address.c_str());
+  if (o.log) {
+    std::string names;
+    for (Device* d : o.devices) names += (names.empty() ? "" : ", ") + d->name();
+    o.log(format("listening on %s:%d (%s%s), serving %s", o.host.c_str(), m.port,
+                 o.tls_cert_pem.empty() ? "plaintext" : "TLS",
+                 o.token.empty() ? "" : ", token required", names.c_str()));
+  }
+}
+
+Server::~Server() {
+  shutdown();
+}
+
+int Server::port() const {
+  return impl_->port;
+}
+
+void Server::wait() {
+  impl_->server->Wait();
+}
+
+void Server::shutdown() {
+  if (impl_->server)
+    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+size_t Server::session_count() const {
+  return impl_->service->session_count();
+}
+
+}  // namespace sd::rpc

@@ -1,0 +1,55 @@
+// sd-rpc-server's engine: serves this machine's devices to remote clients over gRPC.
+// Each client gets a session with its own buffers, graphs and backends; the session and
+// all it holds are freed when the client disconnects. Every request is checked before it
+// touches memory, so a misbehaving client gets an error and the others carry on.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+
+namespace sd::rpc {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 50052;              // 0: any free port (see Server::port())
+  std::vector<Device*> devices;  // served in this order; empty: every local device
+  int threads = 0;               // compute threads per session; 0: all cores
+  size_t memory_limit = 0;       // bytes of buffers per device over all sessions; 0: none
+  size_t cache_memory = size_t{4} << 30;
+  std::string cache_dir;                        // empty: weights are cached in memory only
+  std::string token;                            // empty: no token asked for
+  std::string tls_cert_pem, tls_key_pem;        // both empty: plaintext
+  bool insecure = false;                        // allow a non-loopback bind without a token
+  std::function<void(const std::string&)> log;  // one line per event
+};
+
+// True for 127.0.0.1, ::1, localhost and the rest of 127/8.
+bool is_loopback_host(const std::string& host);
+
+class Server {
+ public:
+  // Checks the options (a non-loopback bind needs a token or `insecure`), binds and starts
+  // serving. Throws sd::Error naming the problem and the fix.
+  explicit Server(ServerOptions options);
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  int port() const;
+  // Blocks until shutdown() is called from another thread or a signal handler's thread.
+  void wait();
+  void shutdown();
+  // Sessions open now (for tests and the log).
+  size_t session_count() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sd::rpc
