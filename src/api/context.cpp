@@ -60,7 +60,8 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   for (const auto& d : sd::DeviceRegistry::instance().devices())
     has_gpu = has_gpu || d->kind() == sd::DeviceKind::Gpu;
   if (!has_gpu) {
-    if (given(p.max_vram))
+    // "0" is the CLI's default: no budget.
+    if (given(p.max_vram) && std::strcmp(p.max_vram, "0") != 0)
       sd::api::log(SD_LOG_WARN, "--max-vram budgets GPU memory; no GPU here, so it is ignored");
     if (p.stream_layers)
       sd::api::log(SD_LOG_WARN, "--stream-layers streams weights into a GPU; no GPU here, ignored");

@@ -60,6 +60,9 @@ class Connection {
   // Changes when the session is replaced after the server went away: buffers of an
   // older session are gone.
   uint64_t session_generation() const { return generation_; }
+  // A call failed in a way that may have ended the session; the next allocation opens a
+  // new one.
+  bool session_lost() const { return session_lost_; }
 
   DeviceMemory memory(uint32_t device);
   uint64_t alloc(uint32_t device, size_t size);

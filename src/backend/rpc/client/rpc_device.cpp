@@ -92,7 +92,7 @@ RpcBuffer::~RpcBuffer() {
 }
 
 bool RpcBuffer::lost() const {
-  return generation_ != connection_->session_generation();
+  return generation_ != connection_->session_generation() || connection_->session_lost();
 }
 
 void RpcBuffer::check_alive() const {
