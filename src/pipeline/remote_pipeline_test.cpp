@@ -32,6 +32,7 @@ rpc::ClientOptions quick() {
   o.call_timeout_s = 10;
   o.compute_timeout_s = 60;
   o.keepalive_s = 2;
+  o.keepalive_timeout_s = 10;
   return o;
 }
 

@@ -168,6 +168,9 @@ void ModelManager::fill(const std::string& name, Resident& r) {
   Tensor& t = r.tensor;
   if (r.buffer->is_host()) {
     loader_.read(name, t.type, t.data);
+  } else if (const uint8_t* stored = options_.use_mmap ? loader_.mapped(name, t.type) : nullptr) {
+    // Straight from the mapped file to the device: no copy in between, no fresh pages.
+    tensor_set(t, stored);
   } else {
     std::vector<uint8_t> bytes(t.nbytes());
     loader_.read(name, t.type, bytes.data());

@@ -117,6 +117,7 @@ std::unique_ptr<ReceivedGraph> receive_graph(const wire::GraphDesc& desc,
       t->buffer = b;
       t->data = static_cast<uint8_t*>(b->base()) + d.offset();
       out->buffers.insert(d.buffer());
+      if (!leaf) out->written.insert(d.buffer());
     }
     tensors.push_back(t);
     (leaf ? out->graph.leafs : out->graph.nodes).push_back(t);

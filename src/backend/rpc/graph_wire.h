@@ -27,6 +27,7 @@ struct ReceivedGraph {
   Context ctx;
   Graph graph;
   std::set<uint64_t> buffers;  // every buffer it reads or writes
+  std::set<uint64_t> written;  // the buffers its computed nodes write into
 };
 
 // Returns nullptr for an unknown buffer id.

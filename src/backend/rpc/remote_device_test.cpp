@@ -37,6 +37,7 @@ ClientOptions quick_options() {
   o.call_timeout_s = 5;
   o.compute_timeout_s = 10;
   o.keepalive_s = 1;
+  o.keepalive_timeout_s = 5;
   return o;
 }
 
@@ -193,6 +194,18 @@ TEST(RpcLoopback, AClosedClientsBuffersAreFreed) {
   for (int i = 0; i < 50 && server->session_count() > 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   EXPECT_EQ(server->session_count(), 0u);
+}
+
+TEST(RpcLoopback, AnIdleSessionStaysOpen) {
+  // Keep-alive pings every second for several seconds must not end the session.
+  auto server = start_server();
+  DeviceRegistry registry;
+  add_rpc_servers(registry, endpoint(*server), quick_options());
+  RpcDevice& remote = only_rpc_device(registry);
+  std::this_thread::sleep_for(std::chrono::seconds(4));
+  EXPECT_FALSE(remote.connection().session_lost());
+  EXPECT_EQ(server->session_count(), 1u);
+  EXPECT_NO_THROW(remote.buffer_type().allocate(1024));
 }
 
 TEST(RpcLoopback, NonLoopbackBindNeedsATokenOrInsecure) {

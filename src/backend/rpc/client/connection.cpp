@@ -66,16 +66,24 @@ ClientOptions client_options_from_environment() {
 struct Connection::Channel {
   std::shared_ptr<grpc::Channel> channel;
   std::unique_ptr<wire::Remote::Stub> stub;
-  // The session's lifeline stream: open as long as the session lives.
+  // The session's lifeline stream, open as long as the session lives, and the thread that
+  // notices when it ends (the server stopped, restarted or dropped us).
   std::unique_ptr<grpc::ClientContext> session_ctx;
   std::unique_ptr<grpc::ClientReaderWriter<wire::Hello, wire::Welcome>> session;
+  std::thread watcher;
 
-  void close_session() {
-    if (session) {
-      session->WritesDone();
-      session_ctx->TryCancel();
+  void watch(std::atomic<bool>& lost) {
+    watcher = std::thread([this, &lost] {
+      wire::Welcome ignored;
+      while (session->Read(&ignored)) {
+      }
       session->Finish();
-    }
+      lost = true;
+    });
+  }
+  void close_session() {
+    if (session_ctx) session_ctx->TryCancel();
+    if (watcher.joinable()) watcher.join();
     session.reset();
     session_ctx.reset();
   }
@@ -104,10 +112,10 @@ Connection::Connection(std::string endpoint, ClientOptions options)
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
-  // Keep-alive pings find a dead or unreachable server within about two periods, even
-  // while a long compute call is waiting.
+  // Keep-alive pings find a dead or unreachable host even while a long compute call
+  // waits; the timeout is generous because a client busy on its own CPU answers late.
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, options_.keepalive_s * 1000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options_.keepalive_s * 1000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options_.keepalive_timeout_s * 1000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
   // A restarted server is found again quickly.
@@ -160,22 +168,22 @@ void Connection::open_session() {
          s.ok() ? "the server closed the connection" : s.error_message());
   }
   const std::string mismatch = manifest_mismatch(welcome_.manifest(), "server");
-  if (!mismatch.empty()) {
-    channel_->session_ctx = std::move(ctx);
-    channel_->session = std::move(stream);
-    channel_->close_session();
-    fail("hello", grpc::StatusCode::FAILED_PRECONDITION, mismatch);
+  if (!mismatch.empty() || welcome_.devices_size() == 0) {
+    ctx->TryCancel();
+    stream->Finish();
+    if (!mismatch.empty()) fail("hello", grpc::StatusCode::FAILED_PRECONDITION, mismatch);
+    sd::fail("[RPC %s] the server offers no device", endpoint_.c_str());
   }
-  SD_CHECK(welcome_.devices_size() > 0, "[RPC %s] the server offers no device", endpoint_.c_str());
   channel_->session_ctx = std::move(ctx);
   channel_->session = std::move(stream);
+  session_lost_ = false;
+  channel_->watch(session_lost_);
   std::lock_guard lock(mutex_);
   queued_.clear();
   queued_bytes_ = 0;
   outputs_.clear();
   known_graphs_.clear();
   ++generation_;
-  session_lost_ = false;
 }
 
 void Connection::fail(const char* call, int code, const std::string& message) {

@@ -27,8 +27,10 @@ struct ClientOptions {
   double call_timeout_s = 30;
   // Bound on one compute call (a whole UNet step or VAE decode on the server).
   double compute_timeout_s = 600;
-  // A server that does not answer a keep-alive ping within this many seconds is dead.
-  int keepalive_s = 5;
+  // Pings every keepalive_s seconds while connected; a server that does not answer one
+  // within keepalive_timeout_s is dead (a killed server process is noticed at once).
+  int keepalive_s = 10;
+  int keepalive_timeout_s = 20;
 };
 
 // From SD_RPC_TOKEN, SD_RPC_TOKEN_FILE, SD_RPC_CA and SD_RPC_TIMEOUT (seconds per

@@ -10,6 +10,7 @@
 #include <list>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <random>
 
 #include "backend/registry.h"
@@ -50,6 +51,9 @@ struct Session {
   struct Held {
     std::unique_ptr<Buffer> buffer;
     uint32_t device;
+    // Set while the whole buffer holds one verified weight with this hash: such a buffer
+    // goes to the weight cache when freed. Any other write clears it.
+    std::optional<ContentHash> weight;
   };
   std::map<uint64_t, Held> buffers;
   uint64_t next_buffer = 1;
@@ -208,6 +212,7 @@ class RemoteService final : public wire::Remote::Service {
     return call(ctx, "clear", [&](rpc::Session& s) {
       SD_CHECK(req->value() < 256, "[RPC] clear value %u is not a byte", req->value());
       buffer(s, req->buffer()).clear(static_cast<uint8_t>(req->value()));
+      s.buffers[req->buffer()].weight.reset();
       return Status::OK;
     });
   }
@@ -220,6 +225,10 @@ class RemoteService final : public wire::Remote::Service {
                "[RPC] a write must start with its range");
       const wire::Range range = chunk.range();
       Buffer& b = checked_range(s, range);
+      // From the first byte on the buffer no longer holds its verified weight, even if the
+      // write fails halfway.
+      rpc::Session::Held& held = s.buffers[range.buffer()];
+      held.weight.reset();
       const bool cache = chunk.has_hash();
       const ContentHash expected = from_wire(chunk.hash());
       XXH3_state_t* state = cache ? XXH3_createState() : nullptr;
@@ -245,10 +254,8 @@ class RemoteService final : public wire::Remote::Service {
           return error(StatusCode::DATA_LOSS,
                        "the weight bytes arrived damaged (their xxh3-128 does not match the "
                        "hash sent with them); the write was not cached");
-        auto bytes = std::make_shared<std::vector<uint8_t>>(range.size());
-        Tensor t = range_tensor(b, range.offset());
-        b.get(t, bytes->data(), 0, bytes->size());
-        cache_.put(expected, std::move(bytes));
+        if (range.offset() == 0 && range.size() == b.size()) held.weight = expected;
+        cache_.store(expected, b, range.offset(), range.size());
       }
       bytes_received_ += done;
       return Status::OK;
@@ -259,12 +266,22 @@ class RemoteService final : public wire::Remote::Service {
                      wire::CachedReply* rep) override {
     return call(ctx, "cached write", [&](rpc::Session& s) {
       Buffer& b = checked_range(s, req->range());
-      Bytes bytes = cache_.find(from_wire(req->hash()), req->range().size());
-      rep->set_hit(bytes != nullptr);
-      if (bytes) {
-        Tensor t = range_tensor(b, req->range().offset());
-        b.set(t, bytes->data(), 0, bytes->size());
+      rpc::Session::Held& held = s.buffers[req->range().buffer()];
+      const ContentHash hash = from_wire(req->hash());
+      const bool whole = req->range().offset() == 0 && req->range().size() == b.size();
+      held.weight.reset();
+      bool hit = false;
+      if (whole) {
+        // The cached buffer itself takes this one's place: nothing is copied.
+        if (std::unique_ptr<Buffer> cached = cache_.take(hash, b.size(), held.device)) {
+          forget_uses(s, req->range().buffer());
+          held.buffer = std::move(cached);
+          hit = true;
+        }
       }
+      if (!hit) hit = cache_.load(hash, *held.buffer, req->range().offset(), req->range().size());
+      if (hit && whole) held.weight = hash;
+      rep->set_hit(hit);
       return Status::OK;
     });
   }
@@ -297,8 +314,9 @@ class RemoteService final : public wire::Remote::Service {
                  static_cast<unsigned long long>(w.range().size()), w.data().size());
         Tensor t = range_tensor(b, w.range().offset());
         b.set(t, w.data().data(), 0, w.data().size());
+        s.buffers[w.range().buffer()].weight.reset();
       }
-      ReceivedGraph* graph = find_graph(s, req->graph_hash());
+      ReceivedGraph* graph = find_graph(s, req->graph_hash(), req->device());
       if (!graph && req->graph().tensors_size() == 0)
         return error(StatusCode::NOT_FOUND, "unknown graph; send it whole");
       if (!graph || req->graph().tensors_size() > 0) {
@@ -310,6 +328,7 @@ class RemoteService final : public wire::Remote::Service {
         });
         graph = remember_graph(s, req->graph_hash(), std::move(received));
       }
+      for (uint64_t id : graph->written) s.buffers[id].weight.reset();
       auto& backend = s.backends[req->device()];
       if (!backend) backend = d.device->create_backend(BackendOptions{options_.threads});
       check_supported(*d.device, graph->graph);
@@ -400,19 +419,35 @@ class RemoteService final : public wire::Remote::Service {
     auto it = s.buffers.find(id);
     SD_CHECK(it != s.buffers.end(), "[RPC] buffer %llu does not exist in this session",
              static_cast<unsigned long long>(id));
-    // Graphs that use the buffer are forgotten, and backends drop what they derived from
-    // its bytes (packed weights), before the memory goes.
-    s.graphs.remove_if([id](const auto& g) { return g.second->buffers.count(id) > 0; });
-    for (auto& [dev, backend] : s.backends) backend->release_caches();
+    forget_uses(s, id);
     const size_t size = it->second.buffer->size();
     devices_[it->second.device]->used -= size;
     s.bytes_held -= size;
+    retire(it->second);
     s.buffers.erase(it);
   }
 
-  ReceivedGraph* find_graph(rpc::Session& s, uint64_t hash) {
+  // Graphs that use the buffer are forgotten, and backends drop what they derived from its
+  // bytes (packed weights), before its memory goes.
+  void forget_uses(rpc::Session& s, uint64_t id) {
+    s.graphs.remove_if([id](const auto& g) { return g.second->buffers.count(id) > 0; });
+    for (auto& [dev, backend] : s.backends) backend->release_caches();
+  }
+
+  // A freed buffer that holds one verified weight goes to the cache for the next client.
+  void retire(rpc::Session::Held& held) {
+    if (held.weight) cache_.give(*held.weight, held.device, std::move(held.buffer));
+  }
+
+  // A graph received for another device's buffers counts as unknown: the request's device
+  // must never run it.
+  ReceivedGraph* find_graph(rpc::Session& s, uint64_t hash, uint32_t device) {
     for (auto it = s.graphs.begin(); it != s.graphs.end(); ++it) {
       if (it->first == hash) {
+        for (uint64_t id : it->second->buffers) {
+          auto held = s.buffers.find(id);
+          if (held == s.buffers.end() || held->second.device != device) return nullptr;
+        }
         s.graphs.splice(s.graphs.begin(), s.graphs, it);
         return s.graphs.front().second.get();
       }
@@ -436,7 +471,10 @@ class RemoteService final : public wire::Remote::Service {
     const size_t n = session->buffers.size(), bytes = session->bytes_held;
     session->graphs.clear();
     session->backends.clear();
-    for (auto& [id, held] : session->buffers) devices_[held.device]->used -= held.buffer->size();
+    for (auto& [id, held] : session->buffers) {
+      devices_[held.device]->used -= held.buffer->size();
+      retire(held);
+    }
     session->buffers.clear();
     session->bytes_held = 0;
     log("session %.8s closed: freed %zu buffers (%s)", session->id.c_str(), n,
@@ -496,8 +534,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // Dead clients are noticed by keep-alive pings, so their sessions are freed; clients
   // ping every few seconds, which must not count as abuse.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 15000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 30000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);

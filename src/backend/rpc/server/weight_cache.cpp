@@ -1,12 +1,25 @@
 #include "backend/rpc/server/weight_cache.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include <cstdio>
+#include <vector>
 
 namespace sd::rpc {
+
+namespace {
+
+// A tensor standing for a byte range of a buffer, for Buffer::set/get.
+Tensor range_of(Buffer& b, uint64_t offset) {
+  Tensor t;
+  t.buffer = &b;
+  t.data = static_cast<uint8_t*>(b.base()) + offset;
+  return t;
+}
+
+}  // namespace
 
 WeightCache::WeightCache(size_t memory_budget, std::string folder)
     : budget_(memory_budget), folder_(std::move(folder)) {
@@ -22,58 +35,80 @@ size_t WeightCache::memory_bytes() const {
   return used_;
 }
 
-Bytes WeightCache::find(const ContentHash& hash, size_t size) {
-  {
-    std::lock_guard lock(mutex_);
-    auto it = entries_.find(hash);
-    if (it != entries_.end()) {
-      lru_.splice(lru_.begin(), lru_, it->second.age);
-      return it->second.bytes->size() == size ? it->second.bytes : nullptr;
-    }
-  }
-  if (folder_.empty()) return nullptr;
-  // A disk entry is read whole and checked: a truncated or altered file is a miss.
-  FILE* f = std::fopen(path_of(hash).c_str(), "rb");
-  if (!f) return nullptr;
-  auto bytes = std::make_shared<std::vector<uint8_t>>(size);
-  const bool whole = std::fread(bytes->data(), 1, size, f) == size && std::fgetc(f) == EOF;
-  std::fclose(f);
-  if (!whole || !(content_hash(bytes->data(), size) == hash)) return nullptr;
-  keep_in_memory(hash, bytes);
-  return bytes;
-}
-
-void WeightCache::put(const ContentHash& hash, Bytes bytes) {
-  if (!folder_.empty()) {
-    // Written under a temporary name and renamed: a crash leaves no half entry.
-    const std::string path = path_of(hash);
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
-      const std::string tmp = path + ".tmp" + std::to_string(::getpid());
-      if (FILE* f = std::fopen(tmp.c_str(), "wb")) {
-        const bool ok = std::fwrite(bytes->data(), 1, bytes->size(), f) == bytes->size();
-        if (std::fclose(f) == 0 && ok)
-          std::rename(tmp.c_str(), path.c_str());
-        else
-          std::remove(tmp.c_str());
-      }
-    }
-  }
-  keep_in_memory(hash, std::move(bytes));
-}
-
-void WeightCache::keep_in_memory(const ContentHash& hash, Bytes bytes) {
+std::unique_ptr<Buffer> WeightCache::take(const ContentHash& hash, size_t size, uint32_t device) {
   std::lock_guard lock(mutex_);
-  if (bytes->size() > budget_ || entries_.count(hash)) return;
-  while (used_ + bytes->size() > budget_ && !lru_.empty()) {
+  auto it = entries_.find(Key{hash, device});
+  if (it == entries_.end() || it->second.buffer->size() != size) return nullptr;
+  std::unique_ptr<Buffer> b = std::move(it->second.buffer);
+  lru_.erase(it->second.age);
+  entries_.erase(it);
+  used_ -= size;
+  return b;
+}
+
+void WeightCache::give(const ContentHash& hash, uint32_t device, std::unique_ptr<Buffer> buffer) {
+  std::lock_guard lock(mutex_);
+  const Key key{hash, device};
+  if (buffer->size() > budget_ || entries_.count(key)) return;
+  while (used_ + buffer->size() > budget_ && !lru_.empty()) {
     auto old = entries_.find(lru_.back());
-    used_ -= old->second.bytes->size();
+    used_ -= old->second.buffer->size();
     entries_.erase(old);
     lru_.pop_back();
   }
-  lru_.push_front(hash);
-  used_ += bytes->size();
-  entries_.emplace(hash, Entry{std::move(bytes), lru_.begin()});
+  lru_.push_front(key);
+  used_ += buffer->size();
+  entries_.emplace(key, Entry{std::move(buffer), lru_.begin()});
+}
+
+bool WeightCache::load(const ContentHash& hash, Buffer& b, uint64_t offset, size_t size) {
+  if (folder_.empty()) return false;
+  FILE* f = std::fopen(path_of(hash).c_str(), "rb");
+  if (!f) return false;
+  // Read in pieces into the buffer while hashing; a short, long or altered file is a miss
+  // (the client then sends the bytes, which overwrite whatever was read).
+  XXH3_state_t* state = XXH3_createState();
+  XXH3_128bits_reset(state);
+  std::vector<uint8_t> piece(std::min(size, kChunkBytes * 8));
+  size_t done = 0;
+  bool ok = true;
+  while (ok && done < size) {
+    const size_t n = std::min(piece.size(), size - done);
+    ok = std::fread(piece.data(), 1, n, f) == n;
+    if (!ok) break;
+    Tensor t = range_of(b, offset + done);
+    b.set(t, piece.data(), 0, n);
+    XXH3_128bits_update(state, piece.data(), n);
+    done += n;
+  }
+  ok = ok && std::fgetc(f) == EOF;
+  std::fclose(f);
+  const XXH128_hash_t h = XXH3_128bits_digest(state);
+  XXH3_freeState(state);
+  return ok && ContentHash{h.high64, h.low64} == hash;
+}
+
+void WeightCache::store(const ContentHash& hash, Buffer& b, uint64_t offset, size_t size) {
+  if (folder_.empty()) return;
+  const std::string path = path_of(hash);
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && static_cast<size_t>(st.st_size) == size) return;
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid());
+  FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) return;  // a cache that cannot be written is only slower
+  std::vector<uint8_t> piece(std::min(size, kChunkBytes * 8));
+  bool ok = true;
+  for (size_t done = 0; ok && done < size;) {
+    const size_t n = std::min(piece.size(), size - done);
+    Tensor t = range_of(b, offset + done);
+    b.get(t, piece.data(), 0, n);
+    ok = std::fwrite(piece.data(), 1, n, f) == n;
+    done += n;
+  }
+  if (std::fclose(f) == 0 && ok)
+    std::rename(tmp.c_str(), path.c_str());
+  else
+    std::remove(tmp.c_str());
 }
 
 }  // namespace sd::rpc

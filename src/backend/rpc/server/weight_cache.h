@@ -1,54 +1,68 @@
-// The server's weight cache: tensor bytes keyed by their xxh3-128 content hash, so a client
-// that reconnects, or reloads a module whose weights live on disk, names the bytes instead
-// of sending them again. Kept in memory up to a byte budget (least recently used leave
-// first) and, with a cache folder, on disk as one file per hash.
+// The server's weight cache, keyed by the xxh3-128 of a weight's bytes, so a client that
+// reconnects, or reloads a module whose weights live on disk, names the bytes instead of
+// sending them again.
+//
+// In memory it keeps whole buffers, not copies: a buffer that held exactly one verified
+// weight and was never written since moves into the cache when its session frees it, and
+// moves back out, untouched, to the next session that asks for that hash. Nothing is
+// copied and no buffer is ever shared, so one client cannot change another's weights.
+// Least recently used buffers are freed when the budget is full. With a folder, verified
+// weights are also kept as one file per hash and survive a restart.
 #pragma once
 
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <unordered_map>
-#include <vector>
 
+#include "backend/backend.h"
 #include "backend/rpc/protocol.h"
 
 namespace sd::rpc {
 
-using Bytes = std::shared_ptr<const std::vector<uint8_t>>;
-
 class WeightCache {
  public:
-  // `memory_budget` bytes in RAM; `folder` empty: no disk cache.
+  // `memory_budget` bytes of buffers kept in memory; `folder` empty: no disk cache.
   WeightCache(size_t memory_budget, std::string folder);
 
-  // The bytes with this hash and size, from memory or disk; nullptr when absent. Disk
-  // entries are verified against their hash before use.
-  Bytes find(const ContentHash& hash, size_t size);
-  // Keeps bytes already verified against `hash`.
-  void put(const ContentHash& hash, Bytes bytes);
+  // A buffer of `device` holding exactly the bytes with this hash, taken out of the cache;
+  // nullptr when there is none.
+  std::unique_ptr<Buffer> take(const ContentHash& hash, size_t size, uint32_t device);
+  // Keeps a buffer whose whole content has this (verified) hash.
+  void give(const ContentHash& hash, uint32_t device, std::unique_ptr<Buffer> buffer);
+
+  // Disk entries: fills [offset, offset + size) of `b` from the file of `hash` when it
+  // exists and its bytes match the hash; false otherwise.
+  bool load(const ContentHash& hash, Buffer& b, uint64_t offset, size_t size);
+  // Writes the range to the file of `hash` (under a temporary name, then renamed).
+  void store(const ContentHash& hash, Buffer& b, uint64_t offset, size_t size);
+  bool has_folder() const { return !folder_.empty(); }
 
   size_t memory_bytes() const;
 
  private:
-  struct Entry {
-    Bytes bytes;
-    std::list<ContentHash>::iterator age;
+  struct Key {
+    ContentHash hash;
+    uint32_t device;
+    bool operator==(const Key&) const = default;
   };
-  struct HashOf {
-    size_t operator()(const ContentHash& h) const { return h.low ^ (h.high * 31); }
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return k.hash.low ^ (k.hash.high * 31) ^ k.device; }
+  };
+  struct Entry {
+    std::unique_ptr<Buffer> buffer;
+    std::list<Key>::iterator age;
   };
   std::string path_of(const ContentHash& hash) const;
-  void keep_in_memory(const ContentHash& hash, Bytes bytes);
 
   mutable std::mutex mutex_;
   size_t budget_;
   size_t used_ = 0;
   std::string folder_;
-  std::list<ContentHash> lru_;  // front: most recently used
-  std::unordered_map<ContentHash, Entry, HashOf> entries_;
+  std::list<Key> lru_;  // front: most recently given
+  std::unordered_map<Key, Entry, KeyHash> entries_;
 };
 
 }  // namespace sd::rpc
