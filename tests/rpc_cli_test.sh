@@ -17,7 +17,10 @@ unset SD_RPC_TOKEN SD_RPC_TOKEN_FILE
 work=$(mktemp -d)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  for p in "${pids[@]}"; do
+    kill -9 "$p" 2>/dev/null
+    wait "$p" 2>/dev/null
+  done
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -100,6 +103,7 @@ done
 sleep 2
 kill -9 "$kpid"
 killed_at=$(date +%s)
+wait "$kpid" 2>/dev/null
 wait "$client"
 status=$?
 elapsed=$(($(date +%s) - killed_at))
