@@ -31,8 +31,7 @@ class Tls : public ::testing::Test {
     const std::string cmd =
         "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost "
         "-addext subjectAltName=IP:127.0.0.1,DNS:localhost -keyout " +
-        (dir_ / "key.pem").string() + " -out " + (dir_ / "cert.pem").string() +
-        " >/dev/null 2>&1";
+        (dir_ / "key.pem").string() + " -out " + (dir_ / "cert.pem").string() + " >/dev/null 2>&1";
     if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "needs the openssl command";
     cert_ = read_all(dir_ / "cert.pem");
     key_ = read_all(dir_ / "key.pem");
@@ -80,7 +79,7 @@ TEST_F(Tls, PlaintextOrAnUntrustedCertificateIsRefused) {
   ClientOptions o;
   o.call_timeout_s = 2;
   DeviceRegistry registry;
-  EXPECT_THROW(add_rpc_servers(registry, "127.0.0.1:" + port, o), Error);  // no TLS
+  EXPECT_THROW(add_rpc_servers(registry, "127.0.0.1:" + port, o), Error);        // no TLS
   EXPECT_THROW(add_rpc_servers(registry, "tls://127.0.0.1:" + port, o), Error);  // not trusted
 }
 

@@ -97,8 +97,8 @@ bool RpcBuffer::lost() const {
 
 void RpcBuffer::check_alive() const {
   SD_CHECK(!lost(),
-           "[%s] this buffer was on %s before its server restarted; its contents are gone, "
-           "generate again",
+           "[%s] the session with %s ended (the server stopped, restarted or dropped the "
+           "connection), and this buffer's contents with it; generate again",
            type().name().c_str(), connection_->endpoint().c_str());
 }
 
