@@ -26,7 +26,7 @@ Serves this machine's devices to remote clients (sd-cli --rpc-servers HOST:PORT)
   -p, --port PORT        port (default: 50052; 0 picks a free one)
   -d, --device NAMES     devices to serve, comma-separated (default: all, see --list-devices)
   -t, --threads N        compute threads per client (default: all cores)
-  -m, --mem MiB          most memory clients may hold per device (default: no limit)
+  -m, --mem MiB          most memory clients may hold per device (default: 90% of it)
   -c, --cache-dir DIR    keep uploaded weights on disk too, so they survive a restart
       --cache-mem MiB    weight cache in memory (default: 4096; 0 disables it)
       --token-file FILE  clients must send this token (or set SD_RPC_TOKEN)

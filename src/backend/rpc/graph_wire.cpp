@@ -1,5 +1,7 @@
 #include "backend/rpc/graph_wire.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 
 #include "backend/rpc/node_check.h"
@@ -45,9 +47,24 @@ namespace {
 
 constexpr uint32_t kKnownFlags = kFlagInput | kFlagOutput | kFlagParam;
 
+// Names only appear in messages: a longer one is cut so error replies stay small.
+constexpr size_t kMaxNameChars = 256;
+
+std::string short_name(const wire::TensorDesc& d) {
+  return d.name().size() <= kMaxNameChars ? d.name() : d.name().substr(0, kMaxNameChars) + "...";
+}
+
+// Kernels reach elements through typed pointers (float, a block struct), so addresses and
+// strides must be multiples of this: the largest power of two dividing the element or block
+// size, at most 4. Whole elements and blocks keep it, so layouts the engine makes always do.
+uint64_t element_alignment(DType type) {
+  const uint64_t size = type_size(type);
+  return std::min<uint64_t>(4, size & (~size + 1));
+}
+
 // The tensor's name for messages: its own, or its index.
 std::string label(const wire::TensorDesc& d, int i) {
-  return d.name().empty() ? format("#%d", i) : format("'%s' (#%d)", d.name().c_str(), i);
+  return d.name().empty() ? format("#%d", i) : format("'%s' (#%d)", short_name(d).c_str(), i);
 }
 
 }  // namespace
@@ -80,7 +97,10 @@ std::unique_ptr<ReceivedGraph> receive_graph(const wire::GraphDesc& desc,
     SD_CHECK(leaf == (op == Op::None), "[RPC] tensor %s: leafs come first and have no op",
              what.c_str());
 
-    Tensor* t = out->ctx.new_tensor(static_cast<DType>(d.type()), Shape{1, 1, 1, 1}, d.name());
+    // Made as f32 since a 1-element placeholder is no whole block of a block type; the
+    // real dtype, shape and strides are checked below.
+    Tensor* t = out->ctx.new_tensor(DType::F32, Shape{1, 1, 1, 1}, short_name(d));
+    t->type = static_cast<DType>(d.type());
     t->op = op;
     for (int k = 0; k < kMaxDims; ++k) {
       t->ne[k] = d.ne(k);
@@ -100,6 +120,14 @@ std::unique_ptr<ReceivedGraph> receive_graph(const wire::GraphDesc& desc,
     t->flags = d.flags();
     // Shapes, strides, parameters and view ranges against the op's own builder.
     check_node(*t);
+    const uint64_t align = element_alignment(t->type);
+    for (int k = 0; k < kMaxDims; ++k) {
+      SD_CHECK(t->ne[k] == 1 || t->nb[k] % align == 0,
+               "[RPC] tensor %s: stride %d of %zu bytes misaligns its %s elements (%llu-byte "
+               "alignment)",
+               what.c_str(), k, t->nb[k], dtype_name(t->type).data(),
+               static_cast<unsigned long long>(align));
+    }
 
     if (t->view_src) {
       t->buffer = t->view_src->buffer;
@@ -119,6 +147,9 @@ std::unique_ptr<ReceivedGraph> receive_graph(const wire::GraphDesc& desc,
       out->buffers.insert(d.buffer());
       if (!leaf) out->written.insert(d.buffer());
     }
+    SD_CHECK(reinterpret_cast<uintptr_t>(t->data) % align == 0,
+             "[RPC] tensor %s: its offset misaligns its %s elements (%llu-byte alignment)",
+             what.c_str(), dtype_name(t->type).data(), static_cast<unsigned long long>(align));
     tensors.push_back(t);
     (leaf ? out->graph.leafs : out->graph.nodes).push_back(t);
   }

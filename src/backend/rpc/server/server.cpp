@@ -70,8 +70,13 @@ Tensor range_tensor(Buffer& b, uint64_t offset) {
   return t;
 }
 
+// Messages quote what the client sent (tensor names, op lists); a bounded one always fits
+// gRPC's metadata limit, so the client gets the error rather than a dropped connection.
+constexpr size_t kMaxErrorMessage = 1024;
+
 Status error(StatusCode code, const std::string& message) {
-  return Status(code, message);
+  if (message.size() <= kMaxErrorMessage) return Status(code, message);
+  return Status(code, message.substr(0, kMaxErrorMessage) + "...");
 }
 
 // Runs a handler body, turning engine errors and allocation failures into statuses: no
@@ -95,6 +100,13 @@ std::string metadata(const ServerContext* ctx, const char* key) {
                                             : std::string(it->second.data(), it->second.size());
 }
 
+// A client-supplied text made safe for one log line: printable ASCII, at most 80 chars.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (char c : text.substr(0, 80)) out += c >= 32 && c < 127 ? c : '?';
+  return out;
+}
+
 // Compares in time that does not depend on where the first difference is.
 bool same_secret(const std::string& given, const std::string& expected) {
   if (given.size() != expected.size()) return false;
@@ -112,7 +124,10 @@ class RemoteService final : public wire::Remote::Service {
     for (Device* d : options.devices) {
       auto sd = std::make_unique<ServedDevice>();
       sd->device = d;
-      sd->limit = options.memory_limit;
+      // Without --mem, clients together may hold 90% of the device: allocations are only
+      // reserved until touched, so a cap is what keeps a client from getting the server
+      // killed for memory.
+      sd->limit = options.memory_limit ? options.memory_limit : d->memory().total / 10 * 9;
       devices_.push_back(std::move(sd));
     }
   }
@@ -132,7 +147,8 @@ class RemoteService final : public wire::Remote::Service {
     if (!stream->Read(&hello)) return error(StatusCode::CANCELLED, "no hello");
     const std::string mismatch = manifest_mismatch(hello.manifest(), "client");
     if (!mismatch.empty()) {
-      log("refused %s (%s): %s", ctx->peer().c_str(), hello.client().c_str(), mismatch.c_str());
+      log("refused %s (%s): %s", ctx->peer().c_str(), printable(hello.client()).c_str(),
+          mismatch.c_str());
       return error(StatusCode::FAILED_PRECONDITION,
                    "sd-rpc-server refused the client: " + mismatch);
     }
@@ -144,7 +160,7 @@ class RemoteService final : public wire::Remote::Service {
       sessions_[session->id] = session;
     }
     log("session %.8s opened by %s (%s)", session->id.c_str(), session->peer.c_str(),
-        hello.client().c_str());
+        printable(hello.client()).c_str());
     wire::Welcome welcome;
     welcome.set_session(session->id);
     welcome.set_server("sd-rpc-server");
@@ -195,7 +211,7 @@ class RemoteService final : public wire::Remote::Service {
       d.used += size;
       s.bytes_held += size;
       const uint64_t id = s.next_buffer++;
-      s.buffers[id] = {std::move(b), req->device()};
+      s.buffers[id] = {std::move(b), req->device(), std::nullopt};
       rep->set_buffer(id);
       return Status::OK;
     });

@@ -19,7 +19,7 @@ struct ServerOptions {
   int port = 50052;              // 0: any free port (see Server::port())
   std::vector<Device*> devices;  // served in this order; empty: every local device
   int threads = 0;               // compute threads per session; 0: all cores
-  size_t memory_limit = 0;       // bytes of buffers per device over all sessions; 0: none
+  size_t memory_limit = 0;       // bytes of buffers per device over all sessions; 0: 90% of it
   size_t cache_memory = size_t{4} << 30;
   std::string cache_dir;                        // empty: weights are cached in memory only
   std::string token;                            // empty: no token asked for
