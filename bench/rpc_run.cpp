@@ -97,6 +97,25 @@ void print_row(const char* what, const Run& r, const sd::rpc::TrafficStats* s) {
     std::printf(" - | - |\n");
 }
 
+// One small call's round trip: allocations of 4 KiB, each freed again.
+void round_trip(sd::rpc::Connection& c) {
+  const int n = 500;
+  const auto start = Clock::now();
+  for (int i = 0; i < n; ++i) c.free(c.alloc(0, 4096));
+  std::printf("round trip (alloc + free of 4 KiB): %.3f ms each\n",
+              seconds_since(start) * 1000 / (2 * n));
+  std::vector<uint8_t> bytes(256 << 10, 1);
+  const auto w = Clock::now();
+  for (int i = 0; i < n; ++i) {
+    const uint64_t b = c.alloc(0, bytes.size());
+    bytes[0] = static_cast<uint8_t>(i);
+    c.write(b, 0, bytes.data(), bytes.size(), true);
+    c.free(b);
+  }
+  std::printf("one 256 KiB weight (alloc, cached write miss, free): %.2f ms each\n",
+              seconds_since(w) * 1000 / n);
+}
+
 // Raw transport: `total` bytes in 64 MiB writes, plain and through the weight cache.
 void upload_throughput(sd::rpc::Connection& c, size_t total) {
   const size_t piece = size_t{64} << 20;
@@ -145,6 +164,12 @@ int main(int argc, char** argv) {
     // Eager loading reads (and uploads) every weight before the first step, so load time
     // is the upload and the first step is the weight packing alone.
     o.eager_load = true;
+    if (std::getenv("SD_RPC_RUN_TRANSPORT_ONLY")) {
+      round_trip(remote.connection());
+      upload_throughput(remote.connection(), size_t{1} << 30);
+      kill(server, SIGTERM);
+      return 0;
+    }
     print_row("CPU (local)", generate(o, size, steps), nullptr);
     o.backend = "diffusion=" + device;
     for (const char* what : {"RPC0, new server", "RPC0, weights cached"}) {
@@ -156,6 +181,7 @@ int main(int argc, char** argv) {
       print_row(what, r, &s);
     }
     std::printf("\n");
+    round_trip(remote.connection());
     upload_throughput(remote.connection(), size_t{1} << 30);
   } catch (const sd::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -299,9 +299,13 @@ void ModelManager::load_module(const std::string& module,
       if (progress) progress(++done, total);
     }
   };
+  // A remote device is bound by round trips, not by this machine's cores: more uploads in
+  // flight hide the latency.
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned by_default = params_device(*m).kind() == DeviceKind::Remote ? 8 : hw;
   const size_t threads = std::min<size_t>(
-      reads.size(), options_.load_threads > 0 ? static_cast<size_t>(options_.load_threads) : hw);
+      reads.size(),
+      options_.load_threads > 0 ? static_cast<size_t>(options_.load_threads) : by_default);
   std::vector<std::thread> pool;
   for (size_t i = 1; i < threads; ++i) pool.emplace_back(worker);
   if (threads > 0) worker();

@@ -21,6 +21,8 @@ constexpr size_t kChunkBytes = size_t{1} << 20;
 // Largest message either side accepts: a chunk, or a compute request with inline inputs
 // and its graph (a UNet graph is about 1 MB).
 constexpr int kMaxMessageBytes = 64 << 20;
+// HTTP/2 flow-control window both sides open from the start.
+constexpr int kFlowWindowBytes = 16 << 20;
 // Writes this small are queued and ride along with the next compute call.
 constexpr size_t kInlineWriteBytes = size_t{1} << 20;
 // Weights at least this big go through the weight cache.

@@ -110,6 +110,8 @@ Connection::Connection(std::string endpoint, ClientOptions options)
     creds = grpc::SslCredentials(ssl);
   }
   grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kFlowWindowBytes);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
   // Keep-alive pings find a dead or unreachable host even while a long compute call

@@ -546,6 +546,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   const std::string address = (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
   builder.AddListeningPort(address, creds, &m.port);
   builder.RegisterService(m.service.get());
+  // Weights arrive in bursts on fresh connections: a large window from the start, instead
+  // of one grown by probing, keeps the first upload from stalling on flow control.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kFlowWindowBytes);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   // Dead clients are noticed by keep-alive pings, so their sessions are freed; clients
