@@ -60,6 +60,9 @@ struct Session {
   std::list<std::pair<uint64_t, std::unique_ptr<ReceivedGraph>>> graphs;  // front: newest
   std::map<uint32_t, std::unique_ptr<Backend>> backends;
   size_t bytes_held = 0;
+  // For the log when the session ends.
+  size_t peak_held = 0;
+  uint64_t bytes_received = 0, computes = 0, weights_from_cache = 0;
 };
 
 // A tensor standing for a byte range of a buffer, for Buffer::set/get.
@@ -210,6 +213,7 @@ class RemoteService final : public wire::Remote::Service {
       std::unique_ptr<Buffer> b = d.device->buffer_type().allocate(size);
       d.used += size;
       s.bytes_held += size;
+      s.peak_held = std::max(s.peak_held, s.bytes_held);
       const uint64_t id = s.next_buffer++;
       s.buffers[id] = {std::move(b), req->device(), std::nullopt};
       rep->set_buffer(id);
@@ -273,7 +277,7 @@ class RemoteService final : public wire::Remote::Service {
         if (range.offset() == 0 && range.size() == b.size()) held.weight = expected;
         cache_.store(expected, b, range.offset(), range.size());
       }
-      bytes_received_ += done;
+      s.bytes_received += done;
       return Status::OK;
     });
   }
@@ -297,6 +301,7 @@ class RemoteService final : public wire::Remote::Service {
       }
       if (!hit) hit = cache_.load(hash, *held.buffer, req->range().offset(), req->range().size());
       if (hit && whole) held.weight = hash;
+      if (hit) s.weights_from_cache += req->range().size();
       rep->set_hit(hit);
       return Status::OK;
     });
@@ -349,6 +354,7 @@ class RemoteService final : public wire::Remote::Service {
       if (!backend) backend = d.device->create_backend(BackendOptions{options_.threads});
       check_supported(*d.device, graph->graph);
       backend->compute(graph->graph);
+      ++s.computes;
       backend->synchronize();
       size_t reply_bytes = 0;
       for (const wire::Range& r : req->reads()) {
@@ -493,8 +499,12 @@ class RemoteService final : public wire::Remote::Service {
     }
     session->buffers.clear();
     session->bytes_held = 0;
-    log("session %.8s closed: freed %zu buffers (%s)", session->id.c_str(), n,
-        human_bytes(bytes).c_str());
+    log("session %.8s closed: %llu computes, %s received, %s of weights from the cache, "
+        "%s held at most; freed %zu buffers (%s)",
+        session->id.c_str(), static_cast<unsigned long long>(session->computes),
+        human_bytes(session->bytes_received).c_str(),
+        human_bytes(session->weights_from_cache).c_str(), human_bytes(session->peak_held).c_str(),
+        n, human_bytes(bytes).c_str());
   }
 
   static std::string new_session_id() {
@@ -507,7 +517,6 @@ class RemoteService final : public wire::Remote::Service {
   std::vector<std::unique_ptr<ServedDevice>> devices_;
   mutable std::mutex sessions_mutex_;
   std::map<std::string, std::shared_ptr<rpc::Session>> sessions_;
-  std::atomic<uint64_t> bytes_received_{0};
 };
 
 struct Server::Impl {
