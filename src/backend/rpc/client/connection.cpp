@@ -134,10 +134,23 @@ Connection::~Connection() {
 
 void Connection::open_session() {
   channel_->close_session();
-  SD_CHECK(channel_->channel->WaitForConnected(after(options_.call_timeout_s)),
-           "[RPC %s] cannot connect within %.0f s: is sd-rpc-server running there and the "
-           "port open?",
-           endpoint_.c_str(), options_.call_timeout_s);
+  // Connect, failing at once when a fresh attempt is refused rather than retrying until
+  // the deadline. A failure left from before (the server was down) is waited out: the
+  // channel tries again within its 2 s backoff.
+  const auto deadline = after(options_.call_timeout_s);
+  bool attempted = false;
+  for (grpc_connectivity_state state = channel_->channel->GetState(true);
+       state != GRPC_CHANNEL_READY; state = channel_->channel->GetState(true)) {
+    SD_CHECK(state != GRPC_CHANNEL_TRANSIENT_FAILURE || !attempted,
+             "[RPC %s] cannot connect: nothing answers there; is sd-rpc-server running and "
+             "the port open?",
+             endpoint_.c_str());
+    SD_CHECK(channel_->channel->WaitForStateChange(state, deadline),
+             "[RPC %s] cannot connect within %.0f s: is sd-rpc-server running there and the "
+             "port open?",
+             endpoint_.c_str(), options_.call_timeout_s);
+    attempted = attempted || state != GRPC_CHANNEL_TRANSIENT_FAILURE;
+  }
   auto ctx = std::make_unique<grpc::ClientContext>();
   if (!options_.token.empty()) ctx->AddMetadata(kTokenKey, options_.token);
   auto stream = channel_->stub->Session(ctx.get());
