@@ -553,6 +553,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   }
   const bool v6 = o.host.find(':') != std::string::npos && o.host.front() != '[';
   const std::string address = (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
+  // A port another server holds is an error, not shared (gRPC's default shares it).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.AddListeningPort(address, creds, &m.port);
   builder.RegisterService(m.service.get());
   // Weights arrive in bursts on fresh connections: a large window from the start, instead
