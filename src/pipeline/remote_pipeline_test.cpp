@@ -76,6 +76,7 @@ TEST_F(RemotePipeline, EveryPlacementOnRemoteDevicesGivesTheLocalImage) {
   EXPECT_EQ(generate(first), local_);
   EXPECT_EQ(generate(first, "disk"), local_);
   EXPECT_EQ(generate(first, "cpu"), local_);  // weights in RAM here, staged per graph
+  EXPECT_EQ(generate("cpu", first), local_);  // weights kept remote, fetched per graph
   // Two servers holding different modules in one generation.
   EXPECT_EQ(generate("te=" + first + ",diffusion=" + names[1] + ",vae=" + first), local_);
 }
