@@ -462,7 +462,7 @@ void Connection::compute(uint32_t device, uint64_t graph_hash, const wire::Graph
 }
 
 TrafficStats Connection::stats() const {
-  std::lock_guard lock(const_cast<std::mutex&>(mutex_));
+  std::lock_guard lock(mutex_);
   return stats_;
 }
 

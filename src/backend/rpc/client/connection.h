@@ -97,7 +97,7 @@ class Connection {
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> session_lost_{false};
 
-  std::mutex mutex_;  // guards everything below
+  mutable std::mutex mutex_;  // guards everything below
   std::vector<wire::InlineWrite> queued_;
   size_t queued_bytes_ = 0;
   std::vector<std::pair<wire::Range, std::string>> outputs_;  // the last compute's reads
