@@ -2,8 +2,10 @@
 // UNet stage's self-attention (4096 tokens, head size 40) and cross-attention (4096
 // queries x 77 text tokens), and the deeper stages' self-attention (1024 tokens x 80,
 // 256 x 160). FLOPs count the two GEMMs, 4 Lq Lk D per head; softmax is extra work.
+// Second arg: precision, 0 f32, 1 bf16 (the bf16 kernel where the CPU has AVX512_BF16).
 // Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Attention
 #include <cmath>
+#include <string>
 
 #include "linalg_bench.h"
 #include "tensor/ops/attention.h"
@@ -33,13 +35,14 @@ void BM_Attention(benchmark::State& state) {
         Tensor* q = ctx.new_tensor(DType::F32, {s.D, s.Lq, kHeads, kBatch}, "q");
         Tensor* k = ctx.new_tensor(DType::F32, {s.D, s.Lk, kHeads, kBatch}, "k");
         Tensor* v = ctx.new_tensor(DType::F32, {s.D, s.Lk, kHeads, kBatch}, "v");
-        return attention(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(s.D)));
+        return attention(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(s.D)),
+                         static_cast<AttentionPrecision>(state.range(1)));
       },
-      s.name);
+      std::string(s.name) + (state.range(1) ? " bf16" : " f32"));
 }
 
 BENCHMARK(BM_Attention)
-    ->DenseRange(0, 3)
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

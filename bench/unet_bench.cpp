@@ -1,13 +1,13 @@
 // One UNet evaluation at a 64x64 latent (a 512x512 image), batch 1 and 2 (2: classifier-
 // free guidance's conditional and unconditional halves in one call), with random f16
-// weights as a loaded f16 checkpoint has them. A sampling step is one batch-2 call or two
+// weights as a loaded f16 checkpoint has them, or bf16 ones as `--type bf16` makes. A sampling step is one batch-2 call or two
 // batch-1 calls.
-//   BM_Unet/<config>/<batch>         seconds per call, and GFLOP/s over the matmul, conv
+//   BM_Unet/<config>/<batch>/<dtype> seconds per call, and GFLOP/s over the matmul, conv
 //                                    and attention work (2 FLOPs per multiply-add)
-//   BM_UnetProfile/<config>/<batch>  the same graph run node by node: wall seconds per op
+//   BM_UnetProfile/<config>/<batch>/<dtype>  the same graph run node by node: wall seconds per op
 //                                    kind as counters, and a table of wall and CPU seconds
 //                                    on stderr
-// config: 0 = SD1.x, 1 = SD2.x. Creating the random weights (860M values) takes a while
+// config: 0 = SD1.x, 1 = SD2.x; dtype: 0 = f16 weights (f32 compute), 1 = bf16. Creating the random weights (860M values) takes a while
 // before the first run.
 // Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Unet
 #include <benchmark/benchmark.h>
@@ -38,11 +38,12 @@ models::UnetConfig config_of(int64_t index) {
   return index == 0 ? models::UnetConfig::sd1() : models::UnetConfig::sd2();
 }
 
-// One random f16 weight set per config, shared by every benchmark of the process.
-nn::RandomWeights& weights_of(int64_t index) {
-  static std::map<int64_t, std::unique_ptr<nn::RandomWeights>> sets;
-  auto& w = sets[index];
-  if (!w) w = std::make_unique<nn::RandomWeights>(DType::F16);
+// One random weight set per config and dtype (0 f16, 1 bf16), shared by every benchmark of
+// the process.
+nn::RandomWeights& weights_of(int64_t index, int64_t dtype) {
+  static std::map<std::pair<int64_t, int64_t>, std::unique_ptr<nn::RandomWeights>> sets;
+  auto& w = sets[{index, dtype}];
+  if (!w) w = std::make_unique<nn::RandomWeights>(dtype == 0 ? DType::F16 : DType::BF16);
   return *w;
 }
 
@@ -83,7 +84,7 @@ std::string kind_of(const Tensor* n) {
 // The UNet graph for one call, allocated once, inputs filled with fixed values.
 class UnetCall {
  public:
-  UnetCall(int64_t config_index, int64_t batch)
+  UnetCall(int64_t config_index, int64_t batch, int64_t dtype)
       : cpu_(static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"))),
         memory_(cpu_.buffer_type()) {
     const models::UnetConfig c = config_of(config_index);
@@ -91,7 +92,7 @@ class UnetCall {
     Tensor* t = input({batch});
     Tensor* context = input({c.context_dim, kTokens, batch});
     Tensor* out = models::unet_forward(
-        nn::Scope(ctx_, weights_of(config_index), "model.diffusion_model."), c, x, t, context);
+        nn::Scope(ctx_, weights_of(config_index, dtype), "model.diffusion_model."), c, x, t, context);
     graph_ = Graph::build({out});
     memory_.allocate(graph_);
     for (Tensor* in : inputs_) {
@@ -112,7 +113,7 @@ class UnetCall {
   // CPU time of all threads (with one thread, a measure of the work that other load on
   // the machine does not inflate).
   struct Seconds {
-    double wall = 0, cpu = 0;
+    double wall = 0, cpu = 0, flops = 0;
   };
   std::map<std::string, Seconds> profile() {
     std::map<std::string, Seconds> seconds;
@@ -127,6 +128,7 @@ class UnetCall {
       Seconds& s = seconds[kind_of(n)];
       s.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       s.cpu += process_cpu_seconds() - cpu0;
+      s.flops += flops_of(n);
     }
     return seconds;
   }
@@ -152,7 +154,7 @@ class UnetCall {
 };
 
 void BM_Unet(benchmark::State& state) {
-  UnetCall call(state.range(0), state.range(1));
+  UnetCall call(state.range(0), state.range(1), state.range(2));
   call.run();  // warm-up: primitives created, conv weights converted and cached
   for (auto _ : state) call.run();
   state.counters["threads"] = threads();
@@ -163,13 +165,14 @@ void BM_Unet(benchmark::State& state) {
 }
 
 void BM_UnetProfile(benchmark::State& state) {
-  UnetCall call(state.range(0), state.range(1));
+  UnetCall call(state.range(0), state.range(1), state.range(2));
   call.run();
   std::map<std::string, UnetCall::Seconds> total;
   for (auto _ : state) {
     for (const auto& [kind, s] : call.profile()) {
       total[kind].wall += s.wall;
       total[kind].cpu += s.cpu;
+      total[kind].flops += s.flops;
     }
   }
   const double calls = static_cast<double>(state.iterations());
@@ -185,21 +188,23 @@ void BM_UnetProfile(benchmark::State& state) {
   std::fprintf(stderr, "UNet %s batch %lld, %d threads, per call by op kind:\n",
                state.range(0) == 0 ? "SD1" : "SD2", static_cast<long long>(state.range(1)),
                threads());
-  std::fprintf(stderr, "  %-18s %9s %9s %7s\n", "op", "wall s", "cpu s", "cpu %");
+  std::fprintf(stderr, "  %-18s %9s %9s %7s %9s\n", "op", "wall s", "cpu s", "cpu %",
+               "GFLOP/s");
   for (const auto& [cpu, kind] : rows) {
-    std::fprintf(stderr, "  %-18s %9.3f %9.3f %6.1f%%\n", kind.c_str(), total[kind].wall / calls,
-                 cpu / calls, 100.0 * cpu / cpu_sum);
+    const UnetCall::Seconds& k = total[kind];
+    std::fprintf(stderr, "  %-18s %9.3f %9.3f %6.1f%% %9.0f\n", kind.c_str(), k.wall / calls,
+                 cpu / calls, 100.0 * cpu / cpu_sum, k.flops / 1e9 / k.wall);
   }
   std::fprintf(stderr, "  %-18s %9.3f %9.3f\n", "total", wall_sum / calls, cpu_sum / calls);
 }
 
 BENCHMARK(BM_Unet)
-    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kSecond)
     ->UseRealTime()
     ->Iterations(2);
 BENCHMARK(BM_UnetProfile)
-    ->ArgsProduct({{0, 1}, {1, 2}})
+    ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kSecond)
     ->UseRealTime()
     ->Iterations(1);

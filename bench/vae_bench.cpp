@@ -91,12 +91,14 @@ BENCHMARK(BM_VaeDecode)
     ->UseRealTime()
     ->Iterations(1);
 
-// One decode, node by node: seconds per op kind (conv2d split by kernel size).
+// One decode, node by node: seconds per op kind (conv2d split by kernel size). Args:
+// latent side, weight dtype (0 f16, 1 bf16).
 void BM_VaeDecodeOps(benchmark::State& state) {
   const int64_t side = state.range(0);
+  const DType type = state.range(1) == 0 ? DType::F16 : DType::BF16;
   auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
   auto backend = cpu.create_backend(BackendOptions{bench_threads()}, CpuKernels::Fast);
-  nn::RandomWeights weights(DType::F16);
+  nn::RandomWeights weights(type);
   nn::GraphCall call;
   const std::vector<float> z = latent_values(side * side * 4);
   Tensor* in = call.input_f32("z", make_shape({side, side, 4, 1}), z.data());
@@ -130,7 +132,7 @@ void BM_VaeDecodeOps(benchmark::State& state) {
   state.counters["buffer_MiB"] = static_cast<double>(memory.capacity()) / (1 << 20);
 }
 
-BENCHMARK(BM_VaeDecodeOps)->Arg(64)->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_VaeDecodeOps)->Args({64, 0})->Args({64, 1})->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
 
 // The decoder's 3x3 convs, batch 1, f16 weights, with the FLOPS counter of the linear-algebra
 // benches. Args: shape index.

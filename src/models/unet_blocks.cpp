@@ -72,10 +72,12 @@ Tensor* Upsample::forward(const nn::Scope& s, Tensor* x) const {
 
 Tensor* CrossAttention::forward(const nn::Scope& s, Tensor* x, Tensor* context) const {
   const int64_t inner = heads * head_dim;
-  Tensor* q = nn::linear(s["to_q"], x, query_dim, inner, false);          // [inner, L, N]
+  Tensor* wq = s["to_q"].param("weight", {query_dim, inner});
+  Tensor* q = matmul(s.ctx(), wq, x);                                     // [inner, L, N]
   Tensor* k = nn::linear(s["to_k"], context, context_dim, inner, false);  // [inner, Lc, N]
   Tensor* v = nn::linear(s["to_v"], context, context_dim, inner, false);
-  Tensor* o = nn::multi_head_attention(s.ctx(), q, k, v, heads);  // [inner, L, N]
+  Tensor* o = nn::multi_head_attention(s.ctx(), q, k, v, heads, nullptr,
+                                       nn::attention_precision_for(wq));  // [inner, L, N]
   // to_out.1 is dropout.
   return nn::linear(s["to_out.0"], o, inner, query_dim);
 }

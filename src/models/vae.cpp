@@ -51,10 +51,14 @@ Tensor* resnet_block(const nn::Scope& s, Tensor* x, int64_t in, int64_t out) {
   return named(s, add(s.ctx(), shortcut, h));
 }
 
-// A 1x1 conv [1, 1, C, C] applied to tokens [C, L, N]: the same product as a matmul.
-Tensor* project_tokens(const nn::Scope& s, Tensor* tokens, int64_t c) {
+// A 1x1 conv's weight [1, 1, C, C] as the [C, C] matrix it already is in memory.
+Tensor* token_projection(const nn::Scope& s, int64_t c) {
+  return reshape(s.ctx(), s.param("weight", {1, 1, c, c}), {c, c});
+}
+
+// The 1x1 conv with weight w applied to tokens [C, L, N]: the same product as a matmul.
+Tensor* project_tokens(const nn::Scope& s, Tensor* w, Tensor* tokens, int64_t c) {
   Context& ctx = s.ctx();
-  Tensor* w = reshape(ctx, s.param("weight", {1, 1, c, c}), {c, c});
   return add(ctx, matmul(ctx, w, tokens), s.param("bias", {c}));
 }
 
@@ -65,12 +69,17 @@ Tensor* attn_block(const nn::Scope& s, Tensor* x, int64_t c) {
   Tensor* normed = nn::group_norm(s["norm"], x, c, kGroups, kNormEps);
   // [W, H, C, N] -> tokens [C, L, N] once, so q, k, v and proj_out are plain matmuls.
   Tensor* tokens = cont(ctx, permute(ctx, reshape(ctx, normed, {l, c, n}), {1, 0, 2, 3}));
-  auto heads = [&](const char* name) {  // [C, L, N] -> [C, L, 1 head, N]
-    return reshape(ctx, project_tokens(s[name], tokens, c), {c, l, 1, n});
+  Tensor* wq = token_projection(s["q"], c);
+  auto head = [&](const char* name, Tensor* weight) {  // [C, L, N] -> [C, L, 1 head, N]
+    return reshape(ctx, project_tokens(s[name], weight, tokens, c), {c, l, 1, n});
   };
-  Tensor* o = attention(ctx, heads("q"), heads("k"), heads("v"), nullptr,
-                        1.0f / std::sqrt(static_cast<float>(c)));  // [C, 1, L, N]
-  o = project_tokens(s["proj_out"], reshape(ctx, o, {c, l, n}), c);
+  Tensor* q = head("q", wq);
+  Tensor* k = head("k", token_projection(s["k"], c));
+  Tensor* v = head("v", token_projection(s["v"], c));
+  Tensor* o = attention(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(c)),
+                        nn::attention_precision_for(wq));  // [C, 1, L, N]
+  o = project_tokens(s["proj_out"], token_projection(s["proj_out"], c), reshape(ctx, o, {c, l, n}),
+                     c);
   o = reshape(ctx, cont(ctx, permute(ctx, o, {1, 0, 2, 3})), {w, h, c, n});  // [W, H, C, N]
   return named(s, add(ctx, o, x));
 }

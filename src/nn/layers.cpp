@@ -35,7 +35,7 @@ Tensor* layer_norm(const Scope& s, Tensor* x, int64_t channels, float eps) {
 }
 
 Tensor* multi_head_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, int64_t heads,
-                             Tensor* mask) {
+                             Tensor* mask, AttentionPrecision precision) {
   const int64_t c = q->ne[0], cv = v->ne[0], lq = q->ne[1], lk = k->ne[1], n = q->ne[2];
   SD_CHECK(c % heads == 0 && cv % heads == 0,
            "[attention] %lld/%lld channels do not split into %lld heads", static_cast<long long>(c),
@@ -46,8 +46,13 @@ Tensor* multi_head_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, int6
     return permute(ctx, reshape(ctx, t, {dim, heads, len, n}), {0, 2, 1, 3});
   };
   Tensor* o = attention(ctx, split(q, d, lq), split(k, d, lk), split(v, dv, lk), mask,
-                        1.0f / std::sqrt(static_cast<float>(d)));
+                        1.0f / std::sqrt(static_cast<float>(d)), precision);
   return reshape(ctx, o, {cv, lq, n});  // [Dv, H, Lq, N] is already [Cv, Lq, N] in memory
+}
+
+AttentionPrecision attention_precision_for(const Tensor* projection_weight) {
+  return projection_weight->type == DType::BF16 ? AttentionPrecision::BF16
+                                                : AttentionPrecision::F32;
 }
 
 }  // namespace sd::nn

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "nn/weights.h"
+#include "tensor/ops/attention.h"
 
 namespace sd::nn {
 
@@ -26,6 +27,11 @@ Tensor* layer_norm(const Scope& s, Tensor* x, int64_t channels, float eps = 1e-5
 //   q [C, Lq, N], k [C, Lk, N], v [Cv, Lk, N] with `heads` heads -> [Cv, Lq, N].
 // mask: null or f32 [Lk, Lq] added to the scores (attention op's contract).
 Tensor* multi_head_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, int64_t heads,
-                             Tensor* mask = nullptr);
+                             Tensor* mask = nullptr,
+                             AttentionPrecision precision = AttentionPrecision::F32);
+
+// The attention precision that goes with a layer's projection weight: bf16 weights (a
+// model run in bf16) let attention run at the bf16 rate too.
+AttentionPrecision attention_precision_for(const Tensor* projection_weight);
 
 }  // namespace sd::nn

@@ -318,6 +318,9 @@ void attention_task(const AttentionJob& job, int64_t task, float* scratch) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "backend/cpu/attention_bf16.h"
+#include "tensor/ops/attention.h"
+
 namespace sd {
 
 HWY_EXPORT(task_scratch_floats);
@@ -352,6 +355,8 @@ bool cpu_attention(CpuContext& ctx, Tensor* dst) {
     return false;
   if (dst->nelements() == 0) return true;
   if (q->ne[0] == 0) return false;  // no dot products at all: the tiles assume D >= 1
+  if (attention_precision(dst) == AttentionPrecision::BF16 && cpu_attention_bf16(ctx, dst))
+    return true;
 
   AttentionJob job{};
   job.D = q->ne[0];

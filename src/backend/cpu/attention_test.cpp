@@ -4,9 +4,11 @@
 
 #include <hwy/targets.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "simd_test_util.h"
+#include "tensor/error.h"
 #include "tensor/ops/attention.h"
 #include "tensor/ops/view.h"
 
@@ -28,7 +30,14 @@ struct AttnCase {
   bool views;
 };
 
-test::GraphCase attn_case(const AttnCase& a) {
+// bf16 precision rounds q, k, v and the softmax weights to bf16 (8 significant bits, a
+// relative step of 2^-8): with these values' scores of a few units the outputs move by up
+// to ~0.01 (observed up to 7e-3 on these sizes); 0.03 still catches a misplaced key or a
+// lost pair of dims, which move outputs by 0.1 or more.
+constexpr double kBf16Atol = 0.03;
+
+test::GraphCase attn_case(const AttnCase& a,
+                          AttentionPrecision precision = AttentionPrecision::F32) {
   test::GraphCase c;
   c.build = [=](Context& ctx) {
     Tensor *q, *k, *v;
@@ -46,7 +55,7 @@ test::GraphCase attn_case(const AttnCase& a) {
     }
     Tensor* mask = a.mask ? ctx.new_tensor(DType::F32, {a.Lk, a.Lq}, "mask") : nullptr;
     return std::vector<Tensor*>{
-        attention(ctx, q, k, v, mask, 1.0f / std::sqrt(static_cast<float>(a.D)))};
+        attention(ctx, q, k, v, mask, 1.0f / std::sqrt(static_cast<float>(a.D)), precision)};
   };
   // Scores of a few units, as trained networks produce. The mask is causal where Lq == Lk;
   // otherwise it hides every third key, and for every fourth query the first 200 keys
@@ -96,6 +105,48 @@ TEST(CpuAttention, EveryTargetMatchesTheReference) {
 TEST(CpuAttention, StridedViews) {
   test::expect_fast_path(attn_case({40, 40, 33, 70, 3, 2, false, true}), kAtol, 0);
   test::expect_fast_path(attn_case({24, 13, 20, 20, 2, 1, true, true}), kAtol, 0);
+}
+
+// The bf16 kernel's pairs: odd head sizes and key counts pad a pair with zeros, blocks of
+// 128 keys and 48 queries are cut, masks and strided views are read in place.
+TEST(CpuAttention, Bf16PrecisionMatchesTheReference) {
+  const AttnCase cases[] = {
+      // D, Dv, Lq, Lk, H, N, mask, views
+      {40, 40, 64, 64, 2, 2, false, false},  // SD1.5 head size
+      {40, 40, 50, 77, 2, 1, false, false},  // cross-attention: an odd key count
+      {64, 64, 77, 77, 2, 1, true, false},   // causal mask
+      {1, 1, 1, 1, 1, 1, false, false},     {7, 3, 5, 9, 3, 2, true, false},
+      {16, 24, 97, 300, 1, 1, true, false},  // queries cut a block, keys a 128-key block
+      {40, 40, 33, 70, 3, 2, false, true},  {13, 11, 20, 21, 2, 1, true, true},
+  };
+  for (const AttnCase& a : cases) {
+    SCOPED_TRACE(testing::Message() << "D " << a.D << " Dv " << a.Dv << " Lq " << a.Lq << " Lk "
+                                    << a.Lk << " mask " << a.mask << " views " << a.views);
+    test::expect_fast_path(attn_case(a, AttentionPrecision::BF16), kBf16Atol, 0);
+  }
+}
+
+// Where the CPU has AVX512_BF16 the bf16 kernel runs (its rounding shows against the f32
+// kernel); elsewhere the node falls back to the f32 kernel and matches it exactly.
+TEST(CpuAttention, Bf16PrecisionUsesTheBf16KernelWhereAvailable) {
+  const AttnCase a{40, 40, 96, 200, 2, 1, false, false};
+  const auto f32 = test::run_case(attn_case(a), CpuKernels::Fast);
+  const auto bf16 = test::run_case(attn_case(a, AttentionPrecision::BF16), CpuKernels::Fast);
+  double diff = 0;
+  for (size_t i = 0; i < f32[0].size(); ++i)
+    diff = std::max(diff, static_cast<double>(std::fabs(f32[0][i] - bf16[0][i])));
+  if (__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_GT(diff, 1e-5);
+    EXPECT_LT(diff, kBf16Atol);
+  } else {
+    EXPECT_EQ(diff, 0.0);
+  }
+}
+
+TEST(CpuAttention, PrecisionOutsideTheEnumIsRefused) {
+  Context ctx;
+  Tensor* q = ctx.new_tensor(DType::F32, {4, 3, 1, 1}, "q");
+  EXPECT_THROW(attention(ctx, q, q, q, nullptr, 1.0f, static_cast<AttentionPrecision>(7)), Error);
 }
 
 }  // namespace

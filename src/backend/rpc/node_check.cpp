@@ -234,7 +234,7 @@ Tensor* build_expected(Context& ctx, const Tensor& node) {
     case Op::Conv2d:
       return conv2d(ctx, s[0], s[1], s[2], p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
     case Op::Attention:
-      return attention(ctx, s[0], s[1], s[2], s[3], f(0));
+      return attention(ctx, s[0], s[1], s[2], s[3], f(0), static_cast<AttentionPrecision>(p[1]));
     case Op::Arange:
       return arange(ctx, f(0), f(1), f(2));
     case Op::TimestepEmbedding:

@@ -18,7 +18,10 @@ void check_f32(const Tensor* t, const char* role) {
 
 }  // namespace
 
-Tensor* attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale) {
+Tensor* attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, float scale,
+                  AttentionPrecision precision) {
+  SD_CHECK(precision == AttentionPrecision::F32 || precision == AttentionPrecision::BF16,
+           "[attention] precision %d is neither f32 (0) nor bf16 (1)", static_cast<int>(precision));
   check_f32(q, "q");
   check_f32(k, "k");
   check_f32(v, "v");
@@ -44,7 +47,12 @@ Tensor* attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* mask, f
   Tensor* t = mask ? ctx.new_op(Op::Attention, DType::F32, ne, {q, k, v, mask})
                    : ctx.new_op(Op::Attention, DType::F32, ne, {q, k, v});
   t->set_param_f32(0, scale);
+  t->params[1] = static_cast<int32_t>(precision);
   return t;
+}
+
+AttentionPrecision attention_precision(const Tensor* node) {
+  return static_cast<AttentionPrecision>(node->params[1]);
 }
 
 void reference_attention(Tensor* dst) {
