@@ -1,6 +1,7 @@
 // MatMul at Stable Diffusion 1.5 (512x512) shapes, per weight dtype: the UNet's first
 // stage projections (4096 tokens x 320 <-> 1280 channels, batch 2 for classifier-free
-// guidance) and CLIP's 77-token 768 x 768 projection.
+// guidance), the third stage's 256-token 1280 x 1280 projections, a timestep embedding's
+// projection (one row per batch) and CLIP's 77-token 768 x 768 projection.
 // Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=MatMul
 #include "linalg_bench.h"
 #include "tensor/ops/matmul.h"
@@ -17,6 +18,8 @@ constexpr MatmulShape kShapes[] = {
     {"unet 4096x320->1280", 320, 1280, 4096, 2},
     {"unet 4096x1280->320", 1280, 320, 4096, 2},
     {"clip 77x768->768", 768, 768, 77, 1},
+    {"unet 256x1280->1280", 1280, 1280, 256, 2},
+    {"unet time embedding 1280->1280", 1280, 1280, 1, 2},
 };
 constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
 
@@ -39,7 +42,7 @@ void BM_MatMul(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MatMul)
-    ->ArgsProduct({{0, 1, 2}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);
