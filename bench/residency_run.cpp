@@ -2,8 +2,9 @@
 // numbers docs/performance.md reports for --params-backend. One process per run, so each
 // peak is its own.
 //
-//   sd-residency-run MODEL PARAMS_BACKEND [SIZE] [STEPS]
+//   sd-residency-run MODEL PARAMS_BACKEND [SIZE] [STEPS] [TYPE]
 //   e.g. sd-residency-run sd15.safetensors disk 512 3
+//        sd-residency-run sd15.safetensors "" 512 3 bf16   (as sd-cli --type bf16)
 //
 // Prints one Markdown table row: params backend | peak RSS while loading, text encoding,
 // sampling, decoding (GB) | RSS at the end of each phase | first step s (weights fault
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "pipeline/stable_diffusion.h"
+#include "tensor/dtype.h"
 #include "tensor/error.h"
 
 namespace {
@@ -39,13 +41,20 @@ void reset_peak() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s MODEL PARAMS_BACKEND [SIZE] [STEPS]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MODEL PARAMS_BACKEND [SIZE] [STEPS] [TYPE]\n", argv[0]);
     return 2;
   }
   try {
     sd::pipeline::ModelOptions o;
     o.model = argv[1];
     o.params_backend = argv[2];
+    if (argc > 5) {
+      o.weight_type = sd::dtype_from_name(argv[5]);
+      if (!o.weight_type) {
+        std::fprintf(stderr, "error: unknown weight type '%s'\n", argv[5]);
+        return 2;
+      }
+    }
     if (const char* v = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = v;
     struct Phase {
       double peak, end;

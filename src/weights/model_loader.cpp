@@ -111,6 +111,9 @@ std::optional<ModelLoader::FileStamp> ModelLoader::stamp(const std::string& path
 
 namespace {
 
+// f32 values staged per conversion step (256 KiB): whole rows, cache-sized.
+constexpr int64_t kStageValues = int64_t{1} << 16;
+
 bool same_tensors(const ModelFile& a, const ModelFile& b) {
   const auto& x = a.tensors();
   const auto& y = b.tensors();
@@ -215,10 +218,30 @@ void ModelLoader::read(const std::string& name, DType type, void* dst) const {
     std::memcpy(dst, bytes, part_bytes);
     return;
   }
+  // sd.cpp quantizes with an all-ones importance matrix; the same bytes as its convert.
+  const std::vector<float> ones(static_cast<size_t>(s.ne[0]), 1.0f);
   const int64_t n = s.ne[0] * rows_of(s.ne);
-  std::vector<float> f32(static_cast<size_t>(n));
   const int64_t src_ne0 = s.transform == io::Transform::Transpose ? s.info.ne[0] : s.ne[0];
   const size_t src_row = row_size(s.stored, src_ne0);
+  if (s.transform != io::Transform::Transpose) {
+    // Row by row through a small f32 stage that stays in cache and is reused: a
+    // whole-tensor f32 copy would be fresh memory for every weight (zeroed by the kernel,
+    // then by the vector), which made converting a model (--type) take seconds longer.
+    const int64_t ne0 = s.ne[0], rows = rows_of(s.ne);
+    const int64_t chunk = std::max<int64_t>(1, kStageValues / std::max<int64_t>(ne0, 1));
+    thread_local std::vector<float> stage;
+    stage.resize(static_cast<size_t>(std::min(chunk, rows) * ne0));
+    const size_t dst_row = row_size(type, ne0);
+    for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+      const int64_t c = std::min(chunk, rows - r0);
+      for (int64_t r = 0; r < c; ++r)
+        dequantize_row(s.stored, bytes + (r0 + r) * src_row, stage.data() + r * ne0, ne0);
+      quantize_rows(type, stage.data(), static_cast<uint8_t*>(dst) + r0 * dst_row, c, ne0,
+                    ones.data());
+    }
+    return;
+  }
+  std::vector<float> f32(static_cast<size_t>(n));
   for (int64_t r = 0; r < n / src_ne0; ++r)
     dequantize_row(s.stored, bytes + r * src_row, f32.data() + r * src_ne0, src_ne0);
   if (s.transform == io::Transform::Transpose) {
@@ -230,8 +253,6 @@ void ModelLoader::read(const std::string& name, DType type, void* dst) const {
         t[static_cast<size_t>(i * b + j)] = f32[static_cast<size_t>(j * a + i)];
     f32.swap(t);
   }
-  // sd.cpp quantizes with an all-ones importance matrix; the same bytes as its convert.
-  const std::vector<float> ones(static_cast<size_t>(s.ne[0]), 1.0f);
   quantize_rows(type, f32.data(), dst, rows_of(s.ne), s.ne[0], ones.data());
 }
 
