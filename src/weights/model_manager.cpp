@@ -331,14 +331,31 @@ void ModelManager::phase_done(const std::string& module) {
   Module* m = find_module(module);
   SD_CHECK(m, "[weights] no module named %s", module.c_str());
   after_compute();
-  if (m->spec.residency.kind != Residency::Kind::Disk) return;
-  m->loaded = false;
+  if (m->spec.residency.kind == Residency::Kind::Disk) {
+    m->loaded = false;
+    for (auto it = resident_.begin(); it != resident_.end();) {
+      auto next = std::next(it);
+      if (&module_of(it->first) == m) drop(it);
+      it = next;
+    }
+    m->files_checked = false;
+    return;
+  }
+  // Weights converted on load (--type) into host RAM are anonymous memory the OS cannot
+  // reclaim, unlike mapped file pages: kept, they would sit beside the next phase's
+  // weights and its packed copies (the text encoder's during sampling, the diffusion net's
+  // during decoding). Converting again costs a fraction of the phase.
+  if (!options_.weight_type) return;
+  bool dropped = false;
   for (auto it = resident_.begin(); it != resident_.end();) {
     auto next = std::next(it);
-    if (&module_of(it->first) == m) drop(it);
+    if (&module_of(it->first) == m && !it->second.mapped && it->second.buffer->is_host()) {
+      drop(it);
+      dropped = true;
+    }
     it = next;
   }
-  m->files_checked = false;
+  if (dropped) m->loaded = false;
 }
 
 void ModelManager::release(const std::string& prefix) {

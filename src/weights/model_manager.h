@@ -3,7 +3,9 @@
 //
 // Weights belong to modules (text encoder, diffusion net, VAE), each registered with the
 // device it computes on and a residency:
-// - Compute (default): loaded onto the compute device on first use and kept;
+// - Compute (default): loaded onto the compute device on first use and kept; weights
+//   converted on load (--type) into host RAM are freed when their phase ends, since the
+//   OS cannot reclaim them as it can mapped file pages;
 // - Device: kept on another device (RAM for a GPU module) and staged into the compute
 //   device for each graph; the staged copy is dropped after the graph ran;
 // - Disk: loaded when a phase first needs them and freed when the phase ends, so sampling
@@ -84,7 +86,8 @@ class ModelManager final : public nn::Weights {
   // (without prefault) for the first weight a module needs in a phase.
   void load_module(const std::string& module,
                    const std::function<void(size_t, size_t)>& progress = {}, bool prefault = false);
-  // A phase of `module` ended: disk weights are freed (a later get() loads them again).
+  // A phase of `module` ended: disk weights, and converted host copies, are freed (a later
+  // get() loads them again).
   void phase_done(const std::string& module);
 
   // LoRAs merged into the weights they change as those become resident (and again after a

@@ -97,6 +97,44 @@ TEST_F(WeightResidency, ConvertedDiskWeightsAreCopiesThatGoAway) {
   EXPECT_EQ(m.traffic().loaded, 2u * 32 * 8 * 4);
 }
 
+// Default residency keeps weights, but not host copies converted on load (--type): the OS
+// cannot page those out, so they would sit beside the next phase's weights. They are
+// converted again, to the same bytes, when the module runs next; mapped ones stay.
+TEST_F(WeightResidency, ConvertedHostCopiesAreFreedWhenTheirPhaseEnds) {
+  ModelManager m(loader_, ModelManagerOptions{DType::BF16, true});
+  add(m, {});
+  Tensor* first = get(m, kUnetWeight);
+  get(m, kTextNorm);
+  const size_t unet = 32 * 8 * 2;  // converted to bf16; the f32 bias stays mapped
+  const size_t mapped = m.mapped_bytes(), resident = m.resident_bytes();
+  EXPECT_EQ(mapped, 8u * 4);
+  EXPECT_GT(resident, unet);
+  std::vector<uint8_t> before(first->nbytes());
+  tensor_get(*first, before.data(), 0, before.size());
+  m.phase_done("diffusion");
+  EXPECT_EQ(m.resident_bytes(), resident - unet);  // the text encoder's copies stay
+  EXPECT_EQ(m.mapped_bytes(), mapped);
+  m.phase_done("te");
+  EXPECT_EQ(m.resident_bytes(), 0u);
+  Tensor* again = get(m, kUnetWeight);
+  EXPECT_EQ(again->type, DType::BF16);
+  std::vector<uint8_t> after(again->nbytes());
+  tensor_get(*again, after.data(), 0, after.size());
+  EXPECT_EQ(before, after);
+  EXPECT_EQ(m.resident_bytes(), unet);
+}
+
+TEST_F(WeightResidency, WithoutConversionDefaultResidencyKeepsEverything) {
+  ModelManager m(loader_);
+  add(m, {});
+  get(m, kUnetWeight);
+  const size_t mapped = m.mapped_bytes();
+  m.phase_done("diffusion");
+  EXPECT_EQ(m.mapped_bytes(), mapped);
+  get(m, kUnetWeight);
+  EXPECT_EQ(m.traffic().mapped, mapped);  // not read again
+}
+
 TEST_F(WeightResidency, WeightsOnTheHostAreStagedIntoADeviceForEachGraph) {
   test::FakeDevice gpu("CUDA0");
   ModelManager m(loader_);
