@@ -186,10 +186,6 @@ SD_BF16_TARGET __m512 exp_nonpositive(__m512 x) {
 // paired with a zero) and rescales the output accumulators o.
 SD_BF16_TARGET void online_softmax(const float* s, int64_t nk, const float* bm, float* m, float* l,
                                    float* o, int64_t Dv, uint16_t* p) {
-  // Lane order that interleaves two 16-weight halves [a0..a15, b0..b15] into pairs.
-  alignas(64) static const uint16_t kInterleave[32] = {0,  16, 1,  17, 2,  18, 3,  19, 4,  20, 5,
-                                                       21, 6,  22, 7,  23, 8,  24, 9,  25, 10, 26,
-                                                       11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
   const __m512i interleave = _mm512_loadu_si512(kInterleave);
   const __m512 neg_inf = _mm512_set1_ps(-INFINITY);
   for (int x = 0; x < kQV; ++x) {
