@@ -1,15 +1,15 @@
 // One UNet evaluation at a 64x64 latent (a 512x512 image), batch 1 and 2 (2: classifier-
 // free guidance's conditional and unconditional halves in one call), with random f16
-// weights as a loaded f16 checkpoint has them, or bf16 ones as `--type bf16` makes. A sampling step is one batch-2 call or two
-// batch-1 calls.
+// weights as a loaded f16 checkpoint has them, or bf16 ones as `--type bf16` makes. A sampling step
+// is one batch-2 call or two batch-1 calls.
 //   BM_Unet/<config>/<batch>/<dtype> seconds per call, and GFLOP/s over the matmul, conv
 //                                    and attention work (2 FLOPs per multiply-add)
 //   BM_UnetProfile/<config>/<batch>/<dtype>  the same graph run node by node: wall seconds per op
 //                                    kind as counters, and a table of wall and CPU seconds
 //                                    on stderr
-// config: 0 = SD1.x, 1 = SD2.x; dtype: 0 = f16 weights (f32 compute), 1 = bf16. Creating the random weights (860M values) takes a while
-// before the first run.
-// Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Unet
+// config: 0 = SD1.x, 1 = SD2.x; dtype: 0 = f16 weights (f32 compute), 1 = bf16. Creating the random
+// weights (860M values) takes a while before the first run. Run: OMP_NUM_THREADS=2 sd-bench
+// --benchmark_filter=Unet
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
@@ -92,7 +92,8 @@ class UnetCall {
     Tensor* t = input({batch});
     Tensor* context = input({c.context_dim, kTokens, batch});
     Tensor* out = models::unet_forward(
-        nn::Scope(ctx_, weights_of(config_index, dtype), "model.diffusion_model."), c, x, t, context);
+        nn::Scope(ctx_, weights_of(config_index, dtype), "model.diffusion_model."), c, x, t,
+        context);
     graph_ = Graph::build({out});
     memory_.allocate(graph_);
     for (Tensor* in : inputs_) {
@@ -188,8 +189,7 @@ void BM_UnetProfile(benchmark::State& state) {
   std::fprintf(stderr, "UNet %s batch %lld, %d threads, per call by op kind:\n",
                state.range(0) == 0 ? "SD1" : "SD2", static_cast<long long>(state.range(1)),
                threads());
-  std::fprintf(stderr, "  %-18s %9s %9s %7s %9s\n", "op", "wall s", "cpu s", "cpu %",
-               "GFLOP/s");
+  std::fprintf(stderr, "  %-18s %9s %9s %7s %9s\n", "op", "wall s", "cpu s", "cpu %", "GFLOP/s");
   for (const auto& [cpu, kind] : rows) {
     const UnetCall::Seconds& k = total[kind];
     std::fprintf(stderr, "  %-18s %9.3f %9.3f %6.1f%% %9.0f\n", kind.c_str(), k.wall / calls,

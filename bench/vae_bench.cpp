@@ -132,7 +132,12 @@ void BM_VaeDecodeOps(benchmark::State& state) {
   state.counters["buffer_MiB"] = static_cast<double>(memory.capacity()) / (1 << 20);
 }
 
-BENCHMARK(BM_VaeDecodeOps)->Args({64, 0})->Args({64, 1})->Unit(benchmark::kSecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_VaeDecodeOps)
+    ->Args({64, 0})
+    ->Args({64, 1})
+    ->Unit(benchmark::kSecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 // The decoder's 3x3 convs, batch 1, f16 weights, with the FLOPS counter of the linear-algebra
 // benches. Args: shape index.
