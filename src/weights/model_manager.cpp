@@ -18,6 +18,7 @@ class MappedBuffer final : public Buffer {
   MappedBuffer(BufferType& type, const uint8_t* data, size_t size, std::function<void()> evict)
       : Buffer(type, size), data_(data), evict_(std::move(evict)) {}
   void evict(const void*, size_t) override { evict_(); }
+  bool read_only() const override { return true; }
   void* base() override { return const_cast<uint8_t*>(data_); }
   bool is_host() const override { return true; }
   void set(Tensor& t, const void*, size_t, size_t) override {

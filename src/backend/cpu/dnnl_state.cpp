@@ -14,13 +14,13 @@ namespace sd {
 
 namespace {
 
-// A hash of up to 64 evenly spaced 64-byte pieces of the tensor's bytes (all of them when
-// small), taken 8 bytes at a time: about a microsecond per call, and a rewritten weight
-// changes the sampled bytes.
-uint64_t fingerprint(const Tensor* t) {
+// A hash of `pieces` (>= 2: the first and the last included) evenly spaced 64-byte pieces
+// of the tensor's bytes (all of them when small), taken 8 bytes at a time: about a
+// microsecond per call for 64 pieces, and a rewritten weight changes the sampled bytes.
+uint64_t fingerprint(const Tensor* t, size_t pieces) {
   const auto* p = static_cast<const unsigned char*>(t->data);
   const size_t n = t->nbytes();
-  constexpr size_t kPiece = 64, kPieces = 64;
+  constexpr size_t kPiece = 64;
   uint64_t h = 1469598103934665603ull;
   auto mix = [&h](const unsigned char* q, size_t len) {
     size_t i = 0;
@@ -32,11 +32,11 @@ uint64_t fingerprint(const Tensor* t) {
     }
     for (; i < len; ++i) h = (h ^ q[i]) * 1099511628211ull;
   };
-  if (n <= kPiece * kPieces) {
+  if (n <= kPiece * pieces) {
     mix(p, n);
   } else {
-    const size_t step = (n - kPiece) / (kPieces - 1);
-    for (size_t i = 0; i < kPieces; ++i) mix(p + i * step, kPiece);
+    const size_t step = (n - kPiece) / (pieces - 1);
+    for (size_t i = 0; i < pieces; ++i) mix(p + i * step, kPiece);
   }
   return h;
 }
@@ -115,7 +115,12 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
                                        bool keep_other_layout) {
   if (!cacheable(t)) return {};
   const WeightKey key{t->data, t->type, t->ne, t->nb};
-  const uint64_t fp = fingerprint(t);
+  // Bytes that cannot change (a read-only file mapping, whose pages were dropped once
+  // packed) are checked at their first and last pieces only: enough to tell another weight
+  // mapped at the same address, without faulting 64 pages of every weight back into RAM
+  // every step.
+  const bool read_only = t->buffer && t->buffer->read_only();
+  const uint64_t fp = fingerprint(t, read_only ? 2 : 64);
   auto it = weights_.find(key);
   if (it != weights_.end()) {
     PackedWeights& w = it->second;

@@ -2,6 +2,7 @@
 // broadcast batch dims, strided views and every weight dtype.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -191,6 +192,60 @@ TEST(CpuMatMul, CachedWeightsFollowInPlaceChanges) {
       EXPECT_LE(test::max_scaled_error(got, result(*ref), atol_for(t, 64), 0), 1.0)
           << "weights from seed " << seed;
     }
+  }
+}
+
+// A host buffer that says its bytes never change, as a read-only file mapping does. The
+// test writes it behind that promise to play a different file mapped at the same address.
+class ReadOnlyHostBuffer final : public Buffer {
+ public:
+  ReadOnlyHostBuffer(BufferType& type, size_t size) : Buffer(type, size), bytes_(size) {}
+  bool read_only() const override { return true; }
+  void* base() override { return bytes_.data(); }
+  bool is_host() const override { return true; }
+  void set(Tensor& t, const void* data, size_t offset, size_t size) override {
+    std::memcpy(static_cast<uint8_t*>(t.data) + offset, data, size);
+  }
+  void get(const Tensor& t, void* data, size_t offset, size_t size) const override {
+    std::memcpy(data, static_cast<const uint8_t*>(t.data) + offset, size);
+  }
+  void clear(uint8_t value) override { std::fill(bytes_.begin(), bytes_.end(), value); }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// Read-only weights are checked at two pieces only, not re-read every call; another weight
+// mapped at the same address still gets its own packed copy.
+TEST(CpuMatMul, ReadOnlyWeightsAtTheSameAddressAreTold) {
+  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+  Context ctx;
+  Tensor* a = ctx.new_tensor(DType::F32, {64, 48}, "a");
+  a->flags |= kFlagParam;
+  Tensor* b = ctx.new_tensor(DType::F32, {64, 8}, "b");
+  Tensor* y = matmul(ctx, a, b);
+  Graph graph = Graph::build({y});
+  ReadOnlyHostBuffer weights(cpu.buffer_type(), a->nbytes());
+  bind_tensor(*a, weights, 0);
+  ComputeBuffer memory(cpu.buffer_type());
+  memory.allocate(graph);
+  auto fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
+  auto ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
+  auto set = [](Tensor* t, uint32_t seed) {
+    const std::vector<float> v = test::random_values(t->nelements(), seed);
+    tensor_set(*t, v.data());
+  };
+  auto result = [&](Backend& backend) {
+    backend.compute(graph);
+    std::vector<float> out(static_cast<size_t>(y->nelements()));
+    tensor_get(*y, out.data());
+    return out;
+  };
+  set(b, 1);
+  for (uint32_t seed : {2u, 2u, 3u}) {
+    set(a, seed);
+    EXPECT_LE(test::max_scaled_error(result(*fast), result(*ref), atol_for(DType::F32, 64), 0), 1.0)
+        << "weights from seed " << seed;
   }
 }
 
