@@ -139,8 +139,9 @@ BENCHMARK(BM_VaeDecodeOps)
     ->UseRealTime()
     ->Iterations(1);
 
-// The decoder's 3x3 convs, batch 1, f16 weights, with the FLOPS counter of the linear-algebra
-// benches. Args: shape index.
+// The decoder's 3x3 convs, batch 1, with the FLOPS counter of the linear-algebra benches
+// (direct-method FLOPs, so Winograd shows as a higher rate). Args: shape index, weight
+// dtype (0 f16, 1 bf16).
 struct VaeConvShape {
   const char* name;
   int64_t cin, cout, side;
@@ -153,18 +154,22 @@ constexpr VaeConvShape kVaeConvs[] = {
 
 void BM_VaeConv3x3(benchmark::State& state) {
   const VaeConvShape& s = kVaeConvs[state.range(0)];
+  const DType type = state.range(1) == 0 ? DType::F16 : DType::BF16;
   const double flops = 2.0 * s.cin * s.cout * 9 * s.side * s.side;
   bench::run_linalg_bench(
       state, flops,
       [&](Context& ctx) {
         Tensor* x = ctx.new_tensor(DType::F32, {s.side, s.side, s.cin, 1}, "x");
-        return conv2d(ctx, x, bench::weight(ctx, DType::F16, {3, 3, s.cin, s.cout}, "w"),
+        return conv2d(ctx, x, bench::weight(ctx, type, {3, 3, s.cin, s.cout}, "w"),
                       bench::weight(ctx, DType::F32, {s.cout}, "b"), 1, 1, 1, 1, 1, 1);
       },
-      s.name);
+      std::string(s.name) + " " + std::string(dtype_name(type)));
 }
 
-BENCHMARK(BM_VaeConv3x3)->DenseRange(0, 6)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_VaeConv3x3)
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace sd

@@ -8,10 +8,13 @@
 // f32 direct rate (the f16 VAE decode at 512x512: convolutions 8.5 s -> 5.4 s). Their
 // transformed weights are 4x the f32 weights, so they are made per call into scratch,
 // once for all bands, never cached. That transform (oneDNN's is scalar) is why smaller
-// outputs (the UNet's) stay direct, and why bf16 weights keep the bf16 direct kernel: it
-// measured as fast as Winograd plus the transform.
+// outputs (the UNet's) stay direct in f32.
+//
+// bf16 weights on a CPU with AVX512_BF16 run our own bf16 Winograd kernel from 16x16
+// outputs up (conv2d_winograd_bf16.cpp); oneDNN's bf16 direct kernel takes the rest.
 #include <algorithm>
 
+#include "backend/cpu/conv2d_winograd_bf16.h"
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/linalg_kernels.h"
 #include "tensor/ops/conv2d.h"
@@ -244,6 +247,7 @@ bool cpu_conv2d(CpuContext& ctx, Tensor* dst) {
   if (x->type != DType::F32 || !is_float(w->type) || !dst->is_contiguous()) return false;
   if (dst->nelements() == 0) return true;
   const bool bf16 = w->type == DType::BF16 && ctx.dnnl->native_bf16;
+  if (bf16 && cpu_conv2d_winograd_bf16(ctx, dst)) return true;
   if (!bf16 && use_winograd(dst)) {
     try {
       run_conv(ctx, dst, dt::f32, /*winograd=*/true);

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 
+#include "backend/cpu/conv2d_winograd_bf16.h"
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/linalg_kernels.h"
 #include "simd_test_util.h"
@@ -20,9 +22,16 @@ namespace {
 // - bf16 weights: the input is rounded to bf16 too, 2^-8 relative error per product, a
 //   random walk over R taps: 2^-7 sqrt(R) is a bound with margin (observed up to a
 //   quarter of it; see matmul_test.cpp).
+// - bf16 Winograd: each output sums 9 transformed products per channel, whose operands are
+//   sums of up to four inputs or nine weights, each rounded to bf16: an error variance
+//   about 2.8x the direct sum's (1.7x its spread). Twice the direct bound holds it
+//   (observed up to 0.45 of that).
 double atol_for(DType w, int64_t taps) {
   return w == DType::BF16 ? std::sqrt(static_cast<double>(taps)) / 128
                           : 3e-7 * static_cast<double>(taps);
+}
+double winograd_bf16_atol(int64_t taps) {
+  return 2 * atol_for(DType::BF16, taps);
 }
 
 struct ConvCase {
@@ -89,9 +98,11 @@ TEST(CpuConv2d, StridedInputView) {
   expect_matches({9, 7, 6, 2, 3, 3, 5, 2, 2, 1, 1, 1, 1, 1, true}, DType::BF16, true);
 }
 
-// The conv of case k run by the fast kernel in bands of `band_rows` output rows (a context
-// whose band budget is that many rows), and by the reference kernel.
-void expect_bands_match(const ConvCase& k, DType wt, int64_t band_rows, bool permuted_x = false) {
+// The conv of case k run by `kernel` in a context that `configure` sets up, against the
+// reference kernel. False, with nothing compared, when the kernel declined the node.
+bool kernel_matches(const ConvCase& k, DType wt,
+                    const std::function<void(DnnlState&, const Tensor* out)>& configure,
+                    bool (*kernel)(CpuContext&, Tensor*), double atol, bool permuted_x = false) {
   auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
   Context ctx;
   Tensor* out = conv_case(k, wt, permuted_x).build(ctx).back();
@@ -105,20 +116,31 @@ void expect_bands_match(const ConvCase& k, DType wt, int64_t band_rows, bool per
     quantize_rows(leaf.type, values.data(), bytes.data(), leaf.nrows(), leaf.ne[0]);
     tensor_set(leaf, bytes.data());
   }
-  std::vector<float> expected(out->nelements()), banded(out->nelements());
+  std::vector<float> expected(out->nelements()), fast(out->nelements());
   reference_kernel(Op::Conv2d)(out);
   tensor_get(*out, expected.data());
   CpuContext cpu_ctx;
   cpu_ctx.threads = 2;
-  cpu_ctx.dnnl->conv_band_min_bytes = 0;
-  cpu_ctx.dnnl->conv_band_bytes =
-      static_cast<size_t>(band_rows * out->ne[0] * out->ne[2] * out->ne[3]) * sizeof(float);
-  ASSERT_TRUE(cpu_conv2d(cpu_ctx, out));
-  tensor_get(*out, banded.data());
-  const double atol = atol_for(wt, k.cin / k.groups * k.KW * k.KH + 1);
-  for (size_t i = 0; i < banded.size(); ++i) {
-    ASSERT_NEAR(banded[i], expected[i], atol) << "output " << i << " of " << out->shape_string();
+  configure(*cpu_ctx.dnnl, out);
+  if (!kernel(cpu_ctx, out)) return false;
+  tensor_get(*out, fast.data());
+  for (size_t i = 0; i < fast.size(); ++i) {
+    EXPECT_NEAR(fast[i], expected[i], atol) << "output " << i << " of " << out->shape_string();
+    if (std::abs(fast[i] - expected[i]) > atol) break;
   }
+  return true;
+}
+
+// The conv of case k run by the fast kernel in bands of `band_rows` output rows (a context
+// whose band budget is that many rows), and by the reference kernel.
+void expect_bands_match(const ConvCase& k, DType wt, int64_t band_rows, bool permuted_x = false) {
+  const auto configure = [&](DnnlState& st, const Tensor* out) {
+    st.conv_band_min_bytes = 0;
+    st.conv_band_bytes =
+        static_cast<size_t>(band_rows * out->ne[0] * out->ne[2] * out->ne[3]) * sizeof(float);
+  };
+  const double atol = atol_for(wt, k.cin / k.groups * k.KW * k.KH + 1);
+  EXPECT_TRUE(kernel_matches(k, wt, configure, cpu_conv2d, atol, permuted_x));
 }
 
 TEST(CpuConv2d, RowBands) {
@@ -169,6 +191,56 @@ TEST(CpuConv2d, WinogradRowBands) {
     SCOPED_TRACE(testing::Message() << "bands of " << rows << " rows");
     expect_bands_match(k, DType::F16, rows);
   }
+}
+
+// bf16 weights: Winograd F(2x2, 3x3) with our transforms and a batched bf16 GEMM, on
+// CPUs with AVX512_BF16 (elsewhere the kernel declines and the direct one runs). Run
+// directly, with the size threshold off, on odd channel counts, sizes that cut 2x2
+// tiles, both paddings, batches, and bands of one or several tile rows (an edge case at
+// each band's first and last tile row).
+TEST(CpuConv2d, WinogradBf16) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  const ConvCase cases[] = {
+      // W, H, Cin, N, KW, KH, Cout, s0, s1, p0, p1, d0, d1, groups, bias
+      {9, 7, 5, 2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, true},       // odd everything, batch 2
+      {40, 33, 32, 1, 3, 3, 48, 1, 1, 1, 1, 1, 1, 1, true},   // more than one vector of tiles
+      {37, 18, 19, 2, 3, 3, 17, 1, 1, 0, 0, 1, 1, 1, false},  // no padding
+      {35, 21, 16, 1, 3, 3, 16, 1, 1, 1, 0, 1, 1, 1, true},   // padding on one axis only
+      {70, 12, 64, 1, 3, 3, 32, 1, 1, 0, 1, 1, 1, 1, false},  // the other axis
+  };
+  for (const ConvCase& k : cases) {
+    const int64_t taps = k.cin * 9 + (k.bias ? 1 : 0);
+    for (size_t band_bytes : {size_t{1}, size_t{64} << 10, size_t{64} << 20}) {
+      SCOPED_TRACE(testing::Message()
+                   << k.W << "x" << k.H << "x" << k.cin << "->" << k.cout << " p " << k.p0 << ","
+                   << k.p1 << " band budget " << band_bytes);
+      const auto configure = [&](DnnlState& st, const Tensor*) {
+        st.winograd_bf16_min_pixels = 0;
+        st.winograd_band_bytes = band_bytes;
+      };
+      EXPECT_TRUE(kernel_matches(k, DType::BF16, configure, cpu_conv2d_winograd_bf16,
+                                 winograd_bf16_atol(taps)));
+    }
+  }
+}
+
+// What the Winograd kernel declines: other filter sizes, strides, dilations, groups,
+// paddings beyond 1, weights that are not bf16, and outputs under the size threshold.
+TEST(CpuConv2d, WinogradBf16Declines) {
+  const ConvCase cases[] = {
+      {16, 16, 16, 1, 1, 1, 16, 1, 1, 0, 0, 1, 1, 1, false},  // 1x1
+      {16, 16, 16, 1, 3, 3, 16, 2, 2, 1, 1, 1, 1, 1, false},  // stride 2
+      {16, 16, 16, 1, 3, 3, 16, 1, 1, 2, 2, 2, 2, 1, false},  // dilation 2
+      {16, 16, 16, 1, 3, 3, 16, 1, 1, 1, 1, 1, 1, 2, false},  // groups
+      {16, 16, 16, 1, 3, 3, 16, 1, 1, 2, 2, 1, 1, 1, false},  // padding 2
+  };
+  const auto no_threshold = [](DnnlState& st, const Tensor*) { st.winograd_bf16_min_pixels = 0; };
+  for (const ConvCase& k : cases)
+    EXPECT_FALSE(kernel_matches(k, DType::BF16, no_threshold, cpu_conv2d_winograd_bf16, 1.0));
+  const ConvCase fits{16, 16, 16, 1, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, false};
+  EXPECT_FALSE(kernel_matches(fits, DType::F16, no_threshold, cpu_conv2d_winograd_bf16, 1.0));
+  const auto threshold = [](DnnlState& st, const Tensor*) { st.winograd_bf16_min_pixels = 257; };
+  EXPECT_FALSE(kernel_matches(fits, DType::BF16, threshold, cpu_conv2d_winograd_bf16, 1.0));
 }
 
 }  // namespace

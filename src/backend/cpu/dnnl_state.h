@@ -80,6 +80,15 @@ struct DnnlState {
   size_t conv_band_min_bytes = size_t{16} << 20;
   size_t conv_band_bytes = size_t{4} << 20;
 
+  // bf16 3x3 convolutions with at least this many output pixels per image run Winograd
+  // F(2x2, 3x3) (conv2d_winograd_bf16.cpp): from SD's 16x16 UNet level up it beat the
+  // direct kernel (8x8 outputs make too few tiles for an efficient GEMM). They run in
+  // bands of tile rows whose transformed input and GEMM output take about
+  // winograd_band_bytes; 16-32 MiB measured best on the VAE's convolutions (larger GEMMs
+  // beat smaller, cache-resident bands).
+  int64_t winograd_bf16_min_pixels = 16 * 16;
+  size_t winograd_band_bytes = size_t{16} << 20;
+
   // `bytes` of 64-byte aligned memory in `slot`, valid until the slot's next request.
   void* scratch(DnnlScratch slot, size_t bytes);
   // A memory object of layout `desc` over scratch `slot`.

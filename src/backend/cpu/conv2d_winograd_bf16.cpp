@@ -1,0 +1,338 @@
+// Winograd's minimal filtering F(2x2, 3x3) (Lavin and Gray 2015) in bf16: each 2x2 block
+// of outputs is A^T [(G g G^T) . (B^T d B)] A, where g is a 3x3 filter and d the 4x4 input
+// patch under the block. The 16 element-wise products, summed over input channels, are 16
+// GEMMs, U[k] (Cout x Cin) times V[k] (Cin x tiles): 16 multiplies per 4 outputs where the
+// direct method does 36, so a 3x3 convolution runs 2.25x fewer multiplies.
+//
+// oneDNN 2.6 has Winograd only in f32, so the transforms are ours and the 16 GEMMs are one
+// batched oneDNN bf16 matmul. The transforms read and write our NCHW tensors directly:
+// tiles sit in vector lanes along a row, so no layout reorder runs on either side (the
+// direct bf16 kernel reorders into nhwc and back).
+//
+// Precision: B and A hold only 0 and +-1, so the input transform is sums of four inputs,
+// rounded once to bf16; G holds halves, so the weight transform is rounded once too. Each
+// product thus carries bf16 rounding of its two operands, as in the direct bf16 kernel,
+// and sums are f32. (F(4x4, 3x3) would save more multiplies but its transforms hold
+// fractions and larger constants that bf16 rounding turns into visible error.)
+//
+// Transformed weights are 16/9 the size of the weights, so they are made per call into
+// scratch and never cached: caching them for the UNet raised the bf16 sampling peak from
+// 3.26 to 4.09 GB (packed copies of the direct kernel's weights were 1x). Per call, the
+// transform costs about 0.2 s of a 1.1 s UNet call's convolutions (it is memory-bound:
+// weights read, 16/9 as much written and read again), and it still beats the direct
+// kernel with its cached weights from 16x16 outputs up (DnnlState::winograd_bf16_min_pixels).
+#include "backend/cpu/conv2d_winograd_bf16.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "backend/cpu/dnnl_state.h"
+#include "tensor/float16.h"
+#include "tensor/ops/conv2d.h"
+#include "tensor/quant/quant.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define SD_HAVE_WINOGRAD_BF16 1
+#define SD_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+#endif
+
+namespace sd {
+
+#ifdef SD_HAVE_WINOGRAD_BF16
+// GCC 12's AVX-512 headers start some intrinsics from a deliberately undefined vector,
+// which its own -Wuninitialized then reports at every use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+namespace {
+
+using dnnl::memory;
+using dt = memory::data_type;
+using tag = memory::format_tag;
+
+constexpr int64_t kLanes = 16;  // f32 lanes of a 512-bit vector
+constexpr int64_t kTaps = 16;   // 4x4 transformed values per tile
+
+struct WinogradShape {
+  int64_t W, H, cin, N;  // input
+  int64_t OW, OH, cout;  // output
+  int64_t p0, p1;        // left and top padding
+  int64_t TX, TY;        // 2x2 tiles per output row pair, tile rows per image
+};
+
+SD_BF16_TARGET inline __attribute__((always_inline)) void store_bf16(uint16_t* to, __m512 v,
+                                                                     __mmask16 m) {
+  const auto h = (__m256i)_mm512_cvtneps_pbh(v);
+  if (m == 0xffff) {  // a plain store: masked ones are slower on some CPUs (AMD Zen 4)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(to), h);
+  } else {
+    _mm256_mask_storeu_epi16(to, m, h);
+  }
+}
+
+inline __mmask16 first_lanes(int64_t n) {
+  return static_cast<__mmask16>(n >= kLanes ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
+}
+
+// U[k][co][ci] = (G g G^T)[k] for the filter g of output channel co and input channel ci,
+// with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; 16 input channels per vector.
+SD_BF16_TARGET void transform_weights(const Tensor* w, const WinogradShape& s, uint16_t* u,
+                                      int threads) {
+  const auto* base = static_cast<const uint16_t*>(w->data);  // contiguous [co][ci][ky][kx]
+  const int64_t plane = s.cout * s.cin;
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t co = 0; co < s.cout; ++co) {
+    for (int64_t ci = 0; ci < s.cin; ci += kLanes) {
+      const int64_t n = std::min(kLanes, s.cin - ci);
+      // The 16 filters' 144 taps, contiguous, to f32; then each tap across the filters.
+      alignas(64) float aos[kLanes * 9];
+      const uint16_t* src = base + (co * s.cin + ci) * 9;
+      if (n == kLanes) {
+        for (int j = 0; j < 9; ++j) {
+          const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + kLanes * j));
+          _mm512_store_ps(aos + kLanes * j,
+                          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+        }
+      } else {  // the last, partial block: zeros past its filters
+        for (int64_t i = 0; i < kLanes * 9; ++i) aos[i] = i < n * 9 ? bf16_to_f32(src[i]) : 0.0f;
+      }
+      const __m512i filters =
+          _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                             _mm512_set1_epi32(9));
+      __m512 f[3][3], gg[4][3];
+      for (int t = 0; t < 9; ++t)
+        f[t / 3][t % 3] =
+            _mm512_i32gather_ps(_mm512_add_epi32(filters, _mm512_set1_epi32(t)), aos, 4);
+      const __m512 half = _mm512_set1_ps(0.5f);
+      for (int kx = 0; kx < 3; ++kx) {  // G g
+        const __m512 outer = _mm512_add_ps(f[0][kx], f[2][kx]);
+        gg[0][kx] = f[0][kx];
+        gg[1][kx] = _mm512_mul_ps(half, _mm512_add_ps(outer, f[1][kx]));
+        gg[2][kx] = _mm512_mul_ps(half, _mm512_sub_ps(outer, f[1][kx]));
+        gg[3][kx] = f[2][kx];
+      }
+      uint16_t* out = u + co * s.cin + ci;
+      const __mmask16 m = first_lanes(n);
+      for (int i = 0; i < 4; ++i) {  // (G g) G^T
+        const __m512 outer = _mm512_add_ps(gg[i][0], gg[i][2]);
+        store_bf16(out + (4 * i) * plane, gg[i][0], m);
+        store_bf16(out + (4 * i + 1) * plane, _mm512_mul_ps(half, _mm512_add_ps(outer, gg[i][1])),
+                   m);
+        store_bf16(out + (4 * i + 2) * plane, _mm512_mul_ps(half, _mm512_sub_ps(outer, gg[i][1])),
+                   m);
+        store_bf16(out + (4 * i + 3) * plane, gg[i][2], m);
+      }
+    }
+  }
+}
+
+// Columns c, c + 2, ... (`even`) and c + 1, c + 3, ... (`odd`) of input row `row`, 16 of
+// each from column c on, with zeros outside the row's W columns. Masked lanes are not
+// read, so c may start before the row (left padding) or run past its end.
+SD_BF16_TARGET inline __attribute__((always_inline)) void load_columns(const float* row, int64_t c,
+                                                                       int64_t W, __m512& even,
+                                                                       __m512& odd) {
+  const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
+  const __m512i odds = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  // Lanes l of the vector from column c + o exist where 0 <= c + o + l < W.
+  const auto lanes = [&](int64_t o) {
+    const int64_t from = c + o;
+    const __mmask16 below = from >= 0 ? 0xffff : static_cast<__mmask16>(0xffff << -from);
+    return static_cast<__mmask16>(below & first_lanes(W - from));
+  };
+  __m512 a, b;
+  if (c >= 0 && c + 2 * kLanes <= W) {  // inside the row: plain loads
+    a = _mm512_loadu_ps(row + c);
+    b = _mm512_loadu_ps(row + c + kLanes);
+  } else {
+    a = _mm512_maskz_loadu_ps(lanes(0), row + c);
+    b = _mm512_maskz_loadu_ps(lanes(kLanes), row + c + kLanes);
+  }
+  even = _mm512_permutex2var_ps(a, evens, b);
+  odd = _mm512_permutex2var_ps(a, odds, b);
+}
+
+// V[k][ci][t] = (B^T d B)[k] for the tiles of one tile row of channel ci, d the 4x4 patch
+// of tile t, with B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]. `v` points at
+// V[0][ci][first tile of the row]; `stride` is the distance between V[k] and V[k + 1].
+SD_BF16_TARGET void transform_input_row(const WinogradShape& s, const float* plane, int64_t ty,
+                                        uint16_t* v, int64_t stride) {
+  for (int64_t tx = 0; tx < s.TX; tx += kLanes) {
+    const __mmask16 m = first_lanes(s.TX - tx);
+    const int64_t c = 2 * tx - s.p0;  // the first tile's first input column
+    __m512 d[4][4];
+    for (int r = 0; r < 4; ++r) {
+      const int64_t iy = 2 * ty - s.p1 + r;
+      if (iy < 0 || iy >= s.H) {
+        for (auto& col : d[r]) col = _mm512_setzero_ps();
+        continue;
+      }
+      const float* row = plane + iy * s.W;
+      load_columns(row, c, s.W, d[r][0], d[r][1]);
+      load_columns(row, c + 2, s.W, d[r][2], d[r][3]);
+    }
+    __m512 t[4][4];  // B^T d
+    for (int col = 0; col < 4; ++col) {
+      t[0][col] = _mm512_sub_ps(d[0][col], d[2][col]);
+      t[1][col] = _mm512_add_ps(d[1][col], d[2][col]);
+      t[2][col] = _mm512_sub_ps(d[2][col], d[1][col]);
+      t[3][col] = _mm512_sub_ps(d[1][col], d[3][col]);
+    }
+    for (int i = 0; i < 4; ++i) {  // (B^T d) B
+      uint16_t* at = v + 4 * i * stride + tx;
+      store_bf16(at, _mm512_sub_ps(t[i][0], t[i][2]), m);
+      store_bf16(at + stride, _mm512_add_ps(t[i][1], t[i][2]), m);
+      store_bf16(at + 2 * stride, _mm512_sub_ps(t[i][2], t[i][1]), m);
+      store_bf16(at + 3 * stride, _mm512_sub_ps(t[i][1], t[i][3]), m);
+    }
+  }
+}
+
+// Output rows 2 ty and 2 ty + 1 of channel co: A^T M A + bias for each tile, M[k] the GEMM
+// results at `c` (C[0][co][first tile of the row]; `stride` between C[k] and C[k + 1]),
+// with A^T = [1 1 1 0; 0 1 -1 -1].
+SD_BF16_TARGET void transform_output_row(const WinogradShape& s, const float* c, int64_t stride,
+                                         float bias, float* plane, int64_t ty) {
+  const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  const __m512i hi = _mm512_set_epi32(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8);
+  const __m512 b = _mm512_set1_ps(bias);
+  const bool second_row = 2 * ty + 1 < s.OH;
+  for (int64_t tx = 0; tx < s.TX; tx += kLanes) {
+    __m512 sr[2][4];  // A^T M
+    for (int j = 0; j < 4; ++j) {
+      const __m512 m0 = _mm512_loadu_ps(c + j * stride + tx);
+      const __m512 m1 = _mm512_loadu_ps(c + (4 + j) * stride + tx);
+      const __m512 m2 = _mm512_loadu_ps(c + (8 + j) * stride + tx);
+      const __m512 m3 = _mm512_loadu_ps(c + (12 + j) * stride + tx);
+      sr[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
+      sr[1][j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
+    }
+    // Columns 2 tx.. of the output; how many of the 32 exist.
+    const int64_t cols = std::min<int64_t>(2 * kLanes, s.OW - 2 * tx);
+    for (int i = 0; i < (second_row ? 2 : 1); ++i) {  // (A^T M) A + bias
+      const __m512 y0 =
+          _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(sr[i][0], sr[i][1]), sr[i][2]), b);
+      const __m512 y1 =
+          _mm512_add_ps(_mm512_sub_ps(_mm512_sub_ps(sr[i][1], sr[i][2]), sr[i][3]), b);
+      float* row = plane + (2 * ty + i) * s.OW + 2 * tx;
+      const __m512 left = _mm512_permutex2var_ps(y0, lo, y1);
+      const __m512 right = _mm512_permutex2var_ps(y0, hi, y1);
+      if (cols == 2 * kLanes) {
+        _mm512_storeu_ps(row, left);
+        _mm512_storeu_ps(row + kLanes, right);
+      } else {
+        _mm512_mask_storeu_ps(row, first_lanes(cols), left);
+        _mm512_mask_storeu_ps(row + kLanes, first_lanes(cols - kLanes), right);
+      }
+    }
+  }
+}
+
+bool fits(const DnnlState& st, const Tensor* dst) {
+  const Tensor* x = dst->src[0];
+  const Tensor* w = dst->src[1];
+  const Conv2dParams p = conv2d_params(dst);
+  return w->type == DType::BF16 && w->ne[0] == 3 && w->ne[1] == 3 && p.groups == 1 && p.s0 == 1 &&
+         p.s1 == 1 && p.d0 == 1 && p.d1 == 1 && p.p0 >= 0 && p.p0 <= 1 && p.p1 >= 0 && p.p1 <= 1 &&
+         w->is_contiguous() && x->nb[0] == sizeof(float) && x->nb[1] == x->ne[0] * x->nb[0] &&
+         dst->ne[0] * dst->ne[1] >= st.winograd_bf16_min_pixels;
+}
+
+}  // namespace
+
+bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
+  static const bool supported = __builtin_cpu_supports("avx512bf16");
+  DnnlState& st = *ctx.dnnl;
+  if (!supported || !st.native_bf16 || !fits(st, dst)) return false;
+  const Tensor* x = dst->src[0];
+  const Tensor* w = dst->src[1];
+  const Tensor* bias = dst->src[2];
+  const Conv2dParams p = conv2d_params(dst);
+  WinogradShape s{};
+  s.W = x->ne[0], s.H = x->ne[1], s.cin = x->ne[2], s.N = x->ne[3];
+  s.OW = dst->ne[0], s.OH = dst->ne[1], s.cout = dst->ne[2];
+  s.p0 = p.p0, s.p1 = p.p1;
+  s.TX = (s.OW + 1) / 2, s.TY = (s.OH + 1) / 2;
+
+  // Transformed weights, made per call into scratch (see the top for why never cached).
+  const memory u = st.scratch_memory(DnnlScratch::Weights,
+                                     memory::desc({kTaps, s.cout, s.cin}, dt::bf16, tag::abc));
+  transform_weights(w, s, static_cast<uint16_t*>(u.get_data_handle()), ctx.threads);
+
+  float* bias_f32 = nullptr;
+  if (bias) {
+    bias_f32 = static_cast<float*>(st.scratch(DnnlScratch::Bias, sizeof(float) * s.cout));
+    for (int64_t c = 0; c < s.cout; ++c)
+      dequantize_row(bias->type, static_cast<const char*>(bias->data) + c * bias->nb[0],
+                     bias_f32 + c, 1);
+  }
+
+  // Bands of tile rows (over all images) whose V and C take about winograd_band_bytes, so
+  // that the GEMM reads V and the output transform reads C while they are in cache.
+  const int64_t tile_rows = s.N * s.TY;
+  const auto row_bytes = static_cast<size_t>(s.TX * kTaps * (s.cin * 2 + s.cout * 4));
+  const int64_t band =
+      std::clamp<int64_t>(static_cast<int64_t>(st.winograd_band_bytes / row_bytes), 1, tile_rows);
+  const int64_t band_tiles = band * s.TX;
+  // V and C with a vector of slack: the last row's vector loads reach past its end.
+  auto* v = static_cast<uint16_t*>(
+      st.scratch(DnnlScratch::Src, sizeof(uint16_t) * (kTaps * s.cin * band_tiles + kLanes)));
+  auto* c = static_cast<float*>(
+      st.scratch(DnnlScratch::Dst, sizeof(float) * (kTaps * s.cout * band_tiles + kLanes)));
+
+  for (int64_t g0 = 0; g0 < tile_rows; g0 += band) {
+    const int64_t g1 = std::min(tile_rows, g0 + band), tiles = (g1 - g0) * s.TX;
+
+#pragma omp parallel for collapse(2) num_threads(ctx.threads) schedule(static)
+    for (int64_t ci = 0; ci < s.cin; ++ci)
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t n = g / s.TY, ty = g % s.TY;
+        const auto* plane = reinterpret_cast<const float*>(static_cast<const char*>(x->data) +
+                                                           n * x->nb[3] + ci * x->nb[2]);
+        transform_input_row(s, plane, ty, v + ci * tiles + (g - g0) * s.TX, s.cin * tiles);
+      }
+
+    DnnlKey key("conv2d-winograd-bf16");
+    key << s.cout << s.cin << tiles << ctx.threads;
+    const DnnlPrimitive& mm = st.primitive(key, [&] {
+      dnnl::primitive_attr attr;
+      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+      const memory::desc a_md({kTaps, s.cout, s.cin}, dt::bf16, tag::abc);
+      const memory::desc b_md({kTaps, s.cin, tiles}, dt::bf16, tag::abc);
+      const memory::desc c_md({kTaps, s.cout, tiles}, dt::f32, tag::abc);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, st.engine);
+      return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
+                           pd.scratchpad_desc()};
+    });
+    st.execute(mm.prim,
+               {{DNNL_ARG_SRC, u},
+                {DNNL_ARG_WEIGHTS, memory(mm.weights, st.engine, v)},
+                {DNNL_ARG_DST, memory(mm.dst, st.engine, c)},
+                {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, mm.scratchpad)}});
+
+#pragma omp parallel for collapse(2) num_threads(ctx.threads) schedule(static)
+    for (int64_t co = 0; co < s.cout; ++co)
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t n = g / s.TY, ty = g % s.TY;
+        auto* plane = reinterpret_cast<float*>(static_cast<char*>(dst->data) + n * dst->nb[3] +
+                                               co * dst->nb[2]);
+        transform_output_row(s, c + co * tiles + (g - g0) * s.TX, s.cout * tiles,
+                             bias_f32 ? bias_f32[co] : 0.0f, plane, ty);
+      }
+  }
+  return true;
+}
+
+#pragma GCC diagnostic pop
+
+#else  // no AVX512_BF16 kernel for this target
+
+bool cpu_conv2d_winograd_bf16(CpuContext&, Tensor*) {
+  return false;
+}
+
+#endif
+
+}  // namespace sd
