@@ -54,6 +54,10 @@ using tag = memory::format_tag;
 
 constexpr int64_t kLanes = 16;  // f32 lanes of a 512-bit vector
 constexpr int64_t kTaps = 16;   // 4x4 transformed values per tile
+// Elements between the end of V[k] or C[k] and the start of V[k + 1] or C[k + 1]. The
+// transforms touch all 16 at once; unskewed, their distance is often a multiple of 4 KiB,
+// so all 16 map to the same L1 cache set and evict each other.
+constexpr int64_t kSkew = 64 + 16;
 
 struct WinogradShape {
   int64_t W, H, cin, N;  // input
@@ -277,13 +281,14 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
       std::clamp<int64_t>(static_cast<int64_t>(st.winograd_band_bytes / row_bytes), 1, tile_rows);
   const int64_t band_tiles = band * s.TX;
   // V and C with a vector of slack: the last row's vector loads reach past its end.
-  auto* v = static_cast<uint16_t*>(
-      st.scratch(DnnlScratch::Src, sizeof(uint16_t) * (kTaps * s.cin * band_tiles + kLanes)));
-  auto* c = static_cast<float*>(
-      st.scratch(DnnlScratch::Dst, sizeof(float) * (kTaps * s.cout * band_tiles + kLanes)));
+  auto* v = static_cast<uint16_t*>(st.scratch(
+      DnnlScratch::Src, sizeof(uint16_t) * (kTaps * (s.cin * band_tiles + kSkew) + kLanes)));
+  auto* c = static_cast<float*>(st.scratch(
+      DnnlScratch::Dst, sizeof(float) * (kTaps * (s.cout * band_tiles + kSkew) + kLanes)));
 
   for (int64_t g0 = 0; g0 < tile_rows; g0 += band) {
     const int64_t g1 = std::min(tile_rows, g0 + band), tiles = (g1 - g0) * s.TX;
+    const int64_t v_stride = s.cin * tiles + kSkew, c_stride = s.cout * tiles + kSkew;
 
 #pragma omp parallel for collapse(2) num_threads(ctx.threads) schedule(static)
     for (int64_t ci = 0; ci < s.cin; ++ci)
@@ -291,17 +296,17 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
         const int64_t n = g / s.TY, ty = g % s.TY;
         const auto* plane = reinterpret_cast<const float*>(static_cast<const char*>(x->data) +
                                                            n * x->nb[3] + ci * x->nb[2]);
-        transform_input_row(s, plane, ty, v + ci * tiles + (g - g0) * s.TX, s.cin * tiles);
+        transform_input_row(s, plane, ty, v + ci * tiles + (g - g0) * s.TX, v_stride);
       }
 
     DnnlKey key("conv2d-winograd-bf16");
-    key << s.cout << s.cin << tiles << ctx.threads;
+    key << s.cout << s.cin << tiles << v_stride << c_stride << ctx.threads;
     const DnnlPrimitive& mm = st.primitive(key, [&] {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
       const memory::desc a_md({kTaps, s.cout, s.cin}, dt::bf16, tag::abc);
-      const memory::desc b_md({kTaps, s.cin, tiles}, dt::bf16, tag::abc);
-      const memory::desc c_md({kTaps, s.cout, tiles}, dt::f32, tag::abc);
+      const memory::desc b_md({kTaps, s.cin, tiles}, dt::bf16, {v_stride, tiles, 1});
+      const memory::desc c_md({kTaps, s.cout, tiles}, dt::f32, {c_stride, tiles, 1});
       dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, st.engine);
       return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
                            pd.scratchpad_desc()};
@@ -318,7 +323,7 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
         const int64_t n = g / s.TY, ty = g % s.TY;
         auto* plane = reinterpret_cast<float*>(static_cast<char*>(dst->data) + n * dst->nb[3] +
                                                co * dst->nb[2]);
-        transform_output_row(s, c + co * tiles + (g - g0) * s.TX, s.cout * tiles,
+        transform_output_row(s, c + co * tiles + (g - g0) * s.TX, c_stride,
                              bias_f32 ? bias_f32[co] : 0.0f, plane, ty);
       }
   }
