@@ -54,7 +54,7 @@ using tag = memory::format_tag;
 
 constexpr int64_t kLanes = 16;  // f32 lanes of a 512-bit vector
 constexpr int64_t kTaps = 16;   // 4x4 transformed values per tile
-// Elements between the end of V[k] or C[k] and the start of V[k + 1] or C[k + 1]. The
+// Elements between the end of U[k], V[k] or C[k] and the start of the next one. The
 // transforms touch all 16 at once; unskewed, their distance is often a multiple of 4 KiB,
 // so all 16 map to the same L1 cache set and evict each other.
 constexpr int64_t kSkew = 64 + 16;
@@ -64,6 +64,8 @@ struct WinogradShape {
   int64_t OW, OH, cout;  // output
   int64_t p0, p1;        // left and top padding
   int64_t TX, TY;        // 2x2 tiles per output row pair, tile rows per image
+  // Elements from U[k] to U[k + 1] (skewed, as V's and C's).
+  int64_t u_stride() const { return cout * cin + kSkew; }
 };
 
 SD_BF16_TARGET inline __attribute__((always_inline)) void store_bf16(uint16_t* to, __m512 v,
@@ -85,7 +87,7 @@ inline __mmask16 first_lanes(int64_t n) {
 SD_BF16_TARGET void transform_weights(const Tensor* w, const WinogradShape& s, uint16_t* u,
                                       int threads) {
   const auto* base = static_cast<const uint16_t*>(w->data);  // contiguous [co][ci][ky][kx]
-  const int64_t plane = s.cout * s.cin;
+  const int64_t plane = s.u_stride();
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t co = 0; co < s.cout; ++co) {
     for (int64_t ci = 0; ci < s.cin; ci += kLanes) {
@@ -261,8 +263,9 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
   s.TX = (s.OW + 1) / 2, s.TY = (s.OH + 1) / 2;
 
   // Transformed weights, made per call into scratch (see the top for why never cached).
-  const memory u = st.scratch_memory(DnnlScratch::Weights,
-                                     memory::desc({kTaps, s.cout, s.cin}, dt::bf16, tag::abc));
+  const memory::desc u_desc({kTaps, s.cout, s.cin}, dt::bf16, {s.u_stride(), s.cin, 1});
+  const memory u(u_desc, st.engine,
+                 st.scratch(DnnlScratch::Weights, sizeof(uint16_t) * kTaps * s.u_stride()));
   transform_weights(w, s, static_cast<uint16_t*>(u.get_data_handle()), ctx.threads);
 
   float* bias_f32 = nullptr;
@@ -304,10 +307,9 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
     const DnnlPrimitive& mm = st.primitive(key, [&] {
       dnnl::primitive_attr attr;
       attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const memory::desc a_md({kTaps, s.cout, s.cin}, dt::bf16, tag::abc);
       const memory::desc b_md({kTaps, s.cin, tiles}, dt::bf16, {v_stride, tiles, 1});
       const memory::desc c_md({kTaps, s.cout, tiles}, dt::f32, {c_stride, tiles, 1});
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, st.engine);
+      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(u_desc, b_md, c_md), attr, st.engine);
       return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
                            pd.scratchpad_desc()};
     });
