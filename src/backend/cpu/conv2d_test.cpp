@@ -243,5 +243,41 @@ TEST(CpuConv2d, WinogradBf16Declines) {
   EXPECT_FALSE(kernel_matches(fits, DType::BF16, threshold, cpu_conv2d_winograd_bf16, 1.0));
 }
 
+// Transformed weights are made per call on a weight's first use and cached from its
+// second (a UNet's are reused every step, a VAE's once per image), within
+// winograd_cache_limit; cached or not, the output is the same.
+TEST(CpuConv2d, WinogradBf16CachesWeightsFromTheirSecondUse) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  const ConvCase k{20, 18, 32, 1, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, true};
+  for (size_t limit : {size_t{0}, size_t{64} << 20}) {
+    SCOPED_TRACE(testing::Message() << "cache limit " << limit);
+    auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+    Context ctx;
+    Tensor* out = conv_case(k, DType::BF16).build(ctx).back();
+    Graph graph = Graph::build({out});
+    ComputeBuffer memory(cpu.buffer_type());
+    memory.allocate(graph);
+    for (size_t i = 0; i < graph.leafs.size(); ++i) {
+      Tensor& leaf = *graph.leafs[i];
+      const std::vector<float> values = test::random_values(leaf.nelements(), 11 + i);
+      std::vector<uint8_t> bytes(leaf.nbytes());
+      quantize_rows(leaf.type, values.data(), bytes.data(), leaf.nrows(), leaf.ne[0]);
+      tensor_set(leaf, bytes.data());
+    }
+    CpuContext cpu_ctx;
+    cpu_ctx.threads = 2;
+    cpu_ctx.dnnl->winograd_bf16_min_pixels = 0;
+    cpu_ctx.dnnl->winograd_cache_limit = limit;
+    std::vector<float> first(out->nelements()), second(out->nelements());
+    ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, out));
+    tensor_get(*out, first.data());
+    EXPECT_EQ(cpu_ctx.dnnl->weight_cache_bytes(), 0u) << "cached on its first use";
+    ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, out));
+    tensor_get(*out, second.data());
+    EXPECT_EQ(cpu_ctx.dnnl->weight_cache_bytes() > 0, limit > 0);
+    EXPECT_EQ(first, second);
+  }
+}
+
 }  // namespace
 }  // namespace sd

@@ -15,12 +15,15 @@
 // and sums are f32. (F(4x4, 3x3) would save more multiplies but its transforms hold
 // fractions and larger constants that bf16 rounding turns into visible error.)
 //
-// Transformed weights are 16/9 the size of the weights, so they are made per call into
-// scratch and never cached: caching them for the UNet raised the bf16 sampling peak from
-// 3.26 to 4.09 GB (packed copies of the direct kernel's weights were 1x). Per call, the
-// transform costs about 0.2 s of a 1.1 s UNet call's convolutions (it is memory-bound:
-// weights read, 16/9 as much written and read again), and it still beats the direct
-// kernel with its cached weights from 16x16 outputs up (DnnlState::winograd_bf16_min_pixels).
+// Transformed weights are 16/9 the size of the weights. Caching all of the UNet's raised
+// the bf16 sampling peak from 3.26 to 4.09 GB (the direct kernel's packed copies are 1x);
+// making all per call cost 0.2-0.3 s of a 1.1 s UNet call's convolutions. So they are
+// made per call into scratch on a weight's first use, and cached from its second use
+// while the weight cache holds at most DnnlState::winograd_cache_limit: the UNet's are
+// reused every step, and its sampling peak stays at 3.69 GB (2.67 s per step against
+// 3.20 s uncached); a VAE's are used once per image, and caching them would only add
+// fresh memory to fault in. Winograd beats the direct kernel from 16x16 outputs up
+// (DnnlState::winograd_bf16_min_pixels).
 #include "backend/cpu/conv2d_winograd_bf16.h"
 
 #include <algorithm>
@@ -262,11 +265,19 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
   s.p0 = p.p0, s.p1 = p.p1;
   s.TX = (s.OW + 1) / 2, s.TY = (s.OH + 1) / 2;
 
-  // Transformed weights, made per call into scratch (see the top for why never cached).
+  // Transformed weights: made per call into scratch on a weight's first use, cached from
+  // its second within DnnlState::winograd_cache_limit (see the top).
   const memory::desc u_desc({kTaps, s.cout, s.cin}, dt::bf16, {s.u_stride(), s.cin, 1});
-  const memory u(u_desc, st.engine,
-                 st.scratch(DnnlScratch::Weights, sizeof(uint16_t) * kTaps * s.u_stride()));
-  transform_weights(w, s, static_cast<uint16_t*>(u.get_data_handle()), ctx.threads);
+  auto pack = [&](const memory& to) {
+    transform_weights(w, s, static_cast<uint16_t*>(to.get_data_handle()), ctx.threads);
+  };
+  memory u;
+  if (st.seen_before(w)) u = st.cached_weights(w, u_desc, pack, false, st.winograd_cache_limit);
+  if (!u) {
+    u = memory(u_desc, st.engine,
+               st.scratch(DnnlScratch::Weights, sizeof(uint16_t) * kTaps * s.u_stride()));
+    pack(u);
+  }
 
   float* bias_f32 = nullptr;
   if (bias) {

@@ -112,7 +112,7 @@ bool DnnlState::cacheable(const Tensor* t) {
 
 dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
                                        const std::function<void(const dnnl::memory&)>& pack,
-                                       bool keep_other_layout) {
+                                       bool keep_other_layout, size_t limit) {
   if (!cacheable(t)) return {};
   const WeightKey key{t->data, t->type, t->ne, t->nb};
   // Bytes that cannot change (a read-only file mapping, whose pages were dropped once
@@ -136,7 +136,7 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
     weight_bytes_ -= w.layout.get_size();
     weights_.erase(it);
   }
-  if (weight_bytes_ + layout.get_size() > weight_cache_limit) return {};
+  if (weight_bytes_ + layout.get_size() > std::min(weight_cache_limit, limit)) return {};
   std::shared_ptr<void> storage = packed_block(layout.get_size());
   SD_CHECK(storage, "[CPU] cannot allocate %zu bytes for a packed weight copy", layout.get_size());
   dnnl::memory memory(layout, engine, storage.get());
@@ -148,8 +148,13 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
   return weights_.emplace(key, std::move(w)).first->second.memory;
 }
 
+bool DnnlState::seen_before(const Tensor* t) {
+  return !seen_.insert(WeightKey{t->data, t->type, t->ne, t->nb}).second;
+}
+
 void DnnlState::forget_weights() {
   weights_.clear();
+  seen_.clear();
   weight_bytes_ = 0;
 }
 

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -87,6 +88,9 @@ struct DnnlState {
   // winograd_band_bytes; 16-32 MiB measured best on the VAE's convolutions (larger GEMMs
   // beat smaller, cache-resident bands).
   int64_t winograd_bf16_min_pixels = 16 * 16;
+  // Their transformed weights (16/9 of the weights) are made per call on a weight's first
+  // use and cached from its second on while the whole weight cache stays under this.
+  size_t winograd_cache_limit = size_t{1280} << 20;
   size_t winograd_band_bytes = size_t{16} << 20;
 
   // `bytes` of 64-byte aligned memory in `slot`, valid until the slot's next request.
@@ -108,9 +112,15 @@ struct DnnlState {
   // weight loaded at the same address). An empty memory when `t` is not cacheable or the
   // cache is full; the caller then packs into scratch. A copy cached in another layout is
   // replaced, unless `keep_other_layout` (the caller then gets an empty memory too).
+  // A new copy is made only while the cache holds at most `limit` bytes with it (and
+  // weight_cache_limit).
   dnnl::memory cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
                               const std::function<void(const dnnl::memory&)>& pack,
-                              bool keep_other_layout = false);
+                              bool keep_other_layout = false, size_t limit = SIZE_MAX);
+  // Whether weight `t` was passed here before (since the last forget_weights); records it.
+  // For copies worth caching only when a weight is used again (a UNet's, every step)
+  // rather than once (a VAE's, once per image).
+  bool seen_before(const Tensor* t);
   // Drops every packed copy (call after freeing weights, to give the memory back).
   void forget_weights();
   size_t weight_cache_bytes() const { return weight_bytes_; }
@@ -135,6 +145,7 @@ struct DnnlState {
   Block scratch_[static_cast<int>(DnnlScratch::Count)];
   std::map<std::string, DnnlPrimitive> primitives_;
   std::map<WeightKey, PackedWeights> weights_;
+  std::set<WeightKey> seen_;
   size_t weight_bytes_ = 0;
 };
 
