@@ -98,32 +98,45 @@ TEST(CpuConv2d, StridedInputView) {
   expect_matches({9, 7, 6, 2, 3, 3, 5, 2, 2, 1, 1, 1, 1, 1, true}, DType::BF16, true);
 }
 
+// The conv node of case k in CPU memory, its inputs random values from `seed` on.
+struct FilledConv {
+  FilledConv(const ConvCase& k, DType wt, uint32_t seed, bool permuted_x = false)
+      : memory(DeviceRegistry::instance().get("CPU").buffer_type()) {
+    out = conv_case(k, wt, permuted_x).build(ctx).back();
+    Graph graph = Graph::build({out});
+    memory.allocate(graph);
+    for (size_t i = 0; i < graph.leafs.size(); ++i) {
+      Tensor& leaf = *graph.leafs[i];
+      const std::vector<float> values = test::random_values(leaf.nelements(), seed + i);
+      std::vector<uint8_t> bytes(leaf.nbytes());
+      quantize_rows(leaf.type, values.data(), bytes.data(), leaf.nrows(), leaf.ne[0]);
+      tensor_set(leaf, bytes.data());
+    }
+  }
+  std::vector<float> output() const {
+    std::vector<float> values(out->nelements());
+    tensor_get(*out, values.data());
+    return values;
+  }
+  Context ctx;
+  ComputeBuffer memory;
+  Tensor* out = nullptr;
+};
+
 // The conv of case k run by `kernel` in a context that `configure` sets up, against the
 // reference kernel. False, with nothing compared, when the kernel declined the node.
 bool kernel_matches(const ConvCase& k, DType wt,
                     const std::function<void(DnnlState&, const Tensor* out)>& configure,
                     bool (*kernel)(CpuContext&, Tensor*), double atol, bool permuted_x = false) {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
-  Context ctx;
-  Tensor* out = conv_case(k, wt, permuted_x).build(ctx).back();
-  Graph graph = Graph::build({out});
-  ComputeBuffer memory(cpu.buffer_type());
-  memory.allocate(graph);
-  for (size_t i = 0; i < graph.leafs.size(); ++i) {
-    Tensor& leaf = *graph.leafs[i];
-    const std::vector<float> values = test::random_values(leaf.nelements(), 7 + i);
-    std::vector<uint8_t> bytes(leaf.nbytes());
-    quantize_rows(leaf.type, values.data(), bytes.data(), leaf.nrows(), leaf.ne[0]);
-    tensor_set(leaf, bytes.data());
-  }
-  std::vector<float> expected(out->nelements()), fast(out->nelements());
+  FilledConv conv(k, wt, 7, permuted_x);
+  Tensor* out = conv.out;
   reference_kernel(Op::Conv2d)(out);
-  tensor_get(*out, expected.data());
+  const std::vector<float> expected = conv.output();
   CpuContext cpu_ctx;
   cpu_ctx.threads = 2;
   configure(*cpu_ctx.dnnl, out);
   if (!kernel(cpu_ctx, out)) return false;
-  tensor_get(*out, fast.data());
+  const std::vector<float> fast = conv.output();
   for (size_t i = 0; i < fast.size(); ++i) {
     EXPECT_NEAR(fast[i], expected[i], atol) << "output " << i << " of " << out->shape_string();
     if (std::abs(fast[i] - expected[i]) > atol) break;
@@ -251,31 +264,17 @@ TEST(CpuConv2d, WinogradBf16CachesWeightsFromTheirSecondUse) {
   const ConvCase k{20, 18, 32, 1, 3, 3, 32, 1, 1, 1, 1, 1, 1, 1, true};
   for (size_t limit : {size_t{0}, size_t{64} << 20}) {
     SCOPED_TRACE(testing::Message() << "cache limit " << limit);
-    auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
-    Context ctx;
-    Tensor* out = conv_case(k, DType::BF16).build(ctx).back();
-    Graph graph = Graph::build({out});
-    ComputeBuffer memory(cpu.buffer_type());
-    memory.allocate(graph);
-    for (size_t i = 0; i < graph.leafs.size(); ++i) {
-      Tensor& leaf = *graph.leafs[i];
-      const std::vector<float> values = test::random_values(leaf.nelements(), 11 + i);
-      std::vector<uint8_t> bytes(leaf.nbytes());
-      quantize_rows(leaf.type, values.data(), bytes.data(), leaf.nrows(), leaf.ne[0]);
-      tensor_set(leaf, bytes.data());
-    }
+    FilledConv conv(k, DType::BF16, 11);
     CpuContext cpu_ctx;
     cpu_ctx.threads = 2;
     cpu_ctx.dnnl->winograd_bf16_min_pixels = 0;
     cpu_ctx.dnnl->winograd_cache_limit = limit;
-    std::vector<float> first(out->nelements()), second(out->nelements());
-    ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, out));
-    tensor_get(*out, first.data());
+    ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, conv.out));
+    const std::vector<float> first = conv.output();
     EXPECT_EQ(cpu_ctx.dnnl->weight_cache_bytes(), 0u) << "cached on its first use";
-    ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, out));
-    tensor_get(*out, second.data());
+    ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, conv.out));
     EXPECT_EQ(cpu_ctx.dnnl->weight_cache_bytes() > 0, limit > 0);
-    EXPECT_EQ(first, second);
+    EXPECT_EQ(conv.output(), first);
   }
 }
 

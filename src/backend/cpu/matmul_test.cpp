@@ -154,6 +154,22 @@ TEST(CpuMatMul, WeightsComputedInTheGraph) {
   }
 }
 
+// Random values from `seed` written into t in its own dtype.
+void set_random(Tensor* t, uint32_t seed) {
+  const std::vector<float> v = test::random_values(t->nelements(), seed);
+  std::vector<uint8_t> bytes(t->nbytes());
+  quantize_rows(t->type, v.data(), bytes.data(), t->nrows(), t->ne[0]);
+  tensor_set(*t, bytes.data());
+}
+
+// `graph` run on `backend`, and its output y.
+std::vector<float> computed(Backend& backend, const Graph& graph, const Tensor* y) {
+  backend.compute(graph);
+  std::vector<float> out(static_cast<size_t>(y->nelements()));
+  tensor_get(*y, out.data());
+  return out;
+}
+
 // A weight rewritten in place (LoRA applied, another weight loaded at the same address)
 // must not be served from the packed-weight cache.
 TEST(CpuMatMul, CachedWeightsFollowInPlaceChanges) {
@@ -173,21 +189,10 @@ TEST(CpuMatMul, CachedWeightsFollowInPlaceChanges) {
     memory.allocate(graph);
     auto fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
     auto ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
-    auto set = [](Tensor* t, uint32_t seed) {
-      std::vector<float> v = test::random_values(t->nelements(), seed);
-      std::vector<uint8_t> bytes(t->nbytes());
-      quantize_rows(t->type, v.data(), bytes.data(), t->nrows(), t->ne[0]);
-      tensor_set(*t, bytes.data());
-    };
-    auto result = [&](Backend& backend) {
-      backend.compute(graph);
-      std::vector<float> out(static_cast<size_t>(y->nelements()));
-      tensor_get(*y, out.data());
-      return out;
-    };
-    set(b, 1);
+    auto result = [&](Backend& backend) { return computed(backend, graph, y); };
+    set_random(b, 1);
     for (uint32_t seed : {2u, 3u}) {
-      set(a, seed);
+      set_random(a, seed);
       const std::vector<float> got = result(*fast);
       EXPECT_LE(test::max_scaled_error(got, result(*ref), atol_for(t, 64), 0), 1.0)
           << "weights from seed " << seed;
@@ -231,19 +236,10 @@ TEST(CpuMatMul, ReadOnlyWeightsAtTheSameAddressAreTold) {
   memory.allocate(graph);
   auto fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
   auto ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
-  auto set = [](Tensor* t, uint32_t seed) {
-    const std::vector<float> v = test::random_values(t->nelements(), seed);
-    tensor_set(*t, v.data());
-  };
-  auto result = [&](Backend& backend) {
-    backend.compute(graph);
-    std::vector<float> out(static_cast<size_t>(y->nelements()));
-    tensor_get(*y, out.data());
-    return out;
-  };
-  set(b, 1);
+  auto result = [&](Backend& backend) { return computed(backend, graph, y); };
+  set_random(b, 1);
   for (uint32_t seed : {2u, 2u, 3u}) {
-    set(a, seed);
+    set_random(a, seed);
     EXPECT_LE(test::max_scaled_error(result(*fast), result(*ref), atol_for(DType::F32, 64), 0), 1.0)
         << "weights from seed " << seed;
   }
