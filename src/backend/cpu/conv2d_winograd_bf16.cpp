@@ -53,7 +53,6 @@ namespace {
 
 using dnnl::memory;
 using dt = memory::data_type;
-using tag = memory::format_tag;
 
 constexpr int64_t kLanes = 16;  // f32 lanes of a 512-bit vector
 constexpr int64_t kTaps = 16;   // 4x4 transformed values per tile
