@@ -224,20 +224,30 @@ void ModelLoader::read(const std::string& name, DType type, void* dst) const {
   const int64_t src_ne0 = s.transform == io::Transform::Transpose ? s.info.ne[0] : s.ne[0];
   const size_t src_row = row_size(s.stored, src_ne0);
   if (s.transform != io::Transform::Transpose) {
-    // Row by row through a small f32 stage that stays in cache and is reused: a
+    // Chunks of whole rows through a small f32 stage that stays in cache and is reused: a
     // whole-tensor f32 copy would be fresh memory for every weight (zeroed by the kernel,
     // then by the vector), which made converting a model (--type) take seconds longer.
+    // Where rows do not matter (converting to a float type), a chunk converts as one run: a
+    // 3x3 conv weight's rows are 3 values, and converting those one by one took most of
+    // the time to load a model. (The callers read several tensors at once, one per core.)
     const int64_t ne0 = s.ne[0], rows = rows_of(s.ne);
+    SD_CHECK(ne0 % block_size(s.stored) == 0,
+             "tensor '%s': rows of %lld values do not fill %s blocks", name.c_str(),
+             static_cast<long long>(ne0), dtype_name(s.stored).data());
+    const bool by_rows = block_size(type) > 1;  // quantizing: each row on its own
     const int64_t chunk = std::max<int64_t>(1, kStageValues / std::max<int64_t>(ne0, 1));
     thread_local std::vector<float> stage;
     stage.resize(static_cast<size_t>(std::min(chunk, rows) * ne0));
     const size_t dst_row = row_size(type, ne0);
     for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
       const int64_t c = std::min(chunk, rows - r0);
-      for (int64_t r = 0; r < c; ++r)
-        dequantize_row(s.stored, bytes + (r0 + r) * src_row, stage.data() + r * ne0, ne0);
-      quantize_rows(type, stage.data(), static_cast<uint8_t*>(dst) + r0 * dst_row, c, ne0,
-                    ones.data());
+      dequantize_row(s.stored, bytes + r0 * src_row, stage.data(), c * ne0);
+      uint8_t* out = static_cast<uint8_t*>(dst) + r0 * dst_row;
+      if (by_rows) {
+        quantize_rows(type, stage.data(), out, c, ne0, ones.data());
+      } else {
+        quantize_row(type, stage.data(), out, c * ne0);
+      }
     }
     return;
   }

@@ -10,6 +10,7 @@
 #include "nn/layers.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
+#include "tensor/quant/quant.h"
 
 namespace sd::weights {
 namespace {
@@ -112,6 +113,39 @@ TEST(ModelLoader, SeparateVaeFileGoesUnderTheVaeRoot) {
   ModelLoader loader;
   loader.add(path, io::FileRole::Vae);
   EXPECT_TRUE(loader.contains("first_stage_model.decoder.conv_in.weight"));
+  fs::remove(path);
+}
+
+// Tensors of several conversion chunks each: a 3x3 kernel (rows of 3 values) converts to
+// bf16 as one run, a matrix quantizes row by row; both must equal converting the values
+// one tensor at a time.
+TEST(ModelLoader, ConvertsEveryChunkOfLargeTensors) {
+  nn::RandomWeights stored(DType::F16);
+  Context ctx;
+  const Shape kernel = make_shape({3, 3, 64, 128});  // 73728 values
+  const Shape matrix = make_shape({64, 2100});
+  stored.get(ctx, "model.diffusion_model.out.2.weight", kernel);
+  stored.get(ctx, "model.diffusion_model.out.0.weight", matrix);
+  const std::string path = temp_path("chunks.safetensors");
+  stored.save_safetensors(path);
+  ModelLoader loader;
+  loader.add(path);
+  auto expected = [&](const std::string& name, DType type, const Shape& ne) {
+    const std::vector<float> values = stored.values(name);
+    const auto rows = static_cast<int64_t>(values.size()) / ne[0];
+    std::vector<uint8_t> bytes(row_size(type, ne[0]) * static_cast<size_t>(rows));
+    quantize_rows(type, values.data(), bytes.data(), rows, ne[0]);
+    return bytes;
+  };
+  auto read = [&](const std::string& name, DType type, const Shape& ne) {
+    std::vector<uint8_t> bytes(row_size(type, ne[0]) * static_cast<size_t>(ne[1] * ne[2] * ne[3]));
+    loader.read(name, type, bytes.data());
+    return bytes;
+  };
+  EXPECT_EQ(read("model.diffusion_model.out.2.weight", DType::BF16, kernel),
+            expected("model.diffusion_model.out.2.weight", DType::BF16, kernel));
+  EXPECT_EQ(read("model.diffusion_model.out.0.weight", DType::Q8_0, matrix),
+            expected("model.diffusion_model.out.0.weight", DType::Q8_0, matrix));
   fs::remove(path);
 }
 
