@@ -132,6 +132,10 @@ bool kernel_matches(const ConvCase& k, DType wt,
   Tensor* out = conv.out;
   reference_kernel(Op::Conv2d)(out);
   const std::vector<float> expected = conv.output();
+  // NaN where the kernel writes nothing, so an output it skips cannot pass as the
+  // reference's.
+  const std::vector<float> unwritten(expected.size(), std::nanf(""));
+  tensor_set(*out, unwritten.data());
   CpuContext cpu_ctx;
   cpu_ctx.threads = 2;
   configure(*cpu_ctx.dnnl, out);
@@ -210,7 +214,7 @@ TEST(CpuConv2d, WinogradRowBands) {
 // CPUs with AVX512_BF16 (elsewhere the kernel declines and the direct one runs). Run
 // directly, with the size threshold off, on odd channel counts, sizes that cut 2x2
 // tiles, both paddings, batches, and bands of one or several tile rows (an edge case at
-// each band's first and last tile row).
+// each band's or chunk's first and last tile row).
 TEST(CpuConv2d, WinogradBf16) {
   if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
   const ConvCase cases[] = {
@@ -221,15 +225,32 @@ TEST(CpuConv2d, WinogradBf16) {
       {35, 21, 16, 1, 3, 3, 16, 1, 1, 1, 0, 1, 1, 1, true},   // padding on one axis only
       {70, 12, 64, 1, 3, 3, 32, 1, 1, 0, 1, 1, 1, 1, false},  // the other axis
   };
+  // Bands over all threads (budgets of one tile row, several, all), and chunks per thread
+  // (of one tile row, several, all).
+  struct Split {
+    const char* name;
+    size_t band_bytes;
+    int64_t chunk_tiles, min_chunks_per_thread;
+  };
+  constexpr int64_t kNever = int64_t{1} << 40;  // chunks per thread
+  const Split splits[] = {
+      {"bands of 1 row", 1, 512, kNever},
+      {"bands of 64 KiB", size_t{64} << 10, 512, kNever},
+      {"one band", size_t{64} << 20, 512, kNever},
+      {"chunks of 1 row", 0, 1, 0},
+      {"chunks of 64 tiles", 0, 64, 0},
+      {"one chunk", 0, kNever, 0},
+  };
   for (const ConvCase& k : cases) {
     const int64_t taps = k.cin * 9 + (k.bias ? 1 : 0);
-    for (size_t band_bytes : {size_t{1}, size_t{64} << 10, size_t{64} << 20}) {
-      SCOPED_TRACE(testing::Message()
-                   << k.W << "x" << k.H << "x" << k.cin << "->" << k.cout << " p " << k.p0 << ","
-                   << k.p1 << " band budget " << band_bytes);
+    for (const Split& split : splits) {
+      SCOPED_TRACE(testing::Message() << k.W << "x" << k.H << "x" << k.cin << "->" << k.cout
+                                      << " p " << k.p0 << "," << k.p1 << ", " << split.name);
       const auto configure = [&](DnnlState& st, const Tensor*) {
         st.winograd_bf16_min_pixels = 0;
-        st.winograd_band_bytes = band_bytes;
+        st.winograd_band_bytes = split.band_bytes;
+        st.winograd_chunk_tiles = split.chunk_tiles;
+        st.winograd_min_chunks_per_thread = split.min_chunks_per_thread;
       };
       EXPECT_TRUE(kernel_matches(k, DType::BF16, configure, cpu_conv2d_winograd_bf16,
                                  winograd_bf16_atol(taps)));

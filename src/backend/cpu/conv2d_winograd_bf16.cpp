@@ -29,6 +29,9 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
+
+#include <omp.h>
 
 #include "backend/cpu/dnnl_state.h"
 #include "tensor/float16.h"
@@ -248,6 +251,140 @@ bool fits(const DnnlState& st, const Tensor* dst) {
          dst->ne[0] * dst->ne[1] >= st.winograd_bf16_min_pixels;
 }
 
+// One convolution's operands, as the two ways of running it below take them.
+struct WinogradCall {
+  CpuContext& ctx;
+  const WinogradShape& s;
+  const Tensor* x;
+  Tensor* dst;
+  const memory& u;    // transformed weights
+  const float* bias;  // f32 [cout] or null
+  int64_t tile_rows;  // over all images
+};
+
+// The input transform of tile rows [g0, g1) into V (`tiles` columns per V[k] row).
+void transform_inputs(const WinogradCall& w, int64_t g0, int64_t g1, uint16_t* v, int64_t tiles,
+                      int64_t ci) {
+  const WinogradShape& s = w.s;
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t n = g / s.TY, ty = g % s.TY;
+    const auto* plane = reinterpret_cast<const float*>(static_cast<const char*>(w.x->data) +
+                                                       n * w.x->nb[3] + ci * w.x->nb[2]);
+    transform_input_row(s, plane, ty, v + ci * tiles + (g - g0) * s.TX, s.cin * tiles + kSkew);
+  }
+}
+
+// The output transform of tile rows [g0, g1) of output channel co from C.
+void transform_outputs(const WinogradCall& w, int64_t g0, int64_t g1, const float* c, int64_t tiles,
+                       int64_t co) {
+  const WinogradShape& s = w.s;
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t n = g / s.TY, ty = g % s.TY;
+    auto* plane = reinterpret_cast<float*>(static_cast<char*>(w.dst->data) + n * w.dst->nb[3] +
+                                           co * w.dst->nb[2]);
+    transform_output_row(s, c + co * tiles + (g - g0) * s.TX, s.cout * tiles + kSkew,
+                         w.bias ? w.bias[co] : 0.0f, plane, ty);
+  }
+}
+
+// The batched GEMM C[k] = U[k] V[k] over `tiles` tiles, V and C skewed as in the transforms.
+const DnnlPrimitive& gemm(DnnlState& st, const WinogradCall& w, int64_t tiles, const char* kind) {
+  const WinogradShape& s = w.s;
+  DnnlKey key(kind);
+  key << s.cout << s.cin << tiles << w.ctx.threads;
+  return st.primitive(key, [&] {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const memory::desc b_md({kTaps, s.cin, tiles}, dt::bf16, {s.cin * tiles + kSkew, tiles, 1});
+    const memory::desc c_md({kTaps, s.cout, tiles}, dt::f32, {s.cout * tiles + kSkew, tiles, 1});
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(w.u.get_desc(), b_md, c_md), attr,
+                                    st.engine);
+    return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
+                         pd.scratchpad_desc()};
+  });
+}
+
+// Large images (the VAE's 128x128 levels up): chunks of about winograd_chunk_tiles tiles,
+// each run start to end by one thread: its input transform, its GEMMs (oneDNN,
+// single-threaded inside the parallel region) and its output transform, in the thread's
+// own V and C. No thread waits for another between the steps, and C is read back while
+// still in cache.
+void run_in_chunks(const WinogradCall& w, int64_t rows_per_chunk, int64_t chunks) {
+  const WinogradShape& s = w.s;
+  DnnlState& st = *w.ctx.dnnl;
+  const int threads = static_cast<int>(std::min<int64_t>(w.ctx.threads, chunks));
+  const int64_t chunk_tiles = rows_per_chunk * s.TX;
+  // Made here, as everything that can fail: the primitive cache is not thread-safe, and
+  // nothing may throw inside the parallel region.
+  const DnnlPrimitive& full = gemm(st, w, chunk_tiles, "conv2d-winograd-bf16-chunk");
+  const int64_t last_tiles = (w.tile_rows - (chunks - 1) * rows_per_chunk) * s.TX;
+  const DnnlPrimitive& last = gemm(st, w, last_tiles, "conv2d-winograd-bf16-chunk");
+  // Per thread, with a vector of slack: the last row's vector loads reach past its end.
+  const int64_t v_elems = kTaps * (s.cin * chunk_tiles + kSkew) + kLanes;
+  const int64_t c_elems = kTaps * (s.cout * chunk_tiles + kSkew) + kLanes;
+  const size_t pad_bytes =
+      (std::max(full.scratchpad.get_size(), last.scratchpad.get_size()) + 63) / 64 * 64;
+  auto* v_all =
+      static_cast<uint16_t*>(st.scratch(DnnlScratch::Src, sizeof(uint16_t) * v_elems * threads));
+  auto* c_all =
+      static_cast<float*>(st.scratch(DnnlScratch::Dst, sizeof(float) * c_elems * threads));
+  auto* pad_all = static_cast<char*>(st.scratch(DnnlScratch::Scratchpad, pad_bytes * threads));
+  std::vector<dnnl::stream> streams;
+  for (int t = 0; t < threads; ++t) streams.emplace_back(st.engine);
+
+#pragma omp parallel num_threads(threads)
+  {
+    const int t = omp_get_thread_num();
+    uint16_t* v = v_all + v_elems * t;
+    float* c = c_all + c_elems * t;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t k = 0; k < chunks; ++k) {
+      const int64_t g0 = k * rows_per_chunk, g1 = std::min(w.tile_rows, g0 + rows_per_chunk);
+      const int64_t tiles = (g1 - g0) * s.TX;
+      for (int64_t ci = 0; ci < s.cin; ++ci) transform_inputs(w, g0, g1, v, tiles, ci);
+      const DnnlPrimitive& mm = tiles == chunk_tiles ? full : last;
+      mm.prim.execute(streams[t], {{DNNL_ARG_SRC, w.u},
+                                   {DNNL_ARG_WEIGHTS, memory(mm.weights, st.engine, v)},
+                                   {DNNL_ARG_DST, memory(mm.dst, st.engine, c)},
+                                   {DNNL_ARG_SCRATCHPAD,
+                                    memory(mm.scratchpad, st.engine, pad_all + pad_bytes * t)}});
+      streams[t].wait();
+      for (int64_t co = 0; co < s.cout; ++co) transform_outputs(w, g0, g1, c, tiles, co);
+    }
+  }
+}
+
+// Smaller images (the UNet's levels, with more channels): bands of tile rows whose V and C
+// take about winograd_band_bytes, each step over all threads: the transforms split by
+// channel, the GEMM by oneDNN. One GEMM over many tiles reads U once per band.
+void run_in_bands(const WinogradCall& w) {
+  const WinogradShape& s = w.s;
+  DnnlState& st = *w.ctx.dnnl;
+  const auto row_bytes = static_cast<size_t>(s.TX * kTaps * (s.cin * 2 + s.cout * 4));
+  const int64_t band =
+      std::clamp<int64_t>(static_cast<int64_t>(st.winograd_band_bytes / row_bytes), 1, w.tile_rows);
+  const int64_t band_tiles = band * s.TX;
+  // V and C with a vector of slack: the last row's vector loads reach past its end.
+  auto* v = static_cast<uint16_t*>(st.scratch(
+      DnnlScratch::Src, sizeof(uint16_t) * (kTaps * (s.cin * band_tiles + kSkew) + kLanes)));
+  auto* c = static_cast<float*>(st.scratch(
+      DnnlScratch::Dst, sizeof(float) * (kTaps * (s.cout * band_tiles + kSkew) + kLanes)));
+
+  for (int64_t g0 = 0; g0 < w.tile_rows; g0 += band) {
+    const int64_t g1 = std::min(w.tile_rows, g0 + band), tiles = (g1 - g0) * s.TX;
+#pragma omp parallel for num_threads(w.ctx.threads) schedule(static)
+    for (int64_t ci = 0; ci < s.cin; ++ci) transform_inputs(w, g0, g1, v, tiles, ci);
+    const DnnlPrimitive& mm = gemm(st, w, tiles, "conv2d-winograd-bf16");
+    st.execute(mm.prim,
+               {{DNNL_ARG_SRC, w.u},
+                {DNNL_ARG_WEIGHTS, memory(mm.weights, st.engine, v)},
+                {DNNL_ARG_DST, memory(mm.dst, st.engine, c)},
+                {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, mm.scratchpad)}});
+#pragma omp parallel for num_threads(w.ctx.threads) schedule(static)
+    for (int64_t co = 0; co < s.cout; ++co) transform_outputs(w, g0, g1, c, tiles, co);
+  }
+}
+
 }  // namespace
 
 bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
@@ -286,58 +423,15 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
                      bias_f32 + c, 1);
   }
 
-  // Bands of tile rows (over all images) whose V and C take about winograd_band_bytes, so
-  // that the GEMM reads V and the output transform reads C while they are in cache.
-  const int64_t tile_rows = s.N * s.TY;
-  const auto row_bytes = static_cast<size_t>(s.TX * kTaps * (s.cin * 2 + s.cout * 4));
-  const int64_t band =
-      std::clamp<int64_t>(static_cast<int64_t>(st.winograd_band_bytes / row_bytes), 1, tile_rows);
-  const int64_t band_tiles = band * s.TX;
-  // V and C with a vector of slack: the last row's vector loads reach past its end.
-  auto* v = static_cast<uint16_t*>(st.scratch(
-      DnnlScratch::Src, sizeof(uint16_t) * (kTaps * (s.cin * band_tiles + kSkew) + kLanes)));
-  auto* c = static_cast<float*>(st.scratch(
-      DnnlScratch::Dst, sizeof(float) * (kTaps * (s.cout * band_tiles + kSkew) + kLanes)));
-
-  for (int64_t g0 = 0; g0 < tile_rows; g0 += band) {
-    const int64_t g1 = std::min(tile_rows, g0 + band), tiles = (g1 - g0) * s.TX;
-    const int64_t v_stride = s.cin * tiles + kSkew, c_stride = s.cout * tiles + kSkew;
-
-#pragma omp parallel for collapse(2) num_threads(ctx.threads) schedule(static)
-    for (int64_t ci = 0; ci < s.cin; ++ci)
-      for (int64_t g = g0; g < g1; ++g) {
-        const int64_t n = g / s.TY, ty = g % s.TY;
-        const auto* plane = reinterpret_cast<const float*>(static_cast<const char*>(x->data) +
-                                                           n * x->nb[3] + ci * x->nb[2]);
-        transform_input_row(s, plane, ty, v + ci * tiles + (g - g0) * s.TX, v_stride);
-      }
-
-    DnnlKey key("conv2d-winograd-bf16");
-    key << s.cout << s.cin << tiles << v_stride << c_stride << ctx.threads;
-    const DnnlPrimitive& mm = st.primitive(key, [&] {
-      dnnl::primitive_attr attr;
-      attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-      const memory::desc b_md({kTaps, s.cin, tiles}, dt::bf16, {v_stride, tiles, 1});
-      const memory::desc c_md({kTaps, s.cout, tiles}, dt::f32, {c_stride, tiles, 1});
-      dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(u_desc, b_md, c_md), attr, st.engine);
-      return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
-                           pd.scratchpad_desc()};
-    });
-    st.execute(mm.prim,
-               {{DNNL_ARG_SRC, u},
-                {DNNL_ARG_WEIGHTS, memory(mm.weights, st.engine, v)},
-                {DNNL_ARG_DST, memory(mm.dst, st.engine, c)},
-                {DNNL_ARG_SCRATCHPAD, st.scratch_memory(DnnlScratch::Scratchpad, mm.scratchpad)}});
-
-#pragma omp parallel for collapse(2) num_threads(ctx.threads) schedule(static)
-    for (int64_t co = 0; co < s.cout; ++co)
-      for (int64_t g = g0; g < g1; ++g) {
-        const int64_t n = g / s.TY, ty = g % s.TY;
-        auto* plane = reinterpret_cast<float*>(static_cast<char*>(dst->data) + n * dst->nb[3] +
-                                               co * dst->nb[2]);
-        transform_output_row(s, c + co * tiles + (g - g0) * s.TX, c_stride,
-                             bias_f32 ? bias_f32[co] : 0.0f, plane, ty);
-      }
+  const WinogradCall call{ctx, s, x, dst, u, bias_f32, s.N * s.TY};
+  // Chunks pay off once every thread gets several (DnnlState::winograd_chunk_tiles).
+  const int64_t rows_per_chunk =
+      std::clamp<int64_t>(st.winograd_chunk_tiles / s.TX, 1, call.tile_rows);
+  const int64_t chunks = (call.tile_rows + rows_per_chunk - 1) / rows_per_chunk;
+  if (chunks >= st.winograd_min_chunks_per_thread * ctx.threads) {
+    run_in_chunks(call, rows_per_chunk, chunks);
+  } else {
+    run_in_bands(call);
   }
   return true;
 }
