@@ -170,8 +170,7 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
   }
 
   // 5. Output: GroupNorm, SiLU, 3x3 conv to the latent's channels.
-  h = nn::group_norm(unet["out.0"], h, ch, kNormGroups, kGroupNormEps);
-  h = silu(ctx, h);
+  h = nn::group_norm_silu(unet["out.0"], h, ch, kNormGroups, kGroupNormEps);
   h = nn::conv2d(unet["out.2"], h, ch, c.out_channels, 3, 1, 1);  // [W, H, out_channels, N]
   return set_name(h, unet.prefix() + "out");
 }

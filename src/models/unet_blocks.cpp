@@ -42,16 +42,14 @@ Tensor* TimestepEmbedding::forward(const nn::Scope& s, Tensor* timesteps) const 
 
 Tensor* ResBlock::forward(const nn::Scope& s, Tensor* x, Tensor* emb) const {
   Context& ctx = s.ctx();
-  Tensor* h = nn::group_norm(s["in_layers.0"], x, in_channels, kNormGroups, kGroupNormEps);
-  h = silu(ctx, h);
+  Tensor* h = nn::group_norm_silu(s["in_layers.0"], x, in_channels, kNormGroups, kGroupNormEps);
   h = nn::conv2d(s["in_layers.2"], h, in_channels, out_channels, 3, 1, 1);  // [W, H, out, N]
 
   // The timestep embedding shifts every channel of the feature map.
   Tensor* e = nn::linear(s["emb_layers.1"], silu(ctx, emb), emb_channels, out_channels);
   h = add(ctx, h, reshape(ctx, e, {1, 1, out_channels, e->ne[1]}));
 
-  h = nn::group_norm(s["out_layers.0"], h, out_channels, kNormGroups, kGroupNormEps);
-  h = silu(ctx, h);
+  h = nn::group_norm_silu(s["out_layers.0"], h, out_channels, kNormGroups, kGroupNormEps);
   // out_layers.2 is dropout: nothing at inference.
   h = nn::conv2d(s["out_layers.3"], h, out_channels, out_channels, 3, 1, 1);
 

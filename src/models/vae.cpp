@@ -35,7 +35,7 @@ Tensor* named(const nn::Scope& s, Tensor* t) {
 }
 
 Tensor* norm_silu(const nn::Scope& s, Tensor* x, int64_t channels) {
-  return silu(s.ctx(), nn::group_norm(s, x, channels, kGroups, kNormEps));
+  return nn::group_norm_silu(s, x, channels, kGroups, kNormEps);
 }
 
 // ResnetBlock without time embedding (temb_channels = 0 in the autoencoder):

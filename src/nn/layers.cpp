@@ -29,6 +29,11 @@ Tensor* group_norm(const Scope& s, Tensor* x, int64_t channels, int groups, floa
                         s.param("bias", {channels}));
 }
 
+Tensor* group_norm_silu(const Scope& s, Tensor* x, int64_t channels, int groups, float eps) {
+  return sd::group_norm(s.ctx(), x, groups, eps, s.param("weight", {channels}),
+                        s.param("bias", {channels}), NormActivation::Silu);
+}
+
 Tensor* layer_norm(const Scope& s, Tensor* x, int64_t channels, float eps) {
   return sd::layer_norm(s.ctx(), x, eps, s.param("weight", {channels}),
                         s.param("bias", {channels}));

@@ -19,6 +19,9 @@ Tensor* conv2d(const Scope& s, Tensor* x, int64_t in, int64_t out, int kernel, i
 
 // x [W, H, C, N]: normalizes each of `groups` channel groups per sample.
 Tensor* group_norm(const Scope& s, Tensor* x, int64_t channels, int groups = 32, float eps = 1e-5f);
+// silu(group_norm(x)), in one pass.
+Tensor* group_norm_silu(const Scope& s, Tensor* x, int64_t channels, int groups = 32,
+                        float eps = 1e-5f);
 
 // x [C, ...]: normalizes over C.
 Tensor* layer_norm(const Scope& s, Tensor* x, int64_t channels, float eps = 1e-5f);

@@ -1,11 +1,13 @@
 #include "tensor/graph_allocator.h"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <map>
 #include <unordered_map>
 
 #include "tensor/error.h"
+#include "tensor/ops/conv2d.h"
 
 namespace sd {
 
@@ -95,10 +97,17 @@ AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse)
   };
 
   // Readers left per storage: a tensor's memory is free once its last reader has run.
+  // A conv of a nearest 2x upscale may read the upscale's source too (conv2d.h).
+  auto sources = [](const Tensor* n) {
+    std::array<const Tensor*, kMaxSrc + 1> s{};
+    std::copy(n->src.begin(), n->src.end(), s.begin());
+    s[kMaxSrc] = conv2d_upsampled_source(n);
+    return s;
+  };
   std::unordered_map<const Tensor*, int> readers;
   for (const Tensor* n : graph.nodes) {
     if (is_view_op(n->op)) continue;
-    for (const Tensor* s : n->src) {
+    for (const Tensor* s : sources(n)) {
       if (s) ++readers[s->storage_root()];
     }
   }
@@ -112,7 +121,7 @@ AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse)
     if (is_view_op(n->op)) continue;
     if (needs_memory(n)) place(n);
     if (!reuse) continue;
-    for (const Tensor* s : n->src) {
+    for (const Tensor* s : sources(n)) {
       if (!s) continue;
       const Tensor* root = s->storage_root();
       if (--readers[root] > 0) continue;

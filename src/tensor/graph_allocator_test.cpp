@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "tensor/ops/conv2d.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/unary.h"
+#include "tensor/ops/upscale.h"
 #include "tensor/ops/view.h"
 #include "test_support.h"
 
@@ -54,6 +56,23 @@ TEST(GraphAllocator, OutputsAndInputsAreNeverOverwritten) {
   EXPECT_NE(off[x], off[a]);
   EXPECT_NE(off[a], off[c]);
   EXPECT_NE(off[x], off[c]);
+}
+
+// A convolution of a nearest 2x upscale may read the upscale's source (conv2d.h): its
+// output must not land on that source, though the upscale was the source's last reader.
+TEST(GraphAllocator, UpscaleSourceLivesUntilTheConvolutionReadingThroughIt) {
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {8, 8, 4, 1}, "x");
+  Tensor* w = ctx.new_tensor(DType::F32, {3, 3, 4, 1}, "w");
+  Tensor* small = silu(ctx, x);  // 1 KiB
+  Tensor* up = upscale_nearest(ctx, small, 2);
+  Tensor* out = conv2d(ctx, up, w, nullptr, 1, 1, 1, 1, 1, 1);  // 1 KiB: would fit in small's
+  ASSERT_EQ(conv2d_upsampled_source(out), small);
+  AllocationPlan plan = plan_allocation(Graph::build({out}), 64, true);
+  std::map<Tensor*, size_t> off(plan.offsets.begin(), plan.offsets.end());
+  const size_t a = off.at(small), b = off.at(out);
+  EXPECT_TRUE(a + small->nbytes() <= b || b + out->nbytes() <= a)
+      << "the convolution's output overlaps the upscale's source";
 }
 
 TEST(GraphAllocator, ViewsShareTheirSourceMemory) {

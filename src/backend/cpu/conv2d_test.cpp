@@ -10,6 +10,7 @@
 #include "backend/cpu/linalg_kernels.h"
 #include "simd_test_util.h"
 #include "tensor/ops/conv2d.h"
+#include "tensor/ops/upscale.h"
 #include "tensor/ops/view.h"
 
 namespace sd {
@@ -101,8 +102,12 @@ TEST(CpuConv2d, StridedInputView) {
 // The conv node of case k in CPU memory, its inputs random values from `seed` on.
 struct FilledConv {
   FilledConv(const ConvCase& k, DType wt, uint32_t seed, bool permuted_x = false)
+      : FilledConv([&](Context& c) { return conv_case(k, wt, permuted_x).build(c).back(); }, seed) {
+  }
+  // The conv node `build` makes.
+  FilledConv(const std::function<Tensor*(Context&)>& build, uint32_t seed)
       : memory(DeviceRegistry::instance().get("CPU").buffer_type()) {
-    out = conv_case(k, wt, permuted_x).build(ctx).back();
+    out = build(ctx);
     Graph graph = Graph::build({out});
     memory.allocate(graph);
     for (size_t i = 0; i < graph.leafs.size(); ++i) {
@@ -254,6 +259,50 @@ TEST(CpuConv2d, WinogradBf16) {
       };
       EXPECT_TRUE(kernel_matches(k, DType::BF16, configure, cpu_conv2d_winograd_bf16,
                                  winograd_bf16_atol(taps)));
+    }
+  }
+}
+
+// A convolution of a nearest 2x upscale reads the upscale's source instead (its 2x2 tiles
+// repeat rows and columns: 9 of the 16 GEMMs), in bands and in chunks. The upscale's own
+// output holds NaN, so reading it would show.
+TEST(CpuConv2d, WinogradBf16ReadsThroughAnUpscale) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  struct Case {
+    int64_t W, H, cin, N, cout;  // W and H of the source
+  };
+  for (const Case& k : {Case{5, 4, 5, 2, 6}, Case{20, 9, 32, 1, 48}, Case{24, 3, 17, 1, 16}}) {
+    for (const bool chunks : {false, true}) {
+      SCOPED_TRACE(testing::Message() << k.W << "x" << k.H << "x" << k.cin << "->" << k.cout
+                                      << (chunks ? ", chunks" : ", bands"));
+      Tensor* up = nullptr;
+      FilledConv conv(
+          [&](Context& ctx) {
+            up = upscale_nearest(ctx, ctx.new_tensor(DType::F32, {k.W, k.H, k.cin, k.N}, "x"), 2);
+            Tensor* w = ctx.new_tensor(DType::BF16, {3, 3, k.cin, k.cout}, "w");
+            Tensor* b = ctx.new_tensor(DType::F32, {k.cout}, "b");
+            return conv2d(ctx, up, w, b, 1, 1, 1, 1, 1, 1);
+          },
+          5);
+      reference_kernel(Op::Upscale)(up);
+      reference_kernel(Op::Conv2d)(conv.out);
+      const std::vector<float> expected = conv.output();
+      const std::vector<float> nan_up(static_cast<size_t>(up->nelements()), std::nanf(""));
+      tensor_set(*up, nan_up.data());
+      const std::vector<float> nan_out(expected.size(), std::nanf(""));
+      tensor_set(*conv.out, nan_out.data());
+
+      CpuContext cpu_ctx;
+      cpu_ctx.threads = 2;
+      cpu_ctx.dnnl->winograd_bf16_min_pixels = 0;
+      cpu_ctx.dnnl->winograd_chunk_tiles = 1;
+      cpu_ctx.dnnl->winograd_min_chunks_per_thread = chunks ? 0 : int64_t{1} << 40;
+      ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, conv.out));
+      const std::vector<float> fast = conv.output();
+      const double atol = winograd_bf16_atol(k.cin * 9 + 1);
+      for (size_t i = 0; i < fast.size(); ++i) {
+        ASSERT_NEAR(fast[i], expected[i], atol) << "output " << i;
+      }
     }
   }
 }

@@ -59,6 +59,11 @@ using dt = memory::data_type;
 
 constexpr int64_t kLanes = 16;  // f32 lanes of a 512-bit vector
 constexpr int64_t kTaps = 16;   // 4x4 transformed values per tile
+// The plane of U, V and C that holds tap 4 i + j. An upsampled input (below) leaves the
+// taps with i = 2 or j = 2 zero; they go last, so that its GEMMs are a batch over the
+// first kUpsampledTaps planes.
+constexpr int kPlane[kTaps] = {0, 1, 9, 2, 3, 4, 10, 5, 11, 12, 13, 14, 6, 7, 15, 8};
+constexpr int64_t kUpsampledTaps = 9;
 // Elements between the end of U[k], V[k] or C[k] and the start of the next one. The
 // transforms touch all 16 at once; unskewed, their distance is often a multiple of 4 KiB,
 // so all 16 map to the same L1 cache set and evict each other.
@@ -69,6 +74,9 @@ struct WinogradShape {
   int64_t OW, OH, cout;  // output
   int64_t p0, p1;        // left and top padding
   int64_t TX, TY;        // 2x2 tiles per output row pair, tile rows per image
+  // The input is a nearest 2x upscale of a W/2 x H/2 source (read instead), padding 1.
+  bool upsampled;
+  int64_t taps() const { return upsampled ? kUpsampledTaps : kTaps; }
   // Elements from U[k] to U[k + 1] (skewed, as V's and C's).
   int64_t u_stride() const { return cout * cin + kSkew; }
 };
@@ -128,12 +136,12 @@ SD_BF16_TARGET void transform_weights(const Tensor* w, const WinogradShape& s, u
       const __mmask16 m = first_lanes(n);
       for (int i = 0; i < 4; ++i) {  // (G g) G^T
         const __m512 outer = _mm512_add_ps(gg[i][0], gg[i][2]);
-        store_bf16(out + (4 * i) * plane, gg[i][0], m);
-        store_bf16(out + (4 * i + 1) * plane, _mm512_mul_ps(half, _mm512_add_ps(outer, gg[i][1])),
-                   m);
-        store_bf16(out + (4 * i + 2) * plane, _mm512_mul_ps(half, _mm512_sub_ps(outer, gg[i][1])),
-                   m);
-        store_bf16(out + (4 * i + 3) * plane, gg[i][2], m);
+        store_bf16(out + kPlane[4 * i] * plane, gg[i][0], m);
+        store_bf16(out + kPlane[4 * i + 1] * plane,
+                   _mm512_mul_ps(half, _mm512_add_ps(outer, gg[i][1])), m);
+        store_bf16(out + kPlane[4 * i + 2] * plane,
+                   _mm512_mul_ps(half, _mm512_sub_ps(outer, gg[i][1])), m);
+        store_bf16(out + kPlane[4 * i + 3] * plane, gg[i][2], m);
       }
     }
   }
@@ -192,11 +200,58 @@ SD_BF16_TARGET void transform_input_row(const WinogradShape& s, const float* pla
       t[3][col] = _mm512_sub_ps(d[1][col], d[3][col]);
     }
     for (int i = 0; i < 4; ++i) {  // (B^T d) B
-      uint16_t* at = v + 4 * i * stride + tx;
-      store_bf16(at, _mm512_sub_ps(t[i][0], t[i][2]), m);
-      store_bf16(at + stride, _mm512_add_ps(t[i][1], t[i][2]), m);
-      store_bf16(at + 2 * stride, _mm512_sub_ps(t[i][2], t[i][1]), m);
-      store_bf16(at + 3 * stride, _mm512_sub_ps(t[i][1], t[i][3]), m);
+      uint16_t* at = v + tx;
+      store_bf16(at + kPlane[4 * i] * stride, _mm512_sub_ps(t[i][0], t[i][2]), m);
+      store_bf16(at + kPlane[4 * i + 1] * stride, _mm512_add_ps(t[i][1], t[i][2]), m);
+      store_bf16(at + kPlane[4 * i + 2] * stride, _mm512_sub_ps(t[i][2], t[i][1]), m);
+      store_bf16(at + kPlane[4 * i + 3] * stride, _mm512_sub_ps(t[i][1], t[i][3]), m);
+    }
+  }
+}
+
+// The same for an input that is a nearest 2x upscale of `source` (W/2 x H/2), padding 1.
+// Tile (tx, ty)'s 4x4 patch then repeats its middle: rows ty - 1, ty, ty, ty + 1 of the
+// source and the same columns, so B^T d B has zeros wherever i or j is 2 and the other
+// nine taps come from a 3x3 source patch, three plain loads per row (no deinterleaving).
+SD_BF16_TARGET void transform_input_row_upsampled(const WinogradShape& s, const float* source,
+                                                  int64_t ty, uint16_t* v, int64_t stride) {
+  const int64_t SW = s.W / 2, SH = s.H / 2;
+  for (int64_t tx = 0; tx < s.TX; tx += kLanes) {
+    const __mmask16 m = first_lanes(s.TX - tx);
+    // d B for source rows ty - 1, ty, ty + 1: columns (tx - 1) - tx, 2 tx, tx - (tx + 1)
+    // for the 16 tiles from tx on (tile t's columns are t - 1, t, t, t + 1).
+    __m512 db[3][3];
+    for (int r = 0; r < 3; ++r) {
+      const int64_t sy = ty - 1 + r;
+      if (sy < 0 || sy >= SH) {
+        for (auto& col : db[r]) col = _mm512_setzero_ps();
+        continue;
+      }
+      const float* row = source + sy * SW;
+      __m512 left, mid, right;
+      if (tx >= 1 && tx + kLanes + 1 <= SW) {  // inside the row: plain loads
+        left = _mm512_loadu_ps(row + tx - 1);
+        mid = _mm512_loadu_ps(row + tx);
+        right = _mm512_loadu_ps(row + tx + 1);
+      } else {
+        const auto lanes = [&](int64_t from) {
+          const __mmask16 below = from >= 0 ? 0xffff : static_cast<__mmask16>(0xffff << -from);
+          return static_cast<__mmask16>(below & first_lanes(SW - from));
+        };
+        left = _mm512_maskz_loadu_ps(lanes(tx - 1), row + tx - 1);
+        mid = _mm512_maskz_loadu_ps(lanes(tx), row + tx);
+        right = _mm512_maskz_loadu_ps(lanes(tx + 1), row + tx + 1);
+      }
+      db[r][0] = _mm512_sub_ps(left, mid);
+      db[r][1] = _mm512_add_ps(mid, mid);
+      db[r][2] = _mm512_sub_ps(mid, right);
+    }
+    for (int j = 0; j < 3; ++j) {  // B^T (d B); tap column j of 0, 1, 3
+      const int col = j == 2 ? 3 : j;
+      uint16_t* at = v + tx;
+      store_bf16(at + kPlane[col] * stride, _mm512_sub_ps(db[0][j], db[1][j]), m);
+      store_bf16(at + kPlane[4 + col] * stride, _mm512_add_ps(db[1][j], db[1][j]), m);
+      store_bf16(at + kPlane[12 + col] * stride, _mm512_sub_ps(db[1][j], db[2][j]), m);
     }
   }
 }
@@ -204,6 +259,8 @@ SD_BF16_TARGET void transform_input_row(const WinogradShape& s, const float* pla
 // Output rows 2 ty and 2 ty + 1 of channel co: A^T M A + bias for each tile, M[k] the GEMM
 // results at `c` (C[0][co][first tile of the row]; `stride` between C[k] and C[k + 1]),
 // with A^T = [1 1 1 0; 0 1 -1 -1].
+// With kNine, only the nine planes an upsampled input leaves nonzero are read.
+template <bool kNine>
 SD_BF16_TARGET void transform_output_row(const WinogradShape& s, const float* c, int64_t stride,
                                          float bias, float* plane, int64_t ty) {
   const __m512i lo = _mm512_set_epi32(23, 7, 22, 6, 21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
@@ -213,10 +270,12 @@ SD_BF16_TARGET void transform_output_row(const WinogradShape& s, const float* c,
   for (int64_t tx = 0; tx < s.TX; tx += kLanes) {
     __m512 sr[2][4];  // A^T M
     for (int j = 0; j < 4; ++j) {
-      const __m512 m0 = _mm512_loadu_ps(c + j * stride + tx);
-      const __m512 m1 = _mm512_loadu_ps(c + (4 + j) * stride + tx);
-      const __m512 m2 = _mm512_loadu_ps(c + (8 + j) * stride + tx);
-      const __m512 m3 = _mm512_loadu_ps(c + (12 + j) * stride + tx);
+      __m512 m[4];  // taps 4 i + j
+      for (int i = 0; i < 4; ++i) {
+        m[i] = kNine && (i == 2 || j == 2) ? _mm512_setzero_ps()
+                                           : _mm512_loadu_ps(c + kPlane[4 * i + j] * stride + tx);
+      }
+      const __m512 m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3];
       sr[0][j] = _mm512_add_ps(_mm512_add_ps(m0, m1), m2);
       sr[1][j] = _mm512_sub_ps(_mm512_sub_ps(m1, m2), m3);
     }
@@ -241,23 +300,40 @@ SD_BF16_TARGET void transform_output_row(const WinogradShape& s, const float* c,
   }
 }
 
+// f32 with each channel's rows one dense run.
+bool dense_planes(const Tensor* t) {
+  return t->type == DType::F32 && t->nb[0] == sizeof(float) && t->nb[1] == t->ne[0] * t->nb[0];
+}
+
 bool fits(const DnnlState& st, const Tensor* dst) {
   const Tensor* x = dst->src[0];
   const Tensor* w = dst->src[1];
   const Conv2dParams p = conv2d_params(dst);
   return w->type == DType::BF16 && w->ne[0] == 3 && w->ne[1] == 3 && p.groups == 1 && p.s0 == 1 &&
          p.s1 == 1 && p.d0 == 1 && p.d1 == 1 && p.p0 >= 0 && p.p0 <= 1 && p.p1 >= 0 && p.p1 <= 1 &&
-         w->is_contiguous() && x->nb[0] == sizeof(float) && x->nb[1] == x->ne[0] * x->nb[0] &&
+         w->is_contiguous() && dense_planes(x) &&
          dst->ne[0] * dst->ne[1] >= st.winograd_bf16_min_pixels;
+}
+
+// The source to read instead of the input, when the input is a nearest 2x upscale of it
+// (conv2d_upsampled_source) with padding 1, in memory this convolution does not write.
+const Tensor* upsampled_source(const Tensor* dst) {
+  const Tensor* source = conv2d_upsampled_source(dst);
+  const Conv2dParams p = conv2d_params(dst);
+  if (!source || !source->data || !dense_planes(source) || p.p0 != 1 || p.p1 != 1) return nullptr;
+  const auto* a = static_cast<const char*>(source->data);
+  const auto* b = static_cast<const char*>(dst->data);
+  const bool apart = a + source->nbytes() <= b || b + dst->nbytes() <= a;
+  return apart ? source : nullptr;
 }
 
 // One convolution's operands, as the two ways of running it below take them.
 struct WinogradCall {
   CpuContext& ctx;
   const WinogradShape& s;
-  const Tensor* x;
+  const Tensor* x;  // the input, or the source of an upsampled one
   Tensor* dst;
-  const memory& u;    // transformed weights
+  const memory& u;    // transformed weights (the first s.taps() planes used)
   const float* bias;  // f32 [cout] or null
   int64_t tile_rows;  // over all images
 };
@@ -270,7 +346,12 @@ void transform_inputs(const WinogradCall& w, int64_t g0, int64_t g1, uint16_t* v
     const int64_t n = g / s.TY, ty = g % s.TY;
     const auto* plane = reinterpret_cast<const float*>(static_cast<const char*>(w.x->data) +
                                                        n * w.x->nb[3] + ci * w.x->nb[2]);
-    transform_input_row(s, plane, ty, v + ci * tiles + (g - g0) * s.TX, s.cin * tiles + kSkew);
+    uint16_t* at = v + ci * tiles + (g - g0) * s.TX;
+    if (s.upsampled) {
+      transform_input_row_upsampled(s, plane, ty, at, s.cin * tiles + kSkew);
+    } else {
+      transform_input_row(s, plane, ty, at, s.cin * tiles + kSkew);
+    }
   }
 }
 
@@ -282,8 +363,13 @@ void transform_outputs(const WinogradCall& w, int64_t g0, int64_t g1, const floa
     const int64_t n = g / s.TY, ty = g % s.TY;
     auto* plane = reinterpret_cast<float*>(static_cast<char*>(w.dst->data) + n * w.dst->nb[3] +
                                            co * w.dst->nb[2]);
-    transform_output_row(s, c + co * tiles + (g - g0) * s.TX, s.cout * tiles + kSkew,
-                         w.bias ? w.bias[co] : 0.0f, plane, ty);
+    const float* at = c + co * tiles + (g - g0) * s.TX;
+    const float bias = w.bias ? w.bias[co] : 0.0f;
+    if (s.upsampled) {
+      transform_output_row<true>(s, at, s.cout * tiles + kSkew, bias, plane, ty);
+    } else {
+      transform_output_row<false>(s, at, s.cout * tiles + kSkew, bias, plane, ty);
+    }
   }
 }
 
@@ -291,12 +377,12 @@ void transform_outputs(const WinogradCall& w, int64_t g0, int64_t g1, const floa
 const DnnlPrimitive& gemm(DnnlState& st, const WinogradCall& w, int64_t tiles, const char* kind) {
   const WinogradShape& s = w.s;
   DnnlKey key(kind);
-  key << s.cout << s.cin << tiles << w.ctx.threads;
+  key << s.cout << s.cin << tiles << s.taps() << w.ctx.threads;
   return st.primitive(key, [&] {
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
-    const memory::desc b_md({kTaps, s.cin, tiles}, dt::bf16, {s.cin * tiles + kSkew, tiles, 1});
-    const memory::desc c_md({kTaps, s.cout, tiles}, dt::f32, {s.cout * tiles + kSkew, tiles, 1});
+    const memory::desc b_md({s.taps(), s.cin, tiles}, dt::bf16, {s.cin * tiles + kSkew, tiles, 1});
+    const memory::desc c_md({s.taps(), s.cout, tiles}, dt::f32, {s.cout * tiles + kSkew, tiles, 1});
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(w.u.get_desc(), b_md, c_md), attr,
                                     st.engine);
     return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
@@ -320,8 +406,8 @@ void run_in_chunks(const WinogradCall& w, int64_t rows_per_chunk, int64_t chunks
   const int64_t last_tiles = (w.tile_rows - (chunks - 1) * rows_per_chunk) * s.TX;
   const DnnlPrimitive& last = gemm(st, w, last_tiles, "conv2d-winograd-bf16-chunk");
   // Per thread, with a vector of slack: the last row's vector loads reach past its end.
-  const int64_t v_elems = kTaps * (s.cin * chunk_tiles + kSkew) + kLanes;
-  const int64_t c_elems = kTaps * (s.cout * chunk_tiles + kSkew) + kLanes;
+  const int64_t v_elems = s.taps() * (s.cin * chunk_tiles + kSkew) + kLanes;
+  const int64_t c_elems = s.taps() * (s.cout * chunk_tiles + kSkew) + kLanes;
   const size_t pad_bytes =
       (std::max(full.scratchpad.get_size(), last.scratchpad.get_size()) + 63) / 64 * 64;
   auto* v_all =
@@ -360,15 +446,15 @@ void run_in_chunks(const WinogradCall& w, int64_t rows_per_chunk, int64_t chunks
 void run_in_bands(const WinogradCall& w) {
   const WinogradShape& s = w.s;
   DnnlState& st = *w.ctx.dnnl;
-  const auto row_bytes = static_cast<size_t>(s.TX * kTaps * (s.cin * 2 + s.cout * 4));
+  const auto row_bytes = static_cast<size_t>(s.TX * s.taps() * (s.cin * 2 + s.cout * 4));
   const int64_t band =
       std::clamp<int64_t>(static_cast<int64_t>(st.winograd_band_bytes / row_bytes), 1, w.tile_rows);
   const int64_t band_tiles = band * s.TX;
   // V and C with a vector of slack: the last row's vector loads reach past its end.
   auto* v = static_cast<uint16_t*>(st.scratch(
-      DnnlScratch::Src, sizeof(uint16_t) * (kTaps * (s.cin * band_tiles + kSkew) + kLanes)));
+      DnnlScratch::Src, sizeof(uint16_t) * (s.taps() * (s.cin * band_tiles + kSkew) + kLanes)));
   auto* c = static_cast<float*>(st.scratch(
-      DnnlScratch::Dst, sizeof(float) * (kTaps * (s.cout * band_tiles + kSkew) + kLanes)));
+      DnnlScratch::Dst, sizeof(float) * (s.taps() * (s.cout * band_tiles + kSkew) + kLanes)));
 
   for (int64_t g0 = 0; g0 < w.tile_rows; g0 += band) {
     const int64_t g1 = std::min(w.tile_rows, g0 + band), tiles = (g1 - g0) * s.TX;
@@ -400,6 +486,8 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
   s.OW = dst->ne[0], s.OH = dst->ne[1], s.cout = dst->ne[2];
   s.p0 = p.p0, s.p1 = p.p1;
   s.TX = (s.OW + 1) / 2, s.TY = (s.OH + 1) / 2;
+  const Tensor* source = st.winograd_reads_through_upscale ? upsampled_source(dst) : nullptr;
+  s.upsampled = source != nullptr;
 
   // Transformed weights: made per call into scratch on a weight's first use, cached from
   // its second within DnnlState::winograd_cache_limit (see the top).
@@ -423,7 +511,13 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
                      bias_f32 + c, 1);
   }
 
-  const WinogradCall call{ctx, s, x, dst, u, bias_f32, s.N * s.TY};
+  // An upsampled input's GEMMs use the first kUpsampledTaps planes of the same U.
+  const memory u_used =
+      s.upsampled
+          ? memory(memory::desc({s.taps(), s.cout, s.cin}, dt::bf16, {s.u_stride(), s.cin, 1}),
+                   st.engine, u.get_data_handle())
+          : u;
+  const WinogradCall call{ctx, s, s.upsampled ? source : x, dst, u_used, bias_f32, s.N * s.TY};
   // Chunks pay off once every thread gets several (DnnlState::winograd_chunk_tiles).
   const int64_t rows_per_chunk =
       std::clamp<int64_t>(st.winograd_chunk_tiles / s.TX, 1, call.tile_rows);

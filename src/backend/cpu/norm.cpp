@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/cpu/strided_loop.h"
+#include "tensor/ops/norm.h"
 #include "tensor/quant/quant.h"
 
 #undef HWY_TARGET_INCLUDE
@@ -55,6 +56,14 @@ void normalize_scalar(const float* x, float mean, float s, float b, float* y, in
   });
 }
 
+// y = silu((x - mean) * s + b): the same with the activation fused.
+void normalize_scalar_silu(const float* x, float mean, float s, float b, float* y, int64_t n) {
+  map_unary(x, y, n, [=](DF d, VF v) {
+    const VF t = hn::MulAdd(hn::Sub(v, hn::Set(d, mean)), hn::Set(d, s), hn::Set(d, b));
+    return hn::Mul(t, sigmoid_f32(d, t));
+  });
+}
+
 // y = (x - mean) * inv * w[i] + b[i]; w or b null means 1 or 0.
 void normalize_affine(const float* x, float mean, float inv, const float* w, const float* b,
                       float* y, int64_t n) {
@@ -88,6 +97,7 @@ namespace sd {
 HWY_EXPORT(sum_sq_dev);
 HWY_EXPORT(sum_values);
 HWY_EXPORT(normalize_scalar);
+HWY_EXPORT(normalize_scalar_silu);
 HWY_EXPORT(normalize_affine);
 
 namespace {
@@ -183,6 +193,7 @@ bool cpu_group_norm(CpuContext& ctx, Tensor* dst) {
   }
   const int groups = dst->params[0];
   const double eps = dst->param_f32(1);
+  const bool silu = static_cast<NormActivation>(dst->params[2]) == NormActivation::Silu;
   const int64_t channels = x->ne[2], per_group = channels / groups, batch = x->ne[3];
   const int64_t plane = x->ne[0] * x->ne[1];
   const double count = static_cast<double>(plane * per_group);
@@ -216,7 +227,11 @@ bool cpu_group_norm(CpuContext& ctx, Tensor* dst) {
         float* y = reinterpret_cast<float*>(static_cast<char*>(dst->data) + c * dst->nb[2] +
                                             n * dst->nb[3]);
         reader.each_piece(c, n, scratch.data(), [&](const float* p, int64_t i, int64_t m) {
-          HWY_DYNAMIC_DISPATCH(normalize_scalar)(p, mean, s, shift, y + i, m);
+          if (silu) {
+            HWY_DYNAMIC_DISPATCH(normalize_scalar_silu)(p, mean, s, shift, y + i, m);
+          } else {
+            HWY_DYNAMIC_DISPATCH(normalize_scalar)(p, mean, s, shift, y + i, m);
+          }
         });
       }
     }

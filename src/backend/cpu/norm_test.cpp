@@ -17,13 +17,14 @@ std::vector<float> offset_fill(const Tensor& t, int leaf) {
                              leaf == 0 ? 6.0f : 1.0f);
 }
 
-test::GraphCase group_norm_case(Shape shape, int groups, DType type, bool affine) {
+test::GraphCase group_norm_case(Shape shape, int groups, DType type, bool affine,
+                                NormActivation activation = NormActivation::None) {
   test::GraphCase c;
   c.build = [=](Context& ctx) {
     Tensor* x = ctx.new_tensor(type, shape, "x");
     Tensor* w = affine ? ctx.new_tensor(DType::F32, {shape[2]}, "w") : nullptr;
     Tensor* b = affine ? ctx.new_tensor(DType::F16, {1, 1, shape[2]}, "b") : nullptr;
-    return std::vector<Tensor*>{group_norm(ctx, x, groups, 1e-5f, w, b)};
+    return std::vector<Tensor*>{group_norm(ctx, x, groups, 1e-5f, w, b, activation)};
   };
   c.fill = offset_fill;
   return c;
@@ -36,6 +37,16 @@ TEST(CpuGroupNorm, ShapesAndGroups) {
                          kRtol);
   test::expect_fast_path(group_norm_case(make_shape({13, 1, 8, 3}), 1, DType::F32, true), kAtol,
                          kRtol);
+}
+
+// GroupNorm + SiLU in one pass, as every ResNet block opens.
+TEST(CpuGroupNorm, FusedSilu) {
+  test::expect_fast_path(
+      group_norm_case(make_shape({7, 5, 12, 2}), 4, DType::F32, true, NormActivation::Silu), kAtol,
+      kRtol);
+  test::expect_fast_path(
+      group_norm_case(make_shape({65, 67, 4, 1}), 2, DType::F16, false, NormActivation::Silu),
+      kAtol, kRtol);
 }
 
 TEST(CpuGroupNorm, StableDiffusionSizedGroups) {

@@ -224,7 +224,7 @@ Tensor* build_expected(Context& ctx, const Tensor& node) {
     case Op::Softmax:
       return softmax(ctx, s[0], s[1], f(0));
     case Op::GroupNorm:
-      return group_norm(ctx, s[0], p[0], f(1), s[1], s[2]);
+      return group_norm(ctx, s[0], p[0], f(1), s[1], s[2], static_cast<NormActivation>(p[2]));
     case Op::LayerNorm:
       return layer_norm(ctx, s[0], f(0), s[1], s[2]);
     case Op::RmsNorm:

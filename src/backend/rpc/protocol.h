@@ -12,7 +12,7 @@
 namespace sd::rpc {
 
 // Raised whenever the wire format or a call's meaning changes.
-constexpr uint32_t kProtocolVersion = 1;
+constexpr uint32_t kProtocolVersion = 2;  // 2: GroupNorm params[2] fuses an activation
 constexpr const char* kLayout = "ne4-nb4-le";
 constexpr int kDefaultPort = 50052;
 

@@ -61,6 +61,16 @@ Conv2dParams conv2d_params(const Tensor* dst) {
   return {p[0], p[1], p[2], p[3], p[4], p[5], p[6]};
 }
 
+const Tensor* conv2d_upsampled_source(const Tensor* dst) {
+  if (dst->op != Op::Conv2d) return nullptr;
+  const Tensor* up = dst->src[0];
+  if (!up || up->op != Op::Upscale ||
+      static_cast<UpscaleMode>(up->params[0]) != UpscaleMode::Nearest)
+    return nullptr;
+  const Tensor* src = up->src[0];
+  return up->ne[0] == 2 * src->ne[0] && up->ne[1] == 2 * src->ne[1] ? src : nullptr;
+}
+
 void reference_conv2d(Tensor* dst) {
   const Tensor* x = dst->src[0];
   const Tensor* w = dst->src[1];

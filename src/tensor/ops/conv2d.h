@@ -19,6 +19,13 @@ struct Conv2dParams {
 };
 Conv2dParams conv2d_params(const Tensor* dst);
 
+// The source of a nearest 2x upscale that conv node `dst` reads (its input is that
+// upscale), or null. A kernel may convolve the upscale's source directly (the bf16
+// Winograd kernel does: the upsampled input's 2x2 tiles repeat rows and columns, which
+// zeroes 7 of the 16 transformed products), so the graph allocator keeps this source alive
+// until the conv has run, as if the conv read it too.
+const Tensor* conv2d_upsampled_source(const Tensor* dst);
+
 void reference_conv2d(Tensor* dst);
 
 }  // namespace sd

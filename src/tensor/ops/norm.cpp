@@ -70,8 +70,11 @@ void normalize_rows(Tensor* dst, bool centered) {
 
 }  // namespace
 
-Tensor* group_norm(Context& ctx, Tensor* x, int groups, float eps, Tensor* weight, Tensor* bias) {
+Tensor* group_norm(Context& ctx, Tensor* x, int groups, float eps, Tensor* weight, Tensor* bias,
+                   NormActivation activation) {
   check_input("group_norm", x, eps);
+  SD_CHECK(activation == NormActivation::None || activation == NormActivation::Silu,
+           "[group_norm] unknown activation %d (0 none, 1 silu)", static_cast<int>(activation));
   const int64_t channels = x->ne[2];
   SD_CHECK(groups >= 1 && channels % groups == 0,
            "[group_norm] %lld channels of '%s' %s do not split into %d groups",
@@ -81,6 +84,7 @@ Tensor* group_norm(Context& ctx, Tensor* x, int groups, float eps, Tensor* weigh
   Tensor* t = ctx.new_op(Op::GroupNorm, DType::F32, x->ne, {x, weight, bias});
   t->params[0] = groups;
   t->set_param_f32(1, eps);
+  t->params[2] = static_cast<int32_t>(activation);
   return t;
 }
 
@@ -107,6 +111,7 @@ void reference_group_norm(Tensor* dst) {
   const Tensor* bias = dst->src[2];
   const int groups = dst->params[0];
   const double eps = dst->param_f32(1);
+  const bool silu = static_cast<NormActivation>(dst->params[2]) == NormActivation::Silu;
   const int64_t w = x->ne[0], h = x->ne[1], per_group = x->ne[2] / groups;
   const double count = static_cast<double>(w * h * per_group);
   for (int64_t n = 0; n < x->ne[3]; ++n)
@@ -129,6 +134,7 @@ void reference_group_norm(Tensor* dst) {
         double v = (load_f32(x, i, y, c, n) - mean) * inv;
         if (weight) v *= load_vector(weight, c);
         if (bias) v += load_vector(bias, c);
+        if (silu) v /= 1.0 + std::exp(-v);
         store_f32(dst, static_cast<float>(v), i, y, c, n);
       });
     }

@@ -5,12 +5,17 @@
 
 namespace sd {
 
+// What a norm applies to its own output in the same pass: nothing, or SiLU (the norm and
+// activation that open every ResNet block: one pass over the feature map instead of two).
+enum class NormActivation : int32_t { None = 0, Silu = 1 };
+
 // x: f32, f16 or bf16 [W, H, C, N]; normalizes over (W, H, C / groups) for each group and
-// batch, then y = y * weight[c] + bias[c] when given (f32/f16/bf16 [C], nullable).
-// C must be divisible by groups. f32 out.
-// params[0] = groups, param_f32(1) = eps, src[1] = weight, src[2] = bias (each may be null).
+// batch, then y = y * weight[c] + bias[c] when given (f32/f16/bf16 [C], nullable), then
+// `activation`. C must be divisible by groups. f32 out.
+// params[0] = groups, param_f32(1) = eps, params[2] = activation, src[1] = weight,
+// src[2] = bias (each may be null).
 Tensor* group_norm(Context& ctx, Tensor* x, int groups, float eps, Tensor* weight = nullptr,
-                   Tensor* bias = nullptr);
+                   Tensor* bias = nullptr, NormActivation activation = NormActivation::None);
 
 // Normalizes each row over ne[0]; optional affine weight/bias [ne0] (nullable). f32 out.
 // param_f32(0) = eps, src[1] = weight, src[2] = bias.

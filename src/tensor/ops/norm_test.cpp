@@ -63,6 +63,36 @@ TEST(GroupNorm, EachGroupHasMeanZeroVarianceOneThenAffine) {
     }
 }
 
+// The fused activation: silu of what the plain norm gives, value by value.
+TEST(GroupNorm, SiluActivationAppliesToTheAffineOutput) {
+  const int64_t c = 4;
+  const std::vector<float> x = test::random_values(3 * 2 * c, 12, -3, 3);
+  auto out = test::run_reference(
+      [&](Context& ctx) {
+        Tensor* t = ctx.new_tensor(DType::F32, {3, 2, c}, "x");
+        Tensor* wt = ctx.new_tensor(DType::F32, {c}, "weight");
+        Tensor* b = ctx.new_tensor(DType::F32, {c}, "bias");
+        return std::vector<Tensor*>{group_norm(ctx, t, 2, 1e-5f, wt, b),
+                                    group_norm(ctx, t, 2, 1e-5f, wt, b, NormActivation::Silu)};
+      },
+      {{"x", x}, {"weight", {2, -1, 0.5f, 3}}, {"bias", {-1, 0.5f, 2, 0}}});
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    const double v = out[0][i];
+    EXPECT_NEAR(out[1][i], v / (1 + std::exp(-v)), 1e-6) << i;
+  }
+}
+
+TEST(GroupNorm, UnknownActivationIsRefused) {
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {2, 2, 4}, "x");
+  try {
+    group_norm(ctx, x, 2, 1e-5f, nullptr, nullptr, static_cast<NormActivation>(7));
+    FAIL() << "accepted activation 7";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown activation 7"), std::string::npos) << e.what();
+  }
+}
+
 TEST(GroupNorm, OneGroupAndOneGroupPerChannel) {
   const std::vector<float> x = test::random_values(2 * 2 * 4, 5);
   auto out = test::run_reference(
