@@ -24,6 +24,11 @@
 // 3.20 s uncached); a VAE's are used once per image, and caching them would only add
 // fresh memory to fault in. Winograd beats the direct kernel from 16x16 outputs up
 // (DnnlState::winograd_bf16_min_pixels).
+//
+// Upsampling convolutions (a nearest 2x upscale, then this 3x3 convolution with padding 1)
+// read the upscale's source: each tile's 4x4 patch repeats its middle row and column, so
+// 7 of the 16 transformed inputs are zero and 9 GEMMs do the work of 16 (the VAE decode's
+// two largest convolutions; 2.70 -> 2.45 s for the decode).
 #include "backend/cpu/conv2d_winograd_bf16.h"
 
 #include <algorithm>
