@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 
 #include "backend/compute_buffer.h"
 #include "backend/registry.h"
@@ -170,32 +172,49 @@ std::vector<float> computed(Backend& backend, const Graph& graph, const Tensor* 
   return out;
 }
 
+// y = a b for a 64x48 weight `a` (a kFlagParam leaf, so the packed-weight cache serves it)
+// in a buffer of its own, as a loader places weights, run on the fast and the reference
+// backend.
+struct WeightMatMul {
+  using MakeBuffer = std::function<std::unique_ptr<Buffer>(BufferType&, size_t)>;
+  WeightMatMul(DType t, const MakeBuffer& make_buffer)
+      : cpu(static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"))),
+        memory(cpu.buffer_type()) {
+    a = ctx.new_tensor(t, {64, 48}, "a");
+    a->flags |= kFlagParam;
+    b = ctx.new_tensor(DType::F32, {64, 8}, "b");
+    y = matmul(ctx, a, b);
+    graph = Graph::build({y});
+    weights = make_buffer(cpu.buffer_type(), a->nbytes());
+    bind_tensor(*a, *weights, 0);
+    memory.allocate(graph);
+    set_random(b, 1);
+  }
+  // The fast result's error against the reference's, a's values from `seed`.
+  double scaled_error(uint32_t seed, double atol) {
+    set_random(a, seed);
+    const std::vector<float> got = computed(*fast, graph, y);
+    return test::max_scaled_error(got, computed(*ref, graph, y), atol, 0);
+  }
+
+  CpuDevice& cpu;
+  Context ctx;
+  Tensor *a = nullptr, *b = nullptr, *y = nullptr;
+  Graph graph;
+  std::unique_ptr<Buffer> weights;
+  ComputeBuffer memory;
+  std::unique_ptr<Backend> fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
+  std::unique_ptr<Backend> ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
+};
+
 // A weight rewritten in place (LoRA applied, another weight loaded at the same address)
 // must not be served from the packed-weight cache.
 TEST(CpuMatMul, CachedWeightsFollowInPlaceChanges) {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
   for (DType t : {DType::F32, DType::BF16}) {
     SCOPED_TRACE(dtype_name(t));
-    Context ctx;
-    Tensor* a = ctx.new_tensor(t, {64, 48}, "a");
-    a->flags |= kFlagParam;
-    Tensor* b = ctx.new_tensor(DType::F32, {64, 8}, "b");
-    Tensor* y = matmul(ctx, a, b);
-    Graph graph = Graph::build({y});
-    // Weights are placed by their loader, not by the graph's compute buffer.
-    auto weights = cpu.buffer_type().allocate(a->nbytes());
-    bind_tensor(*a, *weights, 0);
-    ComputeBuffer memory(cpu.buffer_type());
-    memory.allocate(graph);
-    auto fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
-    auto ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
-    auto result = [&](Backend& backend) { return computed(backend, graph, y); };
-    set_random(b, 1);
+    WeightMatMul mm(t, [](BufferType& type, size_t size) { return type.allocate(size); });
     for (uint32_t seed : {2u, 3u}) {
-      set_random(a, seed);
-      const std::vector<float> got = result(*fast);
-      EXPECT_LE(test::max_scaled_error(got, result(*ref), atol_for(t, 64), 0), 1.0)
-          << "weights from seed " << seed;
+      EXPECT_LE(mm.scaled_error(seed, atol_for(t, 64)), 1.0) << "weights from seed " << seed;
     }
   }
 }
@@ -223,25 +242,11 @@ class ReadOnlyHostBuffer final : public Buffer {
 // Read-only weights are checked at two pieces only, not re-read every call; another weight
 // mapped at the same address still gets its own packed copy.
 TEST(CpuMatMul, ReadOnlyWeightsAtTheSameAddressAreTold) {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
-  Context ctx;
-  Tensor* a = ctx.new_tensor(DType::F32, {64, 48}, "a");
-  a->flags |= kFlagParam;
-  Tensor* b = ctx.new_tensor(DType::F32, {64, 8}, "b");
-  Tensor* y = matmul(ctx, a, b);
-  Graph graph = Graph::build({y});
-  ReadOnlyHostBuffer weights(cpu.buffer_type(), a->nbytes());
-  bind_tensor(*a, weights, 0);
-  ComputeBuffer memory(cpu.buffer_type());
-  memory.allocate(graph);
-  auto fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
-  auto ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
-  auto result = [&](Backend& backend) { return computed(backend, graph, y); };
-  set_random(b, 1);
+  WeightMatMul mm(DType::F32, [](BufferType& type, size_t size) {
+    return std::make_unique<ReadOnlyHostBuffer>(type, size);
+  });
   for (uint32_t seed : {2u, 2u, 3u}) {
-    set_random(a, seed);
-    EXPECT_LE(test::max_scaled_error(result(*fast), result(*ref), atol_for(DType::F32, 64), 0), 1.0)
-        << "weights from seed " << seed;
+    EXPECT_LE(mm.scaled_error(seed, atol_for(DType::F32, 64)), 1.0) << "weights from seed " << seed;
   }
 }
 
