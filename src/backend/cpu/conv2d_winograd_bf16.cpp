@@ -100,6 +100,13 @@ inline __mmask16 first_lanes(int64_t n) {
   return static_cast<__mmask16>(n >= kLanes ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
 }
 
+// Lanes l of a vector loaded from column `from` of a row of W values that lie inside it,
+// 0 <= from + l < W.
+inline __mmask16 lanes_inside(int64_t from, int64_t W) {
+  const __mmask16 below = from >= 0 ? 0xffff : static_cast<__mmask16>(0xffff << -from);
+  return static_cast<__mmask16>(below & first_lanes(W - from));
+}
+
 // U[k][co][ci] = (G g G^T)[k] for the filter g of output channel co and input channel ci,
 // with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; 16 input channels per vector.
 SD_BF16_TARGET void transform_weights(const Tensor* w, const WinogradShape& s, uint16_t* u,
@@ -160,19 +167,13 @@ SD_BF16_TARGET inline __attribute__((always_inline)) void load_columns(const flo
                                                                        __m512& odd) {
   const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
   const __m512i odds = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
-  // Lanes l of the vector from column c + o exist where 0 <= c + o + l < W.
-  const auto lanes = [&](int64_t o) {
-    const int64_t from = c + o;
-    const __mmask16 below = from >= 0 ? 0xffff : static_cast<__mmask16>(0xffff << -from);
-    return static_cast<__mmask16>(below & first_lanes(W - from));
-  };
   __m512 a, b;
   if (c >= 0 && c + 2 * kLanes <= W) {  // inside the row: plain loads
     a = _mm512_loadu_ps(row + c);
     b = _mm512_loadu_ps(row + c + kLanes);
   } else {
-    a = _mm512_maskz_loadu_ps(lanes(0), row + c);
-    b = _mm512_maskz_loadu_ps(lanes(kLanes), row + c + kLanes);
+    a = _mm512_maskz_loadu_ps(lanes_inside(c, W), row + c);
+    b = _mm512_maskz_loadu_ps(lanes_inside(c + kLanes, W), row + c + kLanes);
   }
   even = _mm512_permutex2var_ps(a, evens, b);
   odd = _mm512_permutex2var_ps(a, odds, b);
@@ -239,13 +240,9 @@ SD_BF16_TARGET void transform_input_row_upsampled(const WinogradShape& s, const 
         mid = _mm512_loadu_ps(row + tx);
         right = _mm512_loadu_ps(row + tx + 1);
       } else {
-        const auto lanes = [&](int64_t from) {
-          const __mmask16 below = from >= 0 ? 0xffff : static_cast<__mmask16>(0xffff << -from);
-          return static_cast<__mmask16>(below & first_lanes(SW - from));
-        };
-        left = _mm512_maskz_loadu_ps(lanes(tx - 1), row + tx - 1);
-        mid = _mm512_maskz_loadu_ps(lanes(tx), row + tx);
-        right = _mm512_maskz_loadu_ps(lanes(tx + 1), row + tx + 1);
+        left = _mm512_maskz_loadu_ps(lanes_inside(tx - 1, SW), row + tx - 1);
+        mid = _mm512_maskz_loadu_ps(lanes_inside(tx, SW), row + tx);
+        right = _mm512_maskz_loadu_ps(lanes_inside(tx + 1, SW), row + tx + 1);
       }
       db[r][0] = _mm512_sub_ps(left, mid);
       db[r][1] = _mm512_add_ps(mid, mid);
@@ -491,7 +488,7 @@ bool cpu_conv2d_winograd_bf16(CpuContext& ctx, Tensor* dst) {
   s.OW = dst->ne[0], s.OH = dst->ne[1], s.cout = dst->ne[2];
   s.p0 = p.p0, s.p1 = p.p1;
   s.TX = (s.OW + 1) / 2, s.TY = (s.OH + 1) / 2;
-  const Tensor* source = st.winograd_reads_through_upscale ? upsampled_source(dst) : nullptr;
+  const Tensor* source = upsampled_source(dst);
   s.upsampled = source != nullptr;
 
   // Transformed weights: made per call into scratch on a weight's first use, cached from

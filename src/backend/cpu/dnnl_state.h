@@ -99,9 +99,6 @@ struct DnnlState {
   // single-threaded GEMMs ran slower than one two-thread GEMM over the band.
   int64_t winograd_chunk_tiles = 512;
   int64_t winograd_min_chunks_per_thread = 4;
-  // Whether a bf16 Winograd convolution of a nearest 2x upscale convolves the upscale's
-  // source directly (9 of the 16 GEMMs; the VAE's and UNet's upsampling convolutions).
-  bool winograd_reads_through_upscale = true;
 
   // `bytes` of 64-byte aligned memory in `slot`, valid until the slot's next request.
   void* scratch(DnnlScratch slot, size_t bytes);
