@@ -57,19 +57,35 @@ void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::
 // Reports how long each phase took.
 class PhaseTimer {
  public:
-  explicit PhaseTimer(const std::function<void(const std::string&)>& info)
-      : info_(info), start_(std::chrono::steady_clock::now()) {}
+  PhaseTimer(const std::function<void(const std::string&)>& info,
+             const weights::ModelManager& weights)
+      : info_(info),
+        weights_(weights),
+        start_(std::chrono::steady_clock::now()),
+        traffic_(weights.traffic()) {}
+  // Logs the phase's time and what its weights cost: bytes read from the files (and
+  // converted), mapped, and freed when it ended; what `disk` residency pays per phase.
   void done(const std::string& phase) {
     const auto now = std::chrono::steady_clock::now();
+    const weights::WeightTraffic t = weights_.traffic();
     if (info_)
-      info_(format("%s completed, taking %.2fs", phase.c_str(),
-                   std::chrono::duration<double>(now - start_).count()));
+      info_(
+          format("%s completed, taking %.2fs (weights: %.0f MB read, %.0f MB mapped, %.0f MB "
+                 "freed)",
+                 phase.c_str(), std::chrono::duration<double>(now - start_).count(),
+                 mb(t.loaded - traffic_.loaded), mb(t.mapped - traffic_.mapped),
+                 mb(t.freed - traffic_.freed)));
     start_ = now;
+    traffic_ = t;
   }
 
  private:
+  static double mb(size_t bytes) { return static_cast<double>(bytes) / 1e6; }
+
   const std::function<void(const std::string&)>& info_;
+  const weights::ModelManager& weights_;
   std::chrono::steady_clock::time_point start_;
+  weights::WeightTraffic traffic_;
 };
 
 }  // namespace
@@ -390,7 +406,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   }
 
   // Conditioning, once for the whole batch; the negative prompt only matters with CFG.
-  PhaseTimer timer(r.info);
+  PhaseTimer timer(r.info, *m.weights);
   const Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
   const bool use_uncond = r.cfg_scale != 1.0f;
   Conditioning uncond;

@@ -18,8 +18,13 @@ struct AllocationPlan {
   size_t size_without_reuse = 0;  // what one buffer per tensor would have taken
 };
 
+// Whether an elementwise node may write over a same-shaped source that no later node reads:
+// Auto plans both ways and keeps the smaller buffer; the others are for tests.
+enum class InPlace { Auto, Never, Always };
+
 // With reuse=false every tensor gets its own range; results must be identical (tests).
-AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse = true);
+AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse = true,
+                               InPlace in_place = InPlace::Auto);
 
 // Points every view of `graph` at its source's memory (after its source has memory).
 void bind_views(const Graph& graph);

@@ -4,6 +4,7 @@
 
 #include "tensor/ops/conv2d.h"
 #include "tensor/ops/elementwise.h"
+#include "tensor/ops/reduce.h"
 #include "tensor/ops/unary.h"
 #include "tensor/ops/upscale.h"
 #include "tensor/ops/view.h"
@@ -60,6 +61,56 @@ TEST(GraphAllocator, OutputsAndInputsAreNeverOverwritten) {
 
 // A convolution of a nearest 2x upscale may read the upscale's source (conv2d.h): its
 // output must not land on that source, though the upscale was the source's last reader.
+// An elementwise node writes over a same-shaped source that dies with it; a source it reads
+// twice, or that a later node still reads, keeps its memory, and so do outputs. Results
+// stay bit-identical.
+TEST(GraphAllocator, ElementwiseNodesWriteOverTheirDyingSource) {
+  const auto build = [](Context& ctx) {
+    Tensor* x = ctx.new_tensor(DType::F32, {1000}, "x");
+    Tensor* a = silu(ctx, x);    // x is an input: never written over
+    Tensor* b = silu(ctx, a);    // over a
+    Tensor* c = mul(ctx, b, b);  // b read twice: not over b
+    Tensor* d = silu(ctx, c);    // c is read again below: not over c
+    Tensor* e = add(ctx, d, c);  // over d
+    Tensor* f = sum(ctx, e, 0);  // the output
+    return std::vector<Tensor*>{x, a, b, c, d, e, f};
+  };
+  Context ctx;
+  const std::vector<Tensor*> t = build(ctx);
+  Graph g = Graph::build({t.back()});
+  AllocationPlan plan = plan_allocation(g, 64, true, InPlace::Always);
+  std::map<Tensor*, size_t> off(plan.offsets.begin(), plan.offsets.end());
+  EXPECT_NE(off.at(t[1]), off.at(t[0]));
+  EXPECT_EQ(off.at(t[2]), off.at(t[1]));
+  EXPECT_NE(off.at(t[3]), off.at(t[2]));
+  EXPECT_NE(off.at(t[4]), off.at(t[3]));
+  EXPECT_EQ(off.at(t[5]), off.at(t[4]));
+  // A residual block (skip k, a "projection", its bias add and activation, the residual
+  // add) needs two blocks written over, three otherwise: Auto picks the two.
+  const auto residual_block = [](Context& ctx) {
+    Tensor* x = ctx.new_tensor(DType::F32, {1000}, "x");
+    Tensor* bias = ctx.new_tensor(DType::F32, {1000}, "bias");
+    Tensor* k = silu(ctx, x);
+    Tensor* z = silu(ctx, add(ctx, silu(ctx, k), bias));
+    return std::vector<Tensor*>{sum(ctx, add(ctx, z, k), 0)};
+  };
+  Graph block = Graph::build(residual_block(ctx));
+  EXPECT_LT(plan_allocation(block, 64, true).size,
+            plan_allocation(block, 64, true, InPlace::Never).size);
+
+  test::GraphCase c;
+  c.build = residual_block;
+  c.reuse_memory = true;
+  auto written_over = test::run_case(c, CpuKernels::Fast);
+  auto reference = test::run_case(c, CpuKernels::Reference);
+  c.reuse_memory = false;
+  auto separate = test::run_case(c, CpuKernels::Fast);
+  ASSERT_EQ(written_over.size(), 1u);
+  EXPECT_EQ(written_over[0], separate[0]);  // bit-identical
+  ASSERT_EQ(reference.size(), 1u);
+  ASSERT_NEAR(written_over[0][0], reference[0][0], 1e-3);
+}
+
 TEST(GraphAllocator, UpscaleSourceLivesUntilTheConvolutionReadingThroughIt) {
   Context ctx;
   Tensor* x = ctx.new_tensor(DType::F32, {8, 8, 4, 1}, "x");

@@ -342,6 +342,11 @@ void ModelManager::phase_done(const std::string& module) {
     m->files_checked = false;
     return;
   }
+  // Mapped weights stay mapped, but their pages leave the process until the next phase
+  // touches them: the page cache keeps them, so that costs soft page faults, not reads,
+  // and the next phase's weights do not sit beside this phase's.
+  for (const auto& [name, r] : resident_)
+    if (r.mapped && &module_of(name) == m) loader_.evict(name);
   // Weights converted on load (--type) into host RAM are anonymous memory the OS cannot
   // reclaim, unlike mapped file pages: kept, they would sit beside the next phase's
   // weights and its packed copies (the text encoder's during sampling, the diffusion net's

@@ -14,6 +14,7 @@
 // outputs up (conv2d_winograd_bf16.cpp); oneDNN's bf16 direct kernel takes the rest.
 #include <algorithm>
 
+#include "backend/cpu/conv2d_weight_tiles.h"
 #include "backend/cpu/conv2d_winograd_bf16.h"
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/linalg_kernels.h"
@@ -132,8 +133,7 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type, bool winograd) {
   const memory::dims strides = {p.s1, p.s0}, dilates = {p.d1 - 1, p.d0 - 1};
   const int64_t pad_w_r = (dst->ne[0] - 1) * p.s0 + (w->ne[0] - 1) * p.d0 + 1 - x->ne[0] - p.p0;
   const memory::dims x_strides = strides_of(x, {3, 2, 1, 0});
-  const memory::dims out_strides = {dst->ne[2] * dst->ne[1] * dst->ne[0], dst->ne[1] * dst->ne[0],
-                                    dst->ne[0], 1};
+  const memory::dims out_strides = strides_of(dst, {3, 2, 1, 0});
 
   memory bias_mem;
   if (bias) {
@@ -151,7 +151,7 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type, bool winograd) {
   // Each band of output rows [y0, y1) reads input rows [y0 s - p, (y1 - 1) s - p + span);
   // the part of that outside the input is the band's own top and bottom padding.
   const int64_t rows = band_rows(st, dst), span = (w->ne[1] - 1) * p.d1 + 1;
-  memory winograd_weights;
+  memory per_call;
   for (int64_t y0 = 0; y0 < dst->ne[1]; y0 += rows) {
     const int64_t y1 = std::min(dst->ne[1], y0 + rows);
     const int64_t first = y0 * p.s1 - p.p1, last = (y1 - 1) * p.s1 - p.p1 + span;
@@ -205,19 +205,17 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type, bool winograd) {
     auto pack = [&](const memory& to) {
       pack_conv_weights(ctx, key, w, w_dims, w_strides, type, to);
     };
-    memory weights;
-    if (winograd) {  // transformed per call (see the top), once for all bands
-      if (!winograd_weights || winograd_weights.get_desc() != conv.weights) {
-        winograd_weights = st.scratch_memory(DnnlScratch::Weights, conv.weights);
-        pack(winograd_weights);
-      }
-      weights = winograd_weights;
-    } else {
-      weights = st.cached_weights(w, conv.weights, pack, /*keep_other_layout=*/y0 > 0);
-    }
+    // Winograd weights (see the top) and weights the cache does not keep (another dtype)
+    // are packed per call, once for all bands that share a layout.
+    memory weights = winograd
+                         ? memory()
+                         : st.cached_weights(w, conv.weights, pack, /*keep_other_layout=*/y0 > 0);
     if (!weights) {
-      weights = st.scratch_memory(DnnlScratch::Weights, conv.weights);
-      pack(weights);
+      if (!per_call || per_call.get_desc() != conv.weights) {
+        per_call = st.scratch_memory(DnnlScratch::Weights, conv.weights);
+        pack(per_call);
+      }
+      weights = per_call;
     }
 
     const memory out(memory::desc(dst_dims, dt::f32, out_strides), st.engine,
@@ -239,6 +237,37 @@ void run_conv(CpuContext& ctx, Tensor* dst, dt type, bool winograd) {
   }
 }
 
+// Runs the ungrouped convolution `dst` as slices of its output channels (at most about
+// DnnlState::converted_slice_bytes of f32 weights each), each a view of its weights, bias
+// and output channel planes.
+void run_conv_in_slices(CpuContext& ctx, Tensor* dst, dt type) {
+  const Tensor* w = dst->src[1];
+  const Tensor* bias = dst->src[2];
+  const int64_t cout = w->ne[3];
+  const auto per_channel = static_cast<size_t>(w->ne[0] * w->ne[1] * w->ne[2]) * sizeof(float);
+  const int64_t fit =
+      std::max<int64_t>(16, static_cast<int64_t>(ctx.dnnl->converted_slice_bytes / per_channel));
+  const int64_t slices = (cout + fit - 1) / fit;
+  // Equal slices, in whole 16-channel blocks where the weight has them.
+  const int64_t slice = std::min(cout, ((cout + slices - 1) / slices + 15) / 16 * 16);
+  for (int64_t c0 = 0; c0 < cout; c0 += slice) {
+    const int64_t n = std::min(slice, cout - c0);
+    Tensor ws = *w, bs, part = *dst;
+    ws.ne[3] = n;
+    ws.data = static_cast<char*>(w->data) + c0 * w->nb[3];
+    part.src[1] = &ws;
+    if (bias) {
+      bs = *bias;
+      bs.ne[0] = n;
+      bs.data = static_cast<char*>(bias->data) + c0 * bias->nb[0];
+      part.src[2] = &bs;
+    }
+    part.ne[2] = n;
+    part.data = static_cast<char*>(dst->data) + c0 * dst->nb[2];
+    run_conv(ctx, &part, type, /*winograd=*/false);
+  }
+}
+
 }  // namespace
 
 bool cpu_conv2d(CpuContext& ctx, Tensor* dst) {
@@ -248,6 +277,7 @@ bool cpu_conv2d(CpuContext& ctx, Tensor* dst) {
   if (dst->nelements() == 0) return true;
   const bool bf16 = w->type == DType::BF16 && ctx.dnnl->native_bf16;
   if (bf16 && cpu_conv2d_winograd_bf16(ctx, dst)) return true;
+  if (cpu_conv2d_weight_tiles(ctx, dst)) return true;
   if (!bf16 && use_winograd(dst)) {
     try {
       run_conv(ctx, dst, dt::f32, /*winograd=*/true);
@@ -256,8 +286,13 @@ bool cpu_conv2d(CpuContext& ctx, Tensor* dst) {
       // no Winograd kernel for this CPU (it needs AVX-512): the direct one below
     }
   }
+  // Weights the kernel cannot read as stored are converted per call, in slices.
+  const bool converted = !bf16 && w->type != DType::F32;
   try {
-    run_conv(ctx, dst, bf16 ? dt::bf16 : dt::f32, /*winograd=*/false);
+    if (converted && conv2d_params(dst).groups == 1)
+      run_conv_in_slices(ctx, dst, dt::f32);
+    else
+      run_conv(ctx, dst, bf16 ? dt::bf16 : dt::f32, /*winograd=*/false);
   } catch (const dnnl::error&) {
     return false;  // a shape this oneDNN build has no kernel for: the reference runs
   }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <functional>
 
+#include "backend/cpu/conv2d_weight_tiles.h"
 #include "backend/cpu/conv2d_winograd_bf16.h"
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/linalg_kernels.h"
@@ -324,6 +325,48 @@ TEST(CpuConv2d, WinogradBf16Declines) {
   EXPECT_FALSE(kernel_matches(fits, DType::F16, no_threshold, cpu_conv2d_winograd_bf16, 1.0));
   const auto threshold = [](DnnlState& st, const Tensor*) { st.winograd_bf16_min_pixels = 257; };
   EXPECT_FALSE(kernel_matches(fits, DType::BF16, threshold, cpu_conv2d_winograd_bf16, 1.0));
+}
+
+// f16 weights are never converted whole and kept: small outputs run as im2col and a GEMM
+// over weight tiles converted in cache, larger ones in slices of output channels. Both
+// match the reference, and the packed-weight cache stays empty.
+TEST(CpuConv2d, F16WeightsByTilesAndBySlices) {
+  const ConvCase cases[] = {
+      // W, H, Cin, N, KW, KH, Cout, s0, s1, p0, p1, d0, d1, groups, bias
+      {9, 7, 5, 2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, true},     // SD's 3x3, odd sizes
+      {12, 10, 4, 2, 3, 2, 5, 2, 1, 0, 2, 2, 3, 1, false},  // asymmetric everything
+      {5, 8, 3, 1, 5, 3, 4, 3, 2, 1, 0, 1, 1, 1, true},     // stride that does not divide
+      {4, 4, 2, 1, 1, 1, 2, 2, 2, 0, 0, 1, 1, 1, false},    // right edge cut off
+      {8, 6, 16, 2, 3, 3, 40, 1, 1, 1, 1, 1, 1, 1, true},   // slices of 16, 16 and 8
+  };
+  for (const ConvCase& k : cases) {
+    for (bool tiles : {true, false}) {
+      SCOPED_TRACE(testing::Message() << k.W << "x" << k.H << "x" << k.cin << " -> " << k.cout
+                                      << (tiles ? " by weight tiles" : " by slices"));
+      DnnlState* state = nullptr;
+      const auto configure = [&](DnnlState& st, const Tensor*) {
+        state = &st;
+        st.weight_tiles_max_rows = tiles ? int64_t{1} << 40 : 0;
+        st.converted_slice_bytes = 1;  // the smallest slices: 16 channels
+      };
+      const double atol = atol_for(DType::F16, k.cin * k.KW * k.KH + 1);
+      EXPECT_TRUE(kernel_matches(k, DType::F16, configure, cpu_conv2d, atol));
+      EXPECT_TRUE(kernel_matches(k, DType::F16, configure,
+                                 tiles ? cpu_conv2d_weight_tiles : cpu_conv2d, atol));
+      ASSERT_NE(state, nullptr);
+      EXPECT_EQ(state->weight_cache_bytes(), 0u) << "an f16 weight was kept converted";
+    }
+  }
+}
+
+TEST(CpuConv2d, WeightTilesDeclineWeightsTheGemmReadsAsStored) {
+  const ConvCase k{9, 7, 5, 2, 3, 3, 6, 1, 1, 1, 1, 1, 1, 1, true};
+  const auto all_rows = [](DnnlState& st, const Tensor*) { st.weight_tiles_max_rows = 1 << 30; };
+  EXPECT_FALSE(kernel_matches(k, DType::F32, all_rows, cpu_conv2d_weight_tiles, 1.0));
+  const auto no_rows = [](DnnlState& st, const Tensor*) { st.weight_tiles_max_rows = 0; };
+  EXPECT_FALSE(kernel_matches(k, DType::F16, no_rows, cpu_conv2d_weight_tiles, 1.0));
+  const ConvCase grouped{10, 9, 8, 2, 3, 3, 12, 1, 1, 1, 1, 1, 1, 4, true};
+  EXPECT_FALSE(kernel_matches(grouped, DType::F16, all_rows, cpu_conv2d_weight_tiles, 1.0));
 }
 
 // Transformed weights are made per call on a weight's first use and cached from its

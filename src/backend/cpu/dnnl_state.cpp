@@ -62,6 +62,23 @@ std::shared_ptr<void> packed_block(size_t bytes) {
   return {data, std::free};
 }
 
+// Padding a packed layout may add (blocks rounded up to 16 or 64) and still count as the
+// weight's own size.
+constexpr size_t kReplaceSlack = size_t{64} << 10;
+
+DType dtype_of(dnnl::memory::data_type t) {
+  switch (t) {
+    case dnnl::memory::data_type::f32:
+      return DType::F32;
+    case dnnl::memory::data_type::bf16:
+      return DType::BF16;
+    case dnnl::memory::data_type::f16:
+      return DType::F16;
+    default:
+      return DType::I32;  // no weight dtype: never cached
+  }
+}
+
 }  // namespace
 
 DnnlState::DnnlState() : native_bf16(isa_has_bf16(dnnl::get_effective_cpu_isa())) {}
@@ -134,15 +151,21 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
     if (keep_other_layout) return {};
     // Another consumer wants another layout: the newest wins.
     weight_bytes_ -= w.layout.get_size();
+    if (w.extra) extra_bytes_ -= w.layout.get_size();
     weights_.erase(it);
   }
-  if (weight_bytes_ + layout.get_size() > std::min(weight_cache_limit, limit)) return {};
+  if (dtype_of(layout.data_type()) != t->type) return {};
+  // A copy no larger than a read-only mapped weight takes the place of its pages.
+  const bool replaces = read_only && layout.get_size() <= t->nbytes() + kReplaceSlack;
+  if (!replaces && extra_bytes_ + layout.get_size() > std::min(weight_cache_limit, limit))
+    return {};
   std::shared_ptr<void> storage = packed_block(layout.get_size());
   SD_CHECK(storage, "[CPU] cannot allocate %zu bytes for a packed weight copy", layout.get_size());
   dnnl::memory memory(layout, engine, storage.get());
-  PackedWeights w{layout, std::move(storage), std::move(memory), fp};
+  PackedWeights w{layout, std::move(storage), std::move(memory), fp, !replaces};
   pack(w.memory);
   weight_bytes_ += layout.get_size();
+  if (!replaces) extra_bytes_ += layout.get_size();
   // The packed copy serves every later call: the source need not stay in RAM as well.
   if (t->buffer) t->buffer->evict(t->data, t->nbytes());
   return weights_.emplace(key, std::move(w)).first->second.memory;
@@ -156,6 +179,7 @@ void DnnlState::forget_weights() {
   weights_.clear();
   seen_.clear();
   weight_bytes_ = 0;
+  extra_bytes_ = 0;
 }
 
 void DnnlState::execute(const dnnl::primitive& p,

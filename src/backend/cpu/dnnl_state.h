@@ -34,6 +34,8 @@ enum class DnnlScratch {
   Bias,         // a bias converted to f32
   Scratchpad,   // oneDNN's own temporary memory (scratchpad_mode::user)
   Kernel,       // our own kernels' per-thread buffers (attention)
+  Columns,      // a convolution's input unfolded into GEMM rows (im2col)
+  Product,      // that convolution's GEMM result, before it becomes channel planes
   Count,
 };
 
@@ -68,10 +70,15 @@ struct DnnlState {
   // the f32 rate. Without them oneDNN emulates bf16, slower than f32, so kernels use f32.
   bool native_bf16 = false;
 
-  // Bytes of packed weight copies kept; past it, weights are packed per call instead.
-  // The first weights seen stay cached: a model's layers run in the same order every
-  // step, and evicting in that order would miss on every call.
-  size_t weight_cache_limit = size_t{2} << 30;
+  // Packed weight copies are kept only in the weight's own dtype (never a whole-model copy
+  // in another precision: an f16 weight is converted per call, tile by tile). A copy of a
+  // read-only mapped weight replaces the mapped pages, which are dropped once packed, so it
+  // costs no memory and is always kept. Any other copy (of weights converted on load, or a
+  // transform larger than the weight) is memory on top of the weights: such copies are
+  // kept while they hold at most weight_cache_limit bytes in all. The first weights seen
+  // stay cached: a model's layers run in the same order every step, and evicting in that
+  // order would miss on every call.
+  size_t weight_cache_limit = size_t{1280} << 20;
 
   // A convolution whose f32 input or output is larger than conv_band_min_bytes runs in
   // bands of output rows of about conv_band_bytes (conv2d.cpp): small enough to stay in
@@ -79,6 +86,16 @@ struct DnnlState {
   // convolutions at 512x512 (10 MiB at most) whole; the VAE's 512x512 levels (32-256 MiB)
   // are banded.
   size_t conv_band_min_bytes = size_t{16} << 20;
+  // Convolutions whose weights the GEMM cannot read as stored (f16) and whose outputs have
+  // at most this many pixels (all images together) run as im2col and a GEMM over weight
+  // tiles converted in cache (conv2d_weight_tiles.cpp); larger ones convert their weights
+  // whole per call, a small part of their work.
+  int64_t weight_tiles_max_rows = 256;
+  // Larger convolutions with such weights run in slices of output channels of at most
+  // about this many bytes of converted f32 weights, so the converted copy (and the stage
+  // it is made from) stays that small whatever the weight (a UNet's 2560 -> 1280
+  // convolution: 113 MiB of f32 whole).
+  size_t converted_slice_bytes = size_t{16} << 20;
   size_t conv_band_bytes = size_t{4} << 20;
 
   // bf16 3x3 convolutions with at least this many output pixels per image run Winograd
@@ -89,7 +106,8 @@ struct DnnlState {
   // beat smaller, cache-resident bands).
   int64_t winograd_bf16_min_pixels = 16 * 16;
   // Their transformed weights (16/9 of the weights) are made per call on a weight's first
-  // use and cached from its second on while the whole weight cache stays under this.
+  // use and cached from its second on while the copies on top of the weights stay under
+  // this (and weight_cache_limit).
   size_t winograd_cache_limit = size_t{1280} << 20;
   size_t winograd_band_bytes = size_t{16} << 20;
   // Large images instead run in chunks of about winograd_chunk_tiles 2x2 tiles, each on one
@@ -119,8 +137,9 @@ struct DnnlState {
   // weight loaded at the same address). An empty memory when `t` is not cacheable or the
   // cache is full; the caller then packs into scratch. A copy cached in another layout is
   // replaced, unless `keep_other_layout` (the caller then gets an empty memory too).
-  // A new copy is made only while the cache holds at most `limit` bytes with it (and
-  // weight_cache_limit).
+  // A copy in another dtype than `t`'s is never cached. A new copy that does not replace
+  // `t`'s mapped pages is made only while such copies hold at most `limit` bytes with it
+  // (and weight_cache_limit).
   dnnl::memory cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
                               const std::function<void(const dnnl::memory&)>& pack,
                               bool keep_other_layout = false, size_t limit = SIZE_MAX);
@@ -131,6 +150,8 @@ struct DnnlState {
   // Drops every packed copy (call after freeing weights, to give the memory back).
   void forget_weights();
   size_t weight_cache_bytes() const { return weight_bytes_; }
+  // The part of weight_cache_bytes() that is memory on top of the weights.
+  size_t weight_cache_extra_bytes() const { return extra_bytes_; }
 
   // Runs a primitive on the stream and waits.
   void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);
@@ -145,6 +166,7 @@ struct DnnlState {
     std::shared_ptr<void> storage;  // what `memory` points into
     dnnl::memory memory;
     uint64_t fingerprint = 0;
+    bool extra = false;  // memory on top of the weight (it did not replace mapped pages)
   };
   using WeightKey =
       std::tuple<const void*, DType, std::array<int64_t, kMaxDims>, std::array<size_t, kMaxDims>>;
@@ -154,6 +176,7 @@ struct DnnlState {
   std::map<WeightKey, PackedWeights> weights_;
   std::set<WeightKey> seen_;
   size_t weight_bytes_ = 0;
+  size_t extra_bytes_ = 0;
 };
 
 }  // namespace sd
