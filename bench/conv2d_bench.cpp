@@ -1,6 +1,6 @@
 // 3x3 Conv2d at Stable Diffusion 1.5 (512x512) UNet shapes, batch 2 (classifier-free
-// guidance): 320 channels at 64x64 latents, 640 at 32x32, 1280 at 16x16; f32, bf16 and f16
-// weights. BM_Conv2dLayout times oneDNN alone on the same shapes with plain nchw input and
+// guidance): 320 channels at 64x64 latents, 640 at 32x32, 1280 at 16x16 and 8x8; f32, bf16
+// and f16 weights (f16: converted per call, by weight tiles at 8x8). BM_Conv2dLayout times oneDNN alone on the same shapes with plain nchw input and
 // output against its blocked layout (+ reorders) and nhwc (+ reorders), the measurement
 // behind conv2d.cpp's kActivationLayout.
 // Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Conv2d
@@ -17,8 +17,10 @@ struct ConvShape {
   int64_t C, HW;
 };
 
-constexpr ConvShape kShapes[] = {
-    {"320@64x64", 320, 64}, {"640@32x32", 640, 32}, {"1280@16x16", 1280, 16}};
+constexpr ConvShape kShapes[] = {{"320@64x64", 320, 64},
+                                 {"640@32x32", 640, 32},
+                                 {"1280@16x16", 1280, 16},
+                                 {"1280@8x8", 1280, 8}};
 constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16};
 constexpr int64_t kBatch = 2;
 
@@ -41,7 +43,7 @@ void BM_Conv2d(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Conv2d)
-    ->ArgsProduct({{0, 1, 2}, {0, 1, 2}})
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

@@ -7,13 +7,16 @@
 //                       layout (cached for weights, packed per call otherwise).
 //   bf16                bf16 GEMM (activations converted to bf16), f32 accumulation and
 //                       output, on CPUs with native bf16; f32 tiles below otherwise.
-//   f16, q8_0           rows dequantized tile by tile to f32: f16 is exact in f32, and
-//                       q8_0's own error (up to half a step of a block's max / 127, 0.4%)
-//                       is the size of bf16's rounding (up to 0.2% of every weight and
-//                       activation), which would about double it.
-//   q2_K..q6_K, q4_0..  tiles dequantized to bf16 (native bf16 CPUs): these types' own error
-//   q5_1                (half a step of max / 31 or coarser: >= 1.6%) dwarfs bf16's
-//                       rounding, and the bf16 GEMM runs at about twice the f32 rate.
+//   f16                 rows dequantized tile by tile to f32 (exact): an f16 file computes
+//                       as its f32 original would.
+//   q8_0, q2_K..q6_K,   tiles dequantized to bf16 (native bf16 CPUs): these types' own error
+//   q4_0..q5_1          (q8_0: up to half a step of a block's max / 127, 0.4%; the others
+//                       max / 31 or coarser) is the size of bf16's rounding or larger, and
+//                       the bf16 GEMM runs at about twice the f32 rate, so a quantized file
+//                       runs faster than its f16 original (q8_0 SD1.5 at 512x512: 3.5
+//                       against 3.9 s per step; its image moved from 47.3 to 46.7 dB
+//                       against the f16 file's). sd.cpp rounds activations to 8 bits
+//                       for these types too.
 // Tiles bound the staging memory: a weight is never dequantized whole.
 #include <omp.h>
 
@@ -35,6 +38,10 @@ using tag = memory::format_tag;
 // Values of dequantized weights per tile: 4 MiB of f32 staging, while every tile's GEMM
 // stays large enough (>= 64 output columns) to run at full speed.
 constexpr int64_t kTileValues = int64_t{1} << 20;
+// GEMM rows up to which f32 tiles go to the GEMM unpacked (measured on 11520 x 1280 weights:
+// 128 rows 10.6 -> 9.0 ms per product; 512 rows the same either way; 8192 rows of a UNet
+// linear 15-17% slower unpacked).
+constexpr int64_t kPlainTileMaxRows = 256;
 // Activation values converted per GEMM call when they need converting: 2 MiB of bf16, in
 // cache still when the GEMM reads it, and rows enough that each GEMM call runs at full
 // speed (of 256 Ki, 1 Mi and 4 Mi values, 1 Mi measured fastest on the UNet shapes).
@@ -75,17 +82,20 @@ DnnlKey gemm_key(CpuContext& ctx, const char* kind, const memory::dims& src,
   return key;
 }
 
-// A matmul primitive for dense src/dst and weights in whatever layout oneDNN prefers.
+// A matmul primitive for dense src/dst and weights in whatever layout oneDNN prefers, or,
+// given `weights_layout`, in that one.
 const DnnlPrimitive& gemm_primitive(CpuContext& ctx, const DnnlKey& key, const memory::dims& src,
-                                    const memory::dims& weights, const memory::dims& dst, dt type) {
+                                    const memory::dims& weights, const memory::dims& dst, dt type,
+                                    const memory::desc& weights_layout = {}) {
   DnnlState& st = *ctx.dnnl;
   return st.primitive(key, [&] {
     const tag plain = src.size() == 2 ? tag::ab : tag::abcdef;
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const memory::desc w =
+        weights_layout.is_zero() ? memory::desc(weights, type, tag::any) : weights_layout;
     dnnl::matmul::primitive_desc pd(
-        dnnl::matmul::desc(memory::desc(src, type, plain), memory::desc(weights, type, tag::any),
-                           memory::desc(dst, dt::f32, plain)),
+        dnnl::matmul::desc(memory::desc(src, type, plain), w, memory::desc(dst, dt::f32, plain)),
         attr, st.engine);
     return DnnlPrimitive{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), pd.dst_desc(),
                          pd.scratchpad_desc()};
@@ -232,9 +242,13 @@ void tiled_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
   const Tensor* b = dst->src[1];
   const bool batched = s.A2 * s.A3 > 1;
   const int64_t rows = batched ? s.N : s.N * s.B2 * s.B3;  // GEMM rows per call
+  // Few rows (a UNet's 8x8 convolutions as GEMMs) read each tile too few times to repay
+  // packing it: the GEMM reads the f32 rows as they are, in tiles twice as large.
+  const bool plain = type == dt::f32 && rows <= kPlainTileMaxRows;
+  const int64_t tile_values = plain ? 2 * kTileValues : kTileValues;
   int64_t mt = s.M;
-  if (s.M * s.K > kTileValues)
-    mt = std::min(s.M, std::max<int64_t>(64, kTileValues / s.K / 64 * 64));
+  if (s.M * s.K > tile_values)
+    mt = std::min(s.M, std::max<int64_t>(64, tile_values / s.K / 64 * 64));
 
   auto* src = static_cast<char*>(dense_src(ctx, b, type));
   auto* stage = static_cast<float*>(st.scratch(DnnlScratch::Stage, sizeof(float) * mt * s.K));
@@ -243,13 +257,16 @@ void tiled_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
     for (int64_t ia2 = 0; ia2 < s.A2; ++ia2)
       for (int64_t m0 = 0; m0 < s.M; m0 += mt) {
         const int64_t mc = std::min(mt, s.M - m0);
-        const DnnlKey key = gemm_key(ctx, "matmul-tile", {rows, s.K}, {s.K, mc}, type);
-        const DnnlPrimitive& p = gemm_primitive(ctx, key, {rows, s.K}, {s.K, mc}, {rows, mc}, type);
+        const memory::desc staged({s.K, mc}, dt::f32, memory::dims{1, s.K});
+        const DnnlKey key = gemm_key(ctx, plain ? "matmul-tile-plain" : "matmul-tile", {rows, s.K},
+                                     {s.K, mc}, type);
+        const DnnlPrimitive& p = gemm_primitive(ctx, key, {rows, s.K}, {s.K, mc}, {rows, mc}, type,
+                                                plain ? staged : memory::desc());
 #pragma omp parallel for num_threads(ctx.threads) schedule(static)
         for (int64_t r = 0; r < mc; ++r) load_weight_row(a, m0 + r, ia2, ia3, stage + r * s.K);
-        const memory::desc staged({s.K, mc}, dt::f32, memory::dims{1, s.K});
-        const memory packed =
-            pack_weights(ctx, weights_key(key, {1, s.K}), a, staged, stage, p.weights, false);
+        const memory packed = plain ? memory(staged, st.engine, stage)
+                                    : pack_weights(ctx, weights_key(key, {1, s.K}), a, staged,
+                                                   stage, p.weights, false);
         for (int64_t j3 = 0; j3 < (batched ? s.r3 : 1); ++j3)
           for (int64_t j2 = 0; j2 < (batched ? s.r2 : 1); ++j2) {
             const int64_t batch = batched ? (ia3 * s.r3 + j3) * s.B2 + ia2 * s.r2 + j2 : 0;
@@ -291,8 +308,7 @@ bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
     } else if (a->type == DType::BF16 && bf16) {
       whole_weight(ctx, dst, s, dt::bf16);
     } else {
-      const bool bf16_tile =
-          bf16 && is_quantized(a->type) && a->type != DType::Q8_0 && a->type != DType::Q8_K;
+      const bool bf16_tile = bf16 && is_quantized(a->type) && a->type != DType::Q8_K;
       tiled_weight(ctx, dst, s, bf16_tile ? dt::bf16 : dt::f32);
     }
   } catch (const dnnl::error&) {

@@ -19,13 +19,13 @@ namespace sd {
 namespace {
 
 // Error bounds, for values uniform in [-1, 1] (|a_k b_k| <= 1, a sum of K of them):
-// - f32 GEMM (f32 weights, f16 and q8_0 tiles): oneDNN sums in f32 in blocks, the
+// - f32 GEMM (f32 weights, f16 tiles): oneDNN sums in f32 in blocks, the
 //   reference in double; observed errors reach 6e-8 K, so 3e-7 K leaves a margin of 5
 //   while any indexing bug errs by O(1).
 double f32_atol(int64_t K) {
   return 3e-7 * static_cast<double>(K);
 }
-// - bf16 GEMM (bf16 weights, 2..6-bit tiles): both operands are rounded to 8 significant
+// - bf16 GEMM (bf16 weights, tiles of the block types): both operands are rounded to 8 significant
 //   bits, so each product is off by up to 2^-8 of itself, and K such errors add up like a
 //   random walk: 2^-8 sqrt(K) is about four standard deviations (observed up to 0.7 of
 //   it), so 2^-7 sqrt(K) bounds it with margin, still small against results of typical
@@ -35,7 +35,7 @@ double bf16_atol(int64_t K) {
 }
 
 bool bf16_gemm(DType t) {
-  return t == DType::BF16 || (is_quantized(t) && t != DType::Q8_0);
+  return t == DType::BF16 || (is_quantized(t) && t != DType::Q8_K);
 }
 
 double atol_for(DType t, int64_t K) {
@@ -109,7 +109,7 @@ TEST(CpuMatMul, StridedViews) {
   }
   test::expect_fast_path(
       matmul_case(DType::Q8_0, make_shape({64, 21}), make_shape({64, 19, 3}), Layout::PermutedB),
-      f32_atol(64), 0);
+      atol_for(DType::Q8_0, 64), 0);
 }
 
 TEST(CpuMatMul, EveryWeightDtype) {
