@@ -1,8 +1,9 @@
 // 3x3 Conv2d at Stable Diffusion 1.5 (512x512) UNet shapes, batch 2 (classifier-free
 // guidance): 320 channels at 64x64 latents, 640 at 32x32, 1280 at 16x16 and 8x8; f32, bf16
-// and f16 weights (f16: converted per call, by weight tiles at 8x8). BM_Conv2dLayout times oneDNN alone on the same shapes with plain nchw input and
-// output against its blocked layout (+ reorders) and nhwc (+ reorders), the measurement
-// behind conv2d.cpp's kActivationLayout.
+// and f16 weights (f16: converted per call, by weight tiles at 8x8). BM_Conv2dLayout times
+// oneDNN alone on the same shapes with plain nchw input and output against its blocked
+// layout (+ reorders) and nhwc (+ reorders), the measurement behind conv2d.cpp's
+// kActivationLayout.
 // Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Conv2d
 #include <oneapi/dnnl/dnnl.hpp>
 
