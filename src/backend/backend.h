@@ -111,8 +111,9 @@ class Backend {
   // the work is done on async devices. Throws sd::Error on unsupported ops.
   virtual void compute(const Graph& graph) = 0;
   virtual void synchronize() {}
-  // Frees what the backend keeps between calls for speed (packed weight copies); later
-  // calls rebuild what they need. Called when a phase ends so the next one has the memory.
+  // Frees what the backend keeps between calls for speed (packed weight copies, kernel
+  // scratch); later calls rebuild what they need. Called when a phase ends so the next one
+  // has the memory.
   virtual void release_caches() {}
 };
 

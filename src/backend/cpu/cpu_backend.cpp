@@ -41,6 +41,7 @@ void CpuBackend::compute(const Graph& graph) {
 
 void CpuBackend::release_caches() {
   ctx_.dnnl->forget_weights();
+  ctx_.dnnl->release_scratch();
 }
 
 }  // namespace sd

@@ -182,6 +182,13 @@ void DnnlState::forget_weights() {
   extra_bytes_ = 0;
 }
 
+void DnnlState::release_scratch() {
+  for (Block& b : scratch_) {
+    std::free(b.data);
+    b = Block{};
+  }
+}
+
 void DnnlState::execute(const dnnl::primitive& p,
                         const std::unordered_map<int, dnnl::memory>& args) {
   p.execute(stream, args);

@@ -149,6 +149,9 @@ struct DnnlState {
   bool seen_before(const Tensor* t);
   // Drops every packed copy (call after freeing weights, to give the memory back).
   void forget_weights();
+  // Frees the scratch slots: a phase's largest requests (a 1024x1024 UNet's activations
+  // converted for a GEMM) need not sit beside the next phase's.
+  void release_scratch();
   size_t weight_cache_bytes() const { return weight_bytes_; }
   // The part of weight_cache_bytes() that is memory on top of the weights.
   size_t weight_cache_extra_bytes() const { return extra_bytes_; }
