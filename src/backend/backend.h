@@ -5,6 +5,7 @@
 // asynchronous until synchronize().
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -111,6 +112,10 @@ class Backend {
   // the work is done on async devices. Throws sd::Error on unsupported ops.
   virtual void compute(const Graph& graph) = 0;
   virtual void synchronize() {}
+  // Later compute() calls stop with an sd::Error once this time has passed (checked
+  // between nodes); time_point::max() (the default) never stops them. A server bounds how
+  // long one client's graph may hold its devices with it.
+  virtual void set_deadline(std::chrono::steady_clock::time_point deadline) { (void)deadline; }
   // Frees what the backend keeps between calls for speed (packed weight copies, kernel
   // scratch); later calls rebuild what they need. Called when a phase ends so the next one
   // has the memory.

@@ -29,7 +29,11 @@ Serves this machine's devices to remote clients (sd-cli --rpc-servers HOST:PORT)
   -t, --threads N        compute threads per client (default: all cores)
   -m, --mem MiB          most memory clients may hold per device (default: 90% of it)
   -c, --cache-dir DIR    keep uploaded weights on disk too, so they survive a restart
-      --cache-mem MiB    weight cache in memory (default: 4096; 0 disables it)
+      --cache-mem MiB    weight cache in memory (default: 4096; 0 disables it), within
+                         --mem: cached weights give way to clients' allocations
+      --max-sessions N   clients served at once (default: 8); more are refused
+      --compute-timeout S  seconds one compute call may run before it is stopped
+                         (default: 600; 0: no limit)
       --token-file FILE  clients must send this token (or set SD_RPC_TOKEN)
       --tls-cert FILE    serve TLS with this PEM certificate ...
       --tls-key FILE     ... and its PEM private key
@@ -107,6 +111,10 @@ int run(int argc, char** argv) {
       o.cache_dir = value();
     } else if (a == "--cache-mem") {
       o.cache_memory = static_cast<size_t>(parse_number(a, value(), 0, 1L << 30)) << 20;
+    } else if (a == "--max-sessions") {
+      o.max_sessions = static_cast<int>(parse_number(a, value(), 1, 4096));
+    } else if (a == "--compute-timeout") {
+      o.compute_timeout = static_cast<int>(parse_number(a, value(), 0, 86400 * 7));
     } else if (a == "--token-file") {
       token_file = value();
     } else if (a == "--tls-cert") {

@@ -22,8 +22,14 @@ void CpuBackend::compute(const Graph& graph) {
   check_supported(device_, graph);
   // oneDNN's OpenMP runtime and our kernels both take the thread count from here.
   omp_set_num_threads(ctx_.threads);
+  const bool timed = deadline_ != std::chrono::steady_clock::time_point::max();
+  size_t done = 0;
   for (Tensor* node : graph.nodes) {
+    ++done;
     if (is_view_op(node->op)) continue;
+    SD_CHECK(!timed || std::chrono::steady_clock::now() < deadline_,
+             "[CPU] compute stopped past its deadline, at node %zu of %zu (%s)", done,
+             graph.nodes.size(), op_name(node->op).data());
     SD_CHECK(node->data, "[CPU] tensor '%s' (%s) has no memory; allocate the graph first",
              node->name.c_str(), op_name(node->op).data());
     for (const Tensor* s : node->src) {

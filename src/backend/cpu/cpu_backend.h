@@ -15,8 +15,12 @@ class CpuBackend final : public Backend {
   void set_threads(int threads) override;
   void compute(const Graph& graph) override;
   void release_caches() override;
+  void set_deadline(std::chrono::steady_clock::time_point deadline) override {
+    deadline_ = deadline;
+  }
 
  private:
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
   CpuDevice& device_;
   CpuKernels kernels_;
   CpuContext ctx_;

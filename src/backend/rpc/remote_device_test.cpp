@@ -241,6 +241,91 @@ TEST(RpcLoopback, TheMemoryLimitIsEnforcedWithAClearMessage) {
   EXPECT_NO_THROW(remote.buffer_type().allocate(600 << 10));
 }
 
+// Weights the cache keeps count against --mem: they give way to a client's allocation
+// rather than refusing it (before, a --mem server could hold --cache-mem on top).
+TEST(RpcLoopback, CachedWeightsGiveWayWithinTheMemoryLimit) {
+  ServerOptions o;
+  o.port = 0;
+  o.devices = {&DeviceRegistry::instance().get("CPU")};
+  o.memory_limit = 1 << 20;
+  Server server(o);
+  {
+    DeviceRegistry registry;
+    add_rpc_servers(registry, endpoint(server), quick_options());
+    SmallGraph g(2048);  // 512 KiB of weights, cached when this client goes
+    auto wbuf = only_rpc_device(registry).buffer_type().allocate(g.w->nbytes());
+    bind_tensor(*g.w, *wbuf, 0);
+    tensor_set(*g.w, test::random_values(g.w->nelements(), 1).data());
+  }
+  for (int i = 0; i < 50 && server.session_count() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(server.cached_bytes(), size_t{512} << 10);
+  DeviceRegistry registry;
+  add_rpc_servers(registry, endpoint(server), quick_options());
+  // 512 KiB cached + 700 KiB asked for is past the 1 MiB limit: the cached weight goes.
+  EXPECT_NO_THROW(only_rpc_device(registry).buffer_type().allocate(700 << 10));
+  EXPECT_EQ(server.cached_bytes(), 0u);
+}
+
+TEST(RpcLoopback, ClientsPastMaxSessionsAreRefusedClearly) {
+  ServerOptions o;
+  o.port = 0;
+  o.devices = {&DeviceRegistry::instance().get("CPU")};
+  o.max_sessions = 1;
+  Server server(o);
+  DeviceRegistry first;
+  add_rpc_servers(first, endpoint(server), quick_options());
+  DeviceRegistry second;
+  try {
+    add_rpc_servers(second, endpoint(server), quick_options());
+    FAIL() << "a second client was served past --max-sessions 1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--max-sessions"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(server.session_count(), 1u);
+  EXPECT_NO_THROW(run_small(only_rpc_device(first), 8));  // the first is unaffected
+}
+
+// A compute call that runs past --compute-timeout is stopped with an error naming the
+// flag; the session stays usable.
+TEST(RpcLoopback, AComputeCallPastTheTimeLimitIsStopped) {
+  ServerOptions o;
+  o.port = 0;
+  o.threads = 1;
+  o.devices = {&DeviceRegistry::instance().get("CPU")};
+  o.compute_timeout = 1;
+  Server server(o);
+  DeviceRegistry registry;
+  add_rpc_servers(registry, endpoint(server), quick_options());
+  RpcDevice& remote = only_rpc_device(registry);
+  // A chain of large matmuls: far more than a second of work on one thread.
+  Context ctx;
+  Tensor* w = ctx.new_tensor(DType::F32, {1024, 1024}, "w");
+  Tensor* x = ctx.new_tensor(DType::F32, {1024, 1024}, "x");
+  w->flags |= kFlagParam;
+  x->flags |= kFlagInput;
+  Tensor* y = x;
+  for (int i = 0; i < 2000; ++i) y = matmul(ctx, w, y);
+  Graph graph = Graph::build({y});
+  auto wbuf = remote.buffer_type().allocate(w->nbytes());
+  bind_tensor(*w, *wbuf, 0);
+  tensor_set(*w, std::vector<float>(static_cast<size_t>(w->nelements()), 0.0f).data());
+  ComputeBuffer memory(remote.buffer_type());
+  memory.allocate(graph);
+  tensor_set(*x, std::vector<float>(static_cast<size_t>(x->nelements()), 1.0f).data());
+  std::unique_ptr<Backend> backend = remote.create_backend(BackendOptions{1});
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    backend->compute(graph);
+    backend->synchronize();
+    FAIL() << "ran past --compute-timeout";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--compute-timeout"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
+  EXPECT_NO_THROW(run_small(remote, 8));
+}
+
 TEST(RpcLoopback, AnIdleSessionStaysOpen) {
   // Keep-alive pings every second for several seconds must not end the session.
   auto server = start_server();

@@ -135,6 +135,8 @@ class RemoteService final : public wire::Remote::Service {
     }
   }
 
+  size_t cached_bytes() const { return cache_.memory_bytes(); }
+
   size_t session_count() const {
     std::lock_guard lock(sessions_mutex_);
     return sessions_.size();
@@ -160,6 +162,15 @@ class RemoteService final : public wire::Remote::Service {
     session->peer = ctx->peer();
     {
       std::lock_guard lock(sessions_mutex_);
+      if (options_.max_sessions > 0 &&
+          sessions_.size() >= static_cast<size_t>(options_.max_sessions)) {
+        log("refused %s: %zu clients connected (--max-sessions)", ctx->peer().c_str(),
+            sessions_.size());
+        return error(StatusCode::RESOURCE_EXHAUSTED,
+                     format("sd-rpc-server is serving its most clients at once (%d, "
+                            "--max-sessions); try again when one disconnects",
+                            options_.max_sessions));
+      }
       sessions_[session->id] = session;
     }
     log("session %.8s opened by %s (%s)", session->id.c_str(), session->peer.c_str(),
@@ -202,6 +213,12 @@ class RemoteService final : public wire::Remote::Service {
       ServedDevice& d = device(req->device());
       const size_t size = req->size();
       SD_CHECK(size > 0, "[RPC] a buffer of 0 bytes was asked for");
+      // Cached weights live within the limit too: the least recently used give way.
+      if (d.limit) {
+        const size_t cached = cache_.device_bytes(req->device());
+        if (d.used.load() + cached + size > d.limit)
+          cache_.evict(req->device(), d.used.load() + cached + size - d.limit);
+      }
       if (d.limit && (size > d.limit || d.used.load() + size > d.limit)) {
         return error(StatusCode::RESOURCE_EXHAUSTED,
                      format("%s on the server: %s asked for, %s of its --mem limit %s in use; "
@@ -353,7 +370,23 @@ class RemoteService final : public wire::Remote::Service {
       auto& backend = s.backends[req->device()];
       if (!backend) backend = d.device->create_backend(BackendOptions{options_.threads});
       check_supported(*d.device, graph->graph);
-      backend->compute(graph->graph);
+      if (options_.compute_timeout > 0) {
+        const auto deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(options_.compute_timeout);
+        backend->set_deadline(deadline);
+        try {
+          backend->compute(graph->graph);
+        } catch (const sd::Error&) {
+          if (std::chrono::steady_clock::now() < deadline) throw;
+          return error(StatusCode::RESOURCE_EXHAUSTED,
+                       format("the compute call ran past the server's limit of %d s and was "
+                              "stopped; start sd-rpc-server with a larger --compute-timeout "
+                              "(0: none) or compute smaller graphs there",
+                              options_.compute_timeout));
+        }
+      } else {
+        backend->compute(graph->graph);
+      }
       ++s.computes;
       backend->synchronize();
       size_t reply_bytes = 0;
@@ -603,6 +636,10 @@ void Server::shutdown() {
 
 size_t Server::session_count() const {
   return impl_->service->session_count();
+}
+
+size_t Server::cached_bytes() const {
+  return impl_->service->cached_bytes();
 }
 
 }  // namespace sd::rpc

@@ -20,9 +20,11 @@ struct ServerOptions {
   std::vector<Device*> devices;  // served in this order; empty: every local device
   int threads = 0;               // compute threads per session; 0: all cores
   size_t memory_limit = 0;       // bytes of buffers per device over all sessions; 0: 90% of it
-  size_t cache_memory = size_t{4} << 30;
-  std::string cache_dir;                        // empty: weights are cached in memory only
-  std::string token;                            // empty: no token asked for
+  size_t cache_memory = size_t{4} << 30;  // also within memory_limit per device
+  int max_sessions = 8;       // clients served at once; each holds a thread while connected
+  int compute_timeout = 600;  // seconds one compute call may run; 0: no limit
+  std::string cache_dir;      // empty: weights are cached in memory only
+  std::string token;          // empty: no token asked for
   std::string tls_cert_pem, tls_key_pem;        // both empty: plaintext
   bool insecure = false;                        // allow a non-loopback bind without a token
   std::function<void(const std::string&)> log;  // one line per event
@@ -46,6 +48,8 @@ class Server {
   void shutdown();
   // Sessions open now (for tests and the log).
   size_t session_count() const;
+  // Bytes of weight buffers the in-memory cache holds (for tests and the log).
+  size_t cached_bytes() const;
 
  private:
   struct Impl;

@@ -35,6 +35,28 @@ size_t WeightCache::memory_bytes() const {
   return used_;
 }
 
+size_t WeightCache::device_bytes(uint32_t device) const {
+  std::lock_guard lock(mutex_);
+  size_t n = 0;
+  for (const auto& [key, entry] : entries_)
+    if (key.device == device) n += entry.buffer->size();
+  return n;
+}
+
+void WeightCache::evict(uint32_t device, size_t bytes) {
+  std::lock_guard lock(mutex_);
+  size_t freed = 0;
+  for (auto it = lru_.end(); it != lru_.begin() && freed < bytes;) {
+    --it;
+    if (it->device != device) continue;
+    auto entry = entries_.find(*it);
+    freed += entry->second.buffer->size();
+    used_ -= entry->second.buffer->size();
+    entries_.erase(entry);
+    it = lru_.erase(it);
+  }
+}
+
 std::unique_ptr<Buffer> WeightCache::take(const ContentHash& hash, size_t size, uint32_t device) {
   std::lock_guard lock(mutex_);
   auto it = entries_.find(Key{hash, device});

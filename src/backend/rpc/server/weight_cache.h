@@ -41,6 +41,11 @@ class WeightCache {
   bool has_folder() const { return !folder_.empty(); }
 
   size_t memory_bytes() const;
+  // Bytes of `device`'s buffers held here, and freeing the least recently used of them until
+  // at least `bytes` are freed (or none is left): cached buffers count against the
+  // device's --mem limit and give way to allocations.
+  size_t device_bytes(uint32_t device) const;
+  void evict(uint32_t device, size_t bytes);
 
  private:
   struct Key {
