@@ -12,6 +12,12 @@
 //
 // bf16 weights on a CPU with AVX512_BF16 run our own bf16 Winograd kernel from 16x16
 // outputs up (conv2d_winograd_bf16.cpp); oneDNN's bf16 direct kernel takes the rest.
+//
+// Weights oneDNN cannot read as stored (f16) are never kept converted: a UNet's would be
+// 2x its f16 weights. Small outputs run as im2col and a GEMM over weight tiles converted
+// in cache (conv2d_weight_tiles.cpp); the rest convert per call in slices of output
+// channels (run_conv_in_slices), a few percent of a convolution with that many outputs.
+// Weights in the GEMM's own dtype (f32, bf16) are packed once and kept (DnnlState).
 #include <algorithm>
 
 #include "backend/cpu/conv2d_weight_tiles.h"

@@ -1,7 +1,8 @@
 // The CPU backend's linear-algebra kernels: MatMul and Conv2d through oneDNN (f32 and bf16
-// GEMM/convolution, weights packed into oneDNN's layout and cached in DnnlState), and fused
-// Attention with our own Highway tiles. Each matches its reference kernel in
-// src/tensor/ops and returns false to decline a node (the reference kernel runs then).
+// GEMM/convolution; weights in their own dtype packed into oneDNN's layout and cached in
+// DnnlState, other dtypes converted per call), and fused Attention with our own Highway
+// tiles. Each matches its reference kernel in src/tensor/ops and returns false to decline a
+// node (the reference kernel runs then).
 #pragma once
 
 #include "backend/cpu/cpu_context.h"
