@@ -19,13 +19,36 @@
 namespace sd::rpc {
 namespace {
 
-std::unique_ptr<Server> start_server(std::string token = {}) {
+// A server of this machine's CPU on a free loopback port.
+ServerOptions cpu_server_options() {
   ServerOptions o;
   o.port = 0;
-  o.token = std::move(token);
   o.threads = 2;
   o.devices = {&DeviceRegistry::instance().get("CPU")};
+  return o;
+}
+
+std::unique_ptr<Server> start_server(std::string token = {}) {
+  ServerOptions o = cpu_server_options();
+  o.token = std::move(token);
   return std::make_unique<Server>(o);
+}
+
+// Runs `f`, which must fail with an sd::Error whose message names `flag` (the fix).
+template <typename F>
+void expect_error_naming(const std::string& flag, F&& f) {
+  try {
+    f();
+    ADD_FAILURE() << "no error naming " << flag;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+  }
+}
+
+// Waits (up to 5 s) for the server to notice that its clients have gone.
+void wait_until_no_sessions(const Server& server) {
+  for (int i = 0; i < 50 && server.session_count() > 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 std::string endpoint(const Server& s) {
@@ -191,8 +214,7 @@ TEST(RpcLoopback, AClosedClientsBuffersAreFreed) {
     auto b = only_rpc_device(registry).buffer_type().allocate(1 << 20);
     EXPECT_EQ(server->session_count(), 1u);
   }
-  for (int i = 0; i < 50 && server->session_count() > 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  wait_until_no_sessions(*server);
   EXPECT_EQ(server->session_count(), 0u);
 }
 
@@ -221,9 +243,7 @@ TEST(RpcLoopback, ClientsAtOnceKeepTheirOwnBuffers) {
 }
 
 TEST(RpcLoopback, TheMemoryLimitIsEnforcedWithAClearMessage) {
-  ServerOptions o;
-  o.port = 0;
-  o.devices = {&DeviceRegistry::instance().get("CPU")};
+  ServerOptions o = cpu_server_options();
   o.memory_limit = 1 << 20;
   Server server(o);
   DeviceRegistry registry;
@@ -231,12 +251,7 @@ TEST(RpcLoopback, TheMemoryLimitIsEnforcedWithAClearMessage) {
   RpcDevice& remote = only_rpc_device(registry);
   EXPECT_LE(remote.memory().total, size_t{1} << 20);
   auto first = remote.buffer_type().allocate(600 << 10);
-  try {
-    remote.buffer_type().allocate(600 << 10);
-    FAIL() << "allocated past --mem";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--mem"), std::string::npos) << e.what();
-  }
+  expect_error_naming("--mem", [&] { remote.buffer_type().allocate(600 << 10); });
   first.reset();  // freed: there is room again
   EXPECT_NO_THROW(remote.buffer_type().allocate(600 << 10));
 }
@@ -244,9 +259,7 @@ TEST(RpcLoopback, TheMemoryLimitIsEnforcedWithAClearMessage) {
 // Weights the cache keeps count against --mem: they give way to a client's allocation
 // rather than refusing it (before, a --mem server could hold --cache-mem on top).
 TEST(RpcLoopback, CachedWeightsGiveWayWithinTheMemoryLimit) {
-  ServerOptions o;
-  o.port = 0;
-  o.devices = {&DeviceRegistry::instance().get("CPU")};
+  ServerOptions o = cpu_server_options();
   o.memory_limit = 1 << 20;
   Server server(o);
   {
@@ -257,8 +270,7 @@ TEST(RpcLoopback, CachedWeightsGiveWayWithinTheMemoryLimit) {
     bind_tensor(*g.w, *wbuf, 0);
     tensor_set(*g.w, test::random_values(g.w->nelements(), 1).data());
   }
-  for (int i = 0; i < 50 && server.session_count() > 0; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  wait_until_no_sessions(server);
   EXPECT_EQ(server.cached_bytes(), size_t{512} << 10);
   DeviceRegistry registry;
   add_rpc_servers(registry, endpoint(server), quick_options());
@@ -268,20 +280,14 @@ TEST(RpcLoopback, CachedWeightsGiveWayWithinTheMemoryLimit) {
 }
 
 TEST(RpcLoopback, ClientsPastMaxSessionsAreRefusedClearly) {
-  ServerOptions o;
-  o.port = 0;
-  o.devices = {&DeviceRegistry::instance().get("CPU")};
+  ServerOptions o = cpu_server_options();
   o.max_sessions = 1;
   Server server(o);
   DeviceRegistry first;
   add_rpc_servers(first, endpoint(server), quick_options());
   DeviceRegistry second;
-  try {
-    add_rpc_servers(second, endpoint(server), quick_options());
-    FAIL() << "a second client was served past --max-sessions 1";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--max-sessions"), std::string::npos) << e.what();
-  }
+  expect_error_naming("--max-sessions",
+                      [&] { add_rpc_servers(second, endpoint(server), quick_options()); });
   EXPECT_EQ(server.session_count(), 1u);
   EXPECT_NO_THROW(run_small(only_rpc_device(first), 8));  // the first is unaffected
 }
@@ -289,10 +295,8 @@ TEST(RpcLoopback, ClientsPastMaxSessionsAreRefusedClearly) {
 // A compute call that runs past --compute-timeout is stopped with an error naming the
 // flag; the session stays usable.
 TEST(RpcLoopback, AComputeCallPastTheTimeLimitIsStopped) {
-  ServerOptions o;
-  o.port = 0;
+  ServerOptions o = cpu_server_options();
   o.threads = 1;
-  o.devices = {&DeviceRegistry::instance().get("CPU")};
   o.compute_timeout = 1;
   Server server(o);
   DeviceRegistry registry;
@@ -315,13 +319,10 @@ TEST(RpcLoopback, AComputeCallPastTheTimeLimitIsStopped) {
   tensor_set(*x, std::vector<float>(static_cast<size_t>(x->nelements()), 1.0f).data());
   std::unique_ptr<Backend> backend = remote.create_backend(BackendOptions{1});
   const auto start = std::chrono::steady_clock::now();
-  try {
+  expect_error_naming("--compute-timeout", [&] {
     backend->compute(graph);
     backend->synchronize();
-    FAIL() << "ran past --compute-timeout";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("--compute-timeout"), std::string::npos) << e.what();
-  }
+  });
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(8));
   EXPECT_NO_THROW(run_small(remote, 8));
 }
