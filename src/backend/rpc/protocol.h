@@ -30,6 +30,8 @@ constexpr size_t kCachedWriteMinBytes = size_t{64} << 10;
 // Graph limits the server enforces.
 constexpr int kMaxGraphTensors = 1 << 18;
 constexpr int kMaxGraphsPerSession = 16;
+// Tensors of the graphs a session keeps, together (the newest is kept whatever its size).
+constexpr size_t kMaxKeptGraphTensors = size_t{1} << 18;
 
 constexpr const char* kSessionKey = "sd-session";
 constexpr const char* kTokenKey = "sd-token";

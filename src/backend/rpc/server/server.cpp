@@ -513,7 +513,18 @@ class RemoteService final : public wire::Remote::Service {
   ReceivedGraph* remember_graph(rpc::Session& s, uint64_t hash, std::unique_ptr<ReceivedGraph> g) {
     s.graphs.remove_if([hash](const auto& e) { return e.first == hash; });
     s.graphs.emplace_front(hash, std::move(g));
-    while (s.graphs.size() > kMaxGraphsPerSession) s.graphs.pop_back();
+    // Kept graphs are bounded in number and, together, in tensors (one largest graph's
+    // worth): 16 of the largest would hold about a gigabyte per session.
+    const auto tensors = [](const ReceivedGraph& r) {
+      return r.graph.nodes.size() + r.graph.leafs.size();
+    };
+    size_t kept = 0;
+    for (const auto& [h, r] : s.graphs) kept += tensors(*r);
+    while (s.graphs.size() > 1 &&
+           (s.graphs.size() > kMaxGraphsPerSession || kept > kMaxKeptGraphTensors)) {
+      kept -= tensors(*s.graphs.back().second);
+      s.graphs.pop_back();
+    }
     return s.graphs.front().second.get();
   }
 
