@@ -9,6 +9,7 @@
 #include "backend/registry.h"
 #include "backend/rpc/client/rpc_device.h"
 #include "backend/rpc/server/server.h"
+#include "backend/rpc/tcp_relay_test_util.h"
 #include "tensor/context.h"
 #include "tensor/error.h"
 #include "tensor/ops/elementwise.h"
@@ -194,6 +195,25 @@ TEST(RpcLoopback, ADeadServerFailsTheCallNamingIt) {
     EXPECT_NE(std::string(e.what()).find("stopped"), std::string::npos) << e.what();
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+}
+
+// A cut network (or a host that lost power) sends no reset: the call must still fail,
+// naming the server, within the keep-alive and deadline bounds (here 1 s + 5 s, and 5 s
+// per call), and the client works again once the network is back.
+TEST(RpcLoopback, ACutNetworkFailsTheCallInBoundedTime) {
+  auto server = start_server();
+  TcpRelay relay(server->port());
+  const std::string address = "127.0.0.1:" + std::to_string(relay.port());
+  DeviceRegistry registry;
+  add_rpc_servers(registry, address, quick_options());
+  RpcDevice& remote = only_rpc_device(registry);
+  EXPECT_NO_THROW(run_small(remote, 8));
+  relay.cut();
+  const auto start = std::chrono::steady_clock::now();
+  expect_error_naming(address, [&] { run_small(remote, 8); });
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  relay.restore();
+  EXPECT_EQ(run_small(remote, 8), run_small(DeviceRegistry::instance().get("CPU"), 8));
 }
 
 TEST(RpcLoopback, UnreachableServerIsAnErrorNotAHang) {
