@@ -292,10 +292,9 @@ bool cpu_conv2d(CpuContext& ctx, Tensor* dst) {
       // no Winograd kernel for this CPU (it needs AVX-512): the direct one below
     }
   }
-  // Weights the kernel cannot read as stored are converted per call, in slices.
-  const bool converted = !bf16 && w->type != DType::F32;
   try {
-    if (converted && conv2d_params(dst).groups == 1)
+    // Weights the kernel cannot read as stored are converted per call, in slices.
+    if (!ctx.dnnl->reads_as_stored(w->type) && conv2d_params(dst).groups == 1)
       run_conv_in_slices(ctx, dst, dt::f32);
     else
       run_conv(ctx, dst, bf16 ? dt::bf16 : dt::f32, /*winograd=*/false);

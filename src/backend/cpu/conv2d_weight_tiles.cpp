@@ -14,9 +14,6 @@
 // input, small at these sizes.
 #include "backend/cpu/conv2d_weight_tiles.h"
 
-#include <algorithm>
-#include <cstring>
-
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/linalg_kernels.h"
 #include "tensor/ops/conv2d.h"
@@ -26,7 +23,7 @@ namespace sd {
 
 namespace {
 
-// A dense 2-D f32 tensor over `data`: `cols` values per row, `rows` rows.
+// A dense 2-D tensor of `type` over `data`: `cols` values per row, `rows` rows.
 Tensor matrix(DType type, int64_t cols, int64_t rows, void* data) {
   Tensor t;
   t.type = type;
@@ -92,8 +89,8 @@ void to_channel_planes(const CpuContext& ctx, const float* product, const Tensor
 bool cpu_conv2d_weight_tiles(CpuContext& ctx, Tensor* dst) {
   DnnlState& st = *ctx.dnnl;
   const Tensor* w = dst->src[1];
-  const bool stored_gemm = w->type == DType::F32 || (w->type == DType::BF16 && st.native_bf16);
-  if (stored_gemm || conv2d_params(dst).groups != 1 || !w->is_contiguous()) return false;
+  if (st.reads_as_stored(w->type) || conv2d_params(dst).groups != 1 || !w->is_contiguous())
+    return false;
   const int64_t rows = dst->ne[0] * dst->ne[1] * dst->ne[3];
   if (rows > st.weight_tiles_max_rows) return false;
   const int64_t k = w->ne[0] * w->ne[1] * w->ne[2], cout = w->ne[3];

@@ -11,7 +11,7 @@ namespace sd {
 // Runs the Conv2d `dst` when its weights are not in a dtype the GEMM reads as stored (f16,
 // or bf16 without native bf16 dot products), it is ungrouped, and its output has at most
 // DnnlState::weight_tiles_max_rows pixels (all images together). False otherwise: the
-// caller then runs the direct kernel, whose weights are converted whole per call.
+// caller then runs the direct kernel, whose weights are converted per call in slices.
 bool cpu_conv2d_weight_tiles(CpuContext& ctx, Tensor* dst);
 
 }  // namespace sd

@@ -118,6 +118,12 @@ struct DnnlState {
   int64_t winograd_chunk_tiles = 512;
   int64_t winograd_min_chunks_per_thread = 4;
 
+  // Whether the GEMM and convolution kernels compute from weights of type `t` as stored
+  // (f32; bf16 with native bf16): other dtypes are converted per call, never kept.
+  bool reads_as_stored(DType t) const {
+    return t == DType::F32 || (t == DType::BF16 && native_bf16);
+  }
+
   // `bytes` of 64-byte aligned memory in `slot`, valid until the slot's next request.
   void* scratch(DnnlScratch slot, size_t bytes);
   // A memory object of layout `desc` over scratch `slot`.
@@ -153,8 +159,6 @@ struct DnnlState {
   // converted for a GEMM) need not sit beside the next phase's.
   void release_scratch();
   size_t weight_cache_bytes() const { return weight_bytes_; }
-  // The part of weight_cache_bytes() that is memory on top of the weights.
-  size_t weight_cache_extra_bytes() const { return extra_bytes_; }
 
   // Runs a primitive on the stream and waits.
   void execute(const dnnl::primitive& p, const std::unordered_map<int, dnnl::memory>& args);

@@ -370,22 +370,20 @@ class RemoteService final : public wire::Remote::Service {
       auto& backend = s.backends[req->device()];
       if (!backend) backend = d.device->create_backend(BackendOptions{options_.threads});
       check_supported(*d.device, graph->graph);
-      if (options_.compute_timeout > 0) {
-        const auto deadline =
-            std::chrono::steady_clock::now() + std::chrono::seconds(options_.compute_timeout);
-        backend->set_deadline(deadline);
-        try {
-          backend->compute(graph->graph);
-        } catch (const sd::Error&) {
-          if (std::chrono::steady_clock::now() < deadline) throw;
-          return error(StatusCode::RESOURCE_EXHAUSTED,
-                       format("the compute call ran past the server's limit of %d s and was "
-                              "stopped; start sd-rpc-server with a larger --compute-timeout "
-                              "(0: none) or compute smaller graphs there",
-                              options_.compute_timeout));
-        }
-      } else {
+      const bool timed = options_.compute_timeout > 0;
+      const auto deadline =
+          timed ? std::chrono::steady_clock::now() + std::chrono::seconds(options_.compute_timeout)
+                : std::chrono::steady_clock::time_point::max();
+      backend->set_deadline(deadline);
+      try {
         backend->compute(graph->graph);
+      } catch (const sd::Error&) {
+        if (!timed || std::chrono::steady_clock::now() < deadline) throw;
+        return error(StatusCode::RESOURCE_EXHAUSTED,
+                     format("the compute call ran past the server's limit of %d s and was "
+                            "stopped; start sd-rpc-server with a larger --compute-timeout "
+                            "(0: none) or compute smaller graphs there",
+                            options_.compute_timeout));
       }
       ++s.computes;
       backend->synchronize();

@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <cstdio>
+#include <iterator>
 #include <vector>
 
 namespace sd::rpc {
@@ -45,16 +46,18 @@ size_t WeightCache::device_bytes(uint32_t device) const {
 
 void WeightCache::evict(uint32_t device, size_t bytes) {
   std::lock_guard lock(mutex_);
-  size_t freed = 0;
-  for (auto it = lru_.end(); it != lru_.begin() && freed < bytes;) {
+  const size_t target = used_ > bytes ? used_ - bytes : 0;
+  for (auto it = lru_.end(); it != lru_.begin() && used_ > target;) {
     --it;
-    if (it->device != device) continue;
-    auto entry = entries_.find(*it);
-    freed += entry->second.buffer->size();
-    used_ -= entry->second.buffer->size();
-    entries_.erase(entry);
-    it = lru_.erase(it);
+    if (it->device == device) it = drop(it);
   }
+}
+
+std::list<WeightCache::Key>::iterator WeightCache::drop(std::list<Key>::iterator age) {
+  auto entry = entries_.find(*age);
+  used_ -= entry->second.buffer->size();
+  entries_.erase(entry);
+  return lru_.erase(age);
 }
 
 std::unique_ptr<Buffer> WeightCache::take(const ContentHash& hash, size_t size, uint32_t device) {
@@ -72,12 +75,7 @@ void WeightCache::give(const ContentHash& hash, uint32_t device, std::unique_ptr
   std::lock_guard lock(mutex_);
   const Key key{hash, device};
   if (buffer->size() > budget_ || entries_.count(key)) return;
-  while (used_ + buffer->size() > budget_ && !lru_.empty()) {
-    auto old = entries_.find(lru_.back());
-    used_ -= old->second.buffer->size();
-    entries_.erase(old);
-    lru_.pop_back();
-  }
+  while (used_ + buffer->size() > budget_ && !lru_.empty()) drop(std::prev(lru_.end()));
   lru_.push_front(key);
   used_ += buffer->size();
   entries_.emplace(key, Entry{std::move(buffer), lru_.begin()});

@@ -61,6 +61,9 @@ class WeightCache {
     std::list<Key>::iterator age;
   };
   std::string path_of(const ContentHash& hash) const;
+  // Frees the entry at `age` in lru_ and returns the position after it, as list::erase
+  // does. Callers hold mutex_.
+  std::list<Key>::iterator drop(std::list<Key>::iterator age);
 
   mutable std::mutex mutex_;
   size_t budget_;
