@@ -41,6 +41,13 @@ struct Entry {
   std::vector<int64_t> ne;
   DType stored = DType::F32;
   DType out = DType::F32;
+
+  bool empty() const { return product(ne) == 0; }
+  // Rows of ne[0] elements in `out`; a tensor with a zero dimension has no bytes.
+  uint64_t bytes() const {
+    if (empty()) return 0;
+    return row_size(out, ne[0]) * static_cast<uint64_t>(product(ne) / ne[0]);
+  }
 };
 
 void check_output_path(const std::string& output) {
@@ -151,6 +158,7 @@ ConvertResult convert_model(const ConvertOptions& options) {
   for (const auto& [name, source] : loader.tensors()) {
     Entry e;
     e.ne.assign(source.ne.begin(), source.ne.begin() + source.n_dims);
+    if (e.ne.empty()) e.ne.push_back(1);  // a scalar is written as one element
     e.stored = source.stored;
     entries[name] = std::move(e);
   }
@@ -159,8 +167,9 @@ ConvertResult convert_model(const ConvertOptions& options) {
   ConvertResult result;
   uint64_t total = 0;
   for (auto& [name, e] : entries) {
-    e.out = output_type(name, e.ne[0], e.stored, options.type, rules);
-    total += row_size(e.out, e.ne[0]) * static_cast<uint64_t>(product(e.ne) / e.ne[0]);
+    // A tensor with a zero dimension is legal and kept as it is: there is nothing to convert.
+    e.out = e.empty() ? e.stored : output_type(name, e.ne[0], e.stored, options.type, rules);
+    total += e.bytes();
   }
 
   io::GgufWriter writer;
@@ -178,13 +187,13 @@ ConvertResult convert_model(const ConvertOptions& options) {
     const Entry* entry = &e;
     writer.add_tensor(name, e.out, e.ne, [&, entry_name, entry](io::GgufSink& sink) {
       // One tensor in memory at a time: read, convert, write.
-      std::vector<uint8_t> bytes(row_size(entry->out, entry->ne[0]) *
-                                 static_cast<size_t>(product(entry->ne) / entry->ne[0]));
-      loader.read(*entry_name, entry->out, bytes.data());
-      sink.write(bytes.data(), bytes.size());
+      std::vector<uint8_t> bytes(static_cast<size_t>(entry->bytes()));
+      if (!bytes.empty()) {
+        loader.read(*entry_name, entry->out, bytes.data());
+        sink.write(bytes.data(), bytes.size());
+      }
       ++index;
-      written += row_size(entry->out, entry->ne[0]) *
-                 static_cast<uint64_t>(product(entry->ne) / entry->ne[0]);
+      written += bytes.size();
       if (options.progress) {
         options.progress({index, entries.size(), *entry_name, entry->out, written, total});
       }

@@ -273,5 +273,35 @@ TEST(Convert, KeepRules) {
   EXPECT_FALSE(weights::takes_weight_type("a.weight", 320, DType::F32, DType::Q4_K));
 }
 
+TEST(Convert, ZeroSizeAndScalarTensorsAreKept) {
+  TempDir dir;
+  const std::string input = dir.file("model.safetensors");
+  const std::string output = dir.file("out.gguf");
+  std::vector<Source> sources = checkpoint();
+  sources.push_back(make("model.diffusion_model.empty.weight", {0}, false, 7));
+  sources.push_back(make("model.diffusion_model.empty_rows.weight", {4, 0}, true, 8));
+  sources.push_back(make("model.diffusion_model.no_rows.weight", {0, 256}, false, 9));
+  sources.push_back(make("model.diffusion_model.scale", {}, false, 10));
+  write_safetensors(input, sources);
+  const ConvertResult r = convert_model({input, output, "", DType::Q8_0, "", nullptr});
+  EXPECT_EQ(r.tensors, sources.size());
+  const io::GgufFile f = io::GgufFile::open(output);
+  for (const char* name :
+       {"model.diffusion_model.empty.weight", "model.diffusion_model.empty_rows.weight",
+        "model.diffusion_model.no_rows.weight"}) {
+    const io::TensorInfo* t = f.find(name);
+    ASSERT_NE(t, nullptr) << name;
+    EXPECT_EQ(t->size, 0u) << name;
+    EXPECT_NE(t->dtype, DType::Q8_0) << name;
+  }
+  const io::TensorInfo* scalar = f.find("model.diffusion_model.scale");
+  ASSERT_NE(scalar, nullptr);
+  EXPECT_EQ(scalar->ne[0], 1);
+  float value = 0;
+  ASSERT_EQ(scalar->size, sizeof value);
+  std::memcpy(&value, f.data(*scalar), sizeof value);
+  EXPECT_EQ(value, sources.back().values[0]);
+}
+
 }  // namespace
 }  // namespace sd::api

@@ -251,8 +251,7 @@ TEST(CorruptGguf, EveryCaseIsAnErrorNamingTheFile) {
       {"five_dims", tensor_file({32, 1, 1, 1, 2}, 0, 0), "5 dimensions"},
       // 2^32 f32 elements in a 300-byte file: sizes are checked against the file.
       {"dims_2^32", tensor_file({1ull << 32}, 0, 0), "past the end of the file"},
-      {"dim_zero", tensor_file({32, 0}, 0, 0), "dimension 1 of 0"},
-      {"dim_over_int64", tensor_file({1ull << 63}, 0, 0), "must be positive"},
+      {"dim_over_int64", tensor_file({1ull << 63}, 0, 0), "larger than 2^63"},
       {"elements_overflow", tensor_file({1ull << 32, 1ull << 32}, 0, 0), "overflows 64 bits"},
       {"bytes_overflow", tensor_file({1ull << 62}, 0, 0), "byte size that overflows"},
       {"unknown_type", tensor_file({32}, 99, 0), "unknown type id 99"},

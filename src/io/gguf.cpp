@@ -174,9 +174,10 @@ TensorInfo read_tensor_info(Cursor& c, uint64_t index) {
   uint64_t n_elements = 1;
   for (uint32_t i = 0; i < n_dims; ++i) {
     auto d = c.read<uint64_t>(quote, " shape");
-    if (d == 0 || d > static_cast<uint64_t>(INT64_MAX)) {
+    // A zero dimension is legal (an empty tensor, as ggml allows); negative ones are not.
+    if (d > static_cast<uint64_t>(INT64_MAX)) {
       fail_file(c.path(), quote + " has dimension " + std::to_string(i) + " of " + u64s(d) +
-                              " (must be positive; corrupt file?)");
+                              " (larger than 2^63; corrupt file?)");
     }
     if (__builtin_mul_overflow(n_elements, d, &n_elements) ||
         n_elements > static_cast<uint64_t>(INT64_MAX)) {
@@ -357,7 +358,8 @@ GgufFile GgufFile::parse(std::shared_ptr<const MappedFile> file) {
 
   std::vector<const TensorInfo*> by_offset;
   by_offset.reserve(g.tensors_.size());
-  for (const TensorInfo& t : g.tensors_) by_offset.push_back(&t);
+  for (const TensorInfo& t : g.tensors_)
+    if (t.size > 0) by_offset.push_back(&t);  // empty tensors own no bytes
   std::sort(by_offset.begin(), by_offset.end(),
             [](const TensorInfo* a, const TensorInfo* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {

@@ -171,7 +171,8 @@ void GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> 
   SD_CHECK(dtype != DType::Count, "[gguf_writer] tensor '%s' has no dtype", name.c_str());
   uint64_t rows = 1;
   for (size_t i = 0; i < ne.size(); ++i) {
-    SD_CHECK(ne[i] > 0, "[gguf_writer] tensor '%s' has ne[%zu] = %lld (must be positive)",
+    // A zero dimension is legal (an empty tensor has no bytes); GGUF readers accept it.
+    SD_CHECK(ne[i] >= 0, "[gguf_writer] tensor '%s' has ne[%zu] = %lld (must not be negative)",
              name.c_str(), i, static_cast<long long>(ne[i]));
     if (i > 0) {
       SD_CHECK(!__builtin_mul_overflow(rows, static_cast<uint64_t>(ne[i]), &rows),
