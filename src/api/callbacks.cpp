@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tensor/error.h"
+
 namespace sd::api {
 namespace {
 
@@ -45,7 +47,9 @@ void vlog(sd_log_level_t level, const char* fmt, va_list args) {
   std::string text(static_cast<size_t>(n) + 1, '\0');
   std::vsnprintf(text.data(), text.size(), fmt, args);
   text.resize(static_cast<size_t>(n));
-  if (text.empty() || text.back() != '\n') text += '\n';
+  // Messages quote names and text from files; one line each, nothing the terminal runs.
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  text = escape_control_chars(text) + '\n';
   callback(level, text.c_str(), data);
 }
 

@@ -74,19 +74,22 @@ std::string report_json(const ImageInfoOptions& o, const io::ImageMetadata& m) {
   }
   report["entries"] = std::move(entries);
   if (!m.warning.empty()) report["warning"] = m.warning;
-  return report.dump(2) + "\n";
+  // Text from the file that is not UTF-8 shows as U+FFFD instead of failing the report.
+  return report.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
 class TextReport {
  public:
   explicit TextReport(bool brief) : brief_(brief) {}
 
-  // "key: value", continuation lines indented under the key.
+  // "key: value", continuation lines indented under the key. Keys and values come from the
+  // file, so control characters are shown escaped, never sent to the terminal.
   void line(int indent, const std::string& key, const std::string& value) {
     std::string text = value;
     if (brief_ && text.size() > kBriefLength) text = text.substr(0, kBriefLength) + "...";
+    text = escape_control_chars(text, /*keep_newlines=*/true);
     const std::string pad(static_cast<size_t>(indent), ' ');
-    out_ += pad + key + ":";
+    out_ += pad + escape_control_chars(key) + ":";
     if (!text.empty()) out_ += " ";
     for (char c : text) {
       out_ += c;
@@ -99,7 +102,9 @@ class TextReport {
     line(indent, v.key, "");
     for (const auto& child : v.children) value(indent + 2, child);
   }
+  // Text of the report's own; `untrusted` parts of it go through `shown`.
   void text(const std::string& s) { out_ += s; }
+  static std::string shown(const std::string& untrusted) { return escape_control_chars(untrusted); }
   std::string take() { return std::move(out_); }
 
  private:
@@ -109,18 +114,18 @@ class TextReport {
 
 std::string report_text(const ImageInfoOptions& o, const io::ImageMetadata& m) {
   TextReport r(o.brief);
-  r.text("File: " + o.image + "\n");
+  r.text("File: " + TextReport::shown(o.image) + "\n");
   std::string format = m.format;
   if (m.width > 0 && m.height > 0) {
     format += " (" + std::to_string(m.width) + " x " + std::to_string(m.height) + ")";
   }
-  r.text("Format: " + format + "\n");
-  if (!m.warning.empty()) r.text("Warning: " + m.warning + "\n");
+  r.text("Format: " + TextReport::shown(format) + "\n");
+  if (!m.warning.empty()) r.text("Warning: " + TextReport::shown(m.warning) + "\n");
   r.text("\n");
 
   if (!m.parameters.empty()) {
     const io::GenerationParameters p = io::parse_generation_parameters(m.parameters);
-    r.text("Generation parameters (" + m.parameters_source + "):\n");
+    r.text("Generation parameters (" + TextReport::shown(m.parameters_source) + "):\n");
     r.line(2, "Prompt", p.prompt);
     if (!p.negative_prompt.empty()) r.line(2, "Negative prompt", p.negative_prompt);
     for (const auto& [key, value] : p.settings) r.line(2, key, value);
@@ -131,7 +136,7 @@ std::string report_text(const ImageInfoOptions& o, const io::ImageMetadata& m) {
   for (const auto& e : m.entries) {
     if (e.structural && !o.all) continue;
     any = true;
-    r.text((e.kind == "chunk" ? "Chunk: " : "Segment: ") + e.name + " (offset " +
+    r.text((e.kind == "chunk" ? "Chunk: " : "Segment: ") + TextReport::shown(e.name) + " (offset " +
            std::to_string(e.offset) + ", " + std::to_string(e.length) + " bytes)\n");
     for (const auto& f : e.fields) r.value(2, f);
     if (!e.error.empty()) r.line(2, "error", e.error);

@@ -138,6 +138,23 @@ TEST_F(ImageInfo, NoMetadataSaysSo) {
   EXPECT_EQ(text.find("Generation parameters"), std::string::npos);
 }
 
+TEST_F(ImageInfo, TerminalEscapesInTheFileAreShownEscaped) {
+  ImageInfoOptions o;
+  o.image =
+      write("escapes.png", "a \x1b]0;pwned\x07 prompt \xc2\x9b2J\nSteps: 2\x1b[31m, Seed: \xff1");
+  const std::string text = describe_image_metadata(o);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xc2\x9b"), std::string::npos) << text;
+  EXPECT_NE(text.find("a \\e]0;pwned\\x07 prompt "), std::string::npos) << text;
+  EXPECT_NE(text.find("Steps: 2\\e[31m"), std::string::npos) << text;
+  o.format = MetadataFormat::Json;
+  std::string json_text;
+  ASSERT_NO_THROW(json_text = describe_image_metadata(o));  // not UTF-8: replaced, not fatal
+  EXPECT_EQ(json_text.find('\x1b'), std::string::npos) << json_text;
+  EXPECT_TRUE(nlohmann::json::accept(json_text)) << json_text;
+}
+
 TEST_F(ImageInfo, ErrorsNameTheProblem) {
   ImageInfoOptions o;
   try {

@@ -61,9 +61,9 @@ TEST(CorruptSafetensors, EveryCaseIsAnErrorNamingTheFile) {
   std::vector<Case> cases = {
       {"tiny", {1, 2, 3, 4, 5}, "too short for a safetensors header"},
       {"empty", {}, "0 bytes"},
-      {"header_past_eof", st_len(1000, 100), "runs past the end of the file"},
-      {"header_len_2^63", st_len(uint64_t{1} << 63, 64), "runs past the end"},
-      {"header_len_max", st_len(~uint64_t{0}, 64), "runs past the end"},
+      {"header_past_eof", st_len(1000, 100), "not a safetensors file"},
+      {"header_len_2^63", st_len(uint64_t{1} << 63, 64), "not a safetensors file"},
+      {"header_len_max", st_len(~uint64_t{0}, 64), "not a safetensors file"},
       {"header_len_0", st_len(0, 64), "too short for a JSON object"},
       {"bad_json", st(R"({"t":)"), "not valid JSON"},
       {"not_object", st("[1, 2]"), "not a JSON object"},
@@ -140,6 +140,33 @@ TEST(CorruptSafetensors, EveryCaseIsAnErrorNamingTheFile) {
   expect_all_fail(cases, ".safetensors", [](const std::string& p) { SafetensorsFile::open(p); });
 }
 
+TEST(CorruptSafetensors, TextFileIsNamedAsSuchWithoutEchoingIt) {
+  TempDir dir;
+  const std::string path = dir.file("readme.safetensors");
+  const std::string readme = "# Model card\nsecret \x1b[2J words of a text file, not weights\n";
+  test::write_file(path, Bytes(readme.begin(), readme.end()));
+  uint64_t as_length = 0;
+  std::memcpy(&as_length, readme.data(), 8);
+  try {
+    SafetensorsFile::open(path);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("not a safetensors file"), std::string::npos) << what;
+    EXPECT_EQ(what.find(std::to_string(as_length)), std::string::npos) << what;
+    EXPECT_EQ(what.find("secret"), std::string::npos) << what;
+  }
+  // A header that starts well but breaks: the parse error is not followed by the file's bytes.
+  const std::string broken = dir.file("broken.safetensors");
+  test::write_file(broken, st(R"({"t": secret_word})"));
+  try {
+    SafetensorsFile::open(broken);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()).find("secret"), std::string::npos) << e.what();
+  }
+}
+
 TEST(CorruptSafetensors, HugeHeaderIsRefusedBeforeParsing) {
   TempDir dir;
   const std::string path = dir.file("huge.safetensors");
@@ -149,7 +176,7 @@ TEST(CorruptSafetensors, HugeHeaderIsRefusedBeforeParsing) {
   ASSERT_GE(fd, 0);
   ASSERT_EQ(::ftruncate(fd, 200 << 20), 0);
   ::close(fd);
-  test::expect_error([&] { SafetensorsFile::open(path); }, {path, "exceeds the 100 MiB limit"});
+  test::expect_error([&] { SafetensorsFile::open(path); }, {path, "larger than the 100 MiB limit"});
 }
 
 TEST(CorruptSafetensors, DeepNestingInUnknownFieldsIsHarmless) {

@@ -159,6 +159,8 @@ class HeaderSax : public nlohmann::json_sax<json> {
     // Drop nlohmann's "[json.exception.parse_error.101] " tag: users need the position.
     if (auto p = what.find("] "); what.rfind("[json.exception", 0) == 0 && p != std::string::npos)
       what = what.substr(p + 2);
+    // ... and its "last read: '...'" quotes the file's bytes, which may be anything.
+    if (auto p = what.find("; last read"); p != std::string::npos) what.resize(p);
     return fail("header is not valid JSON: " + what +
                 " (corrupt or truncated file, or not a safetensors file?)");
   }
@@ -263,7 +265,7 @@ std::string first_bytes_hint(const MappedFile& f) {
   if (f.size() >= 4 && std::memcmp(d, "PK\x03\x04", 4) == 0) {
     return "; this is a zip archive, e.g. a PyTorch .ckpt/.pt file";
   }
-  return "; not a safetensors file, or a truncated download?";
+  return "; a truncated download, or a file of another kind?";
 }
 
 std::string u64s(uint64_t v) {
@@ -353,18 +355,25 @@ SafetensorsFile SafetensorsFile::parse(std::shared_ptr<const MappedFile> file) {
   }
   uint64_t header_len;
   std::memcpy(&header_len, file->data(), 8);
+  // The first 8 bytes are the header's length. When they make no sense, the file is
+  // something else: say so, without quoting its bytes back as a number.
   if (header_len > file_size - 8) {
-    fail_file(path, "header length " + u64s(header_len) + " runs past the end of the file (" +
-                        u64s(file_size) + " bytes" + first_bytes_hint(*file) + ")");
+    fail_file(path,
+              "not a safetensors file: its first 8 bytes are not a header length that "
+              "fits the file (" +
+                  u64s(file_size) + " bytes" + first_bytes_hint(*file) + ")");
   }
   if (header_len > kMaxSafetensorsHeader) {
-    fail_file(path, "header length " + u64s(header_len) + " exceeds the " +
-                        u64s(kMaxSafetensorsHeader >> 20) +
-                        " MiB limit (corrupt file; real headers are a few MiB at most)");
+    fail_file(path,
+              "not a safetensors file, or a corrupt one: its header would be larger than "
+              "the " +
+                  u64s(kMaxSafetensorsHeader >> 20) +
+                  " MiB limit (real headers are a few MiB at most)");
   }
   if (header_len < 2) {
-    fail_file(path, "header length " + u64s(header_len) +
-                        " is too short for a JSON object (corrupt file?)");
+    fail_file(path,
+              "not a safetensors file, or a corrupt one: its header length is too short for "
+              "a JSON object");
   }
 
   const char* json_begin = reinterpret_cast<const char*>(file->data() + 8);

@@ -5,6 +5,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace sd {
 
@@ -17,6 +18,12 @@ class Error : public std::runtime_error {
 std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 
 [[noreturn]] void fail(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+
+// Text from files and clients (tensor names, metadata, prompts) made safe for a terminal:
+// control characters (C0, DEL and UTF-8 encoded C1, which carry escape sequences) become
+// \n, \t, \r, \e or \xHH; everything else is kept. `keep_newlines` keeps '\n' as it is,
+// for text printed as several lines on purpose.
+std::string escape_control_chars(std::string_view text, bool keep_newlines = false);
 
 }  // namespace sd
 

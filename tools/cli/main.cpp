@@ -97,10 +97,10 @@ int run_convert(const Arguments& a) {
   }
   options.tensor_type_rules = c.tensor_type_rules;
   options.progress = [](const sd::api::ConvertProgress& p) {
-    std::fprintf(stderr, "\r[%zu/%zu] %.1f/%.1f MiB  %-60.*s", p.index, p.count,
+    const std::string name = sd::escape_control_chars(p.name);  // names come from the file
+    std::fprintf(stderr, "\r[%zu/%zu] %.1f/%.1f MiB  %-60s", p.index, p.count,
                  static_cast<double>(p.bytes_written) / (1 << 20),
-                 static_cast<double>(p.bytes_total) / (1 << 20), static_cast<int>(p.name.size()),
-                 p.name.data());
+                 static_cast<double>(p.bytes_total) / (1 << 20), name.c_str());
     if (p.index == p.count) std::fputc('\n', stderr);
   };
   const sd::api::ConvertResult r = sd::api::convert_model(options);
@@ -255,7 +255,7 @@ int main(int argc, char** argv) {
         return run_generation(a);
     }
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", sd::escape_control_chars(e.what()).c_str());
     return 1;
   }
 }

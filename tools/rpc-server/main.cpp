@@ -51,7 +51,7 @@ void log_line(const std::string& line) {
   char stamp[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M:%S", std::localtime(&now));
-  std::fprintf(stderr, "[%s] %s\n", stamp, line.c_str());
+  std::fprintf(stderr, "[%s] %s\n", stamp, sd::escape_control_chars(line).c_str());
   std::fflush(stderr);
 }
 
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
   try {
     return run(argc, argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "sd-rpc-server: error: %s\n", e.what());
+    std::fprintf(stderr, "sd-rpc-server: error: %s\n", sd::escape_control_chars(e.what()).c_str());
     return 1;
   }
 }
