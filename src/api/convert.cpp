@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -57,10 +58,15 @@ void check_output_path(const std::string& output) {
   std::error_code ec;
   SD_CHECK(fs::is_directory(dir, ec),
            "[convert] output folder '%s' does not exist; create it first", dir.string().c_str());
-  SD_CHECK(::access(dir.c_str(), W_OK) == 0,
-           "[convert] output folder '%s' is not writable; choose another -o", dir.string().c_str());
   SD_CHECK(!fs::is_directory(output, ec), "[convert] output '%s' is a folder; give a file name",
            output.c_str());
+  // Permission bits do not tell (root, read-only mounts, /proc): create a file there.
+  std::string probe = (dir / ".sd-convert-XXXXXX").string();
+  const int fd = ::mkstemp(probe.data());
+  SD_CHECK(fd >= 0, "[convert] cannot write in the output folder '%s': %s; choose another -o",
+           dir.string().c_str(), std::strerror(errno));
+  ::close(fd);
+  ::unlink(probe.c_str());
 }
 
 }  // namespace

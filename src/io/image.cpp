@@ -176,4 +176,20 @@ void write_image(const std::string& path, const Image& image, const std::string&
   }
 }
 
+void check_image_writable(const std::string& path) {
+  output_format_for(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    fail_file(path, "is a folder; give an image file name with -o");
+  }
+  std::string temp;
+  const int fd = create_temp_beside(path, temp);
+  if (fd < 0) {
+    fail_file(path, format("cannot write the image file here: %s; choose another -o",
+                           std::strerror(errno)));
+  }
+  ::close(fd);
+  std::remove(temp.c_str());
+}
+
 }  // namespace sd::io

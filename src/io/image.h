@@ -73,4 +73,9 @@ std::vector<uint8_t> encode_image(const Image& image, ImageFormat format,
 void write_image(const std::string& path, const Image& image, const std::string& parameters,
                  int quality = 90);
 
+// Fails, naming the path and the reason, unless write_image could write `path` now: its
+// format is known, it is not a folder, and a file can be created beside it (tried, then
+// removed). Lets a caller find an unwritable output before any long work.
+void check_image_writable(const std::string& path);
+
 }  // namespace sd::io

@@ -11,6 +11,20 @@ namespace sd::cli {
 
 namespace {
 
+// An image side: a positive number of pixels. Unset (-1 in the options) means "from the
+// init image, else 512"; 0 or a negative value given on the command line is an error.
+Option size_option(std::string short_name, std::string long_name, std::string description,
+                   int* target) {
+  Option o = int_option(short_name, long_name, std::move(description), target);
+  o.apply = [flag = long_name, target](const std::string& text) {
+    const int value = parse_int(flag, text);
+    SD_CHECK(value > 0, "%s must be a positive number of pixels (a multiple of 8), got %d",
+             flag.c_str(), value);
+    *target = value;
+  };
+  return o;
+}
+
 std::string sample_method_list() {
   return join_names(SAMPLE_METHOD_COUNT, [](int i) { return sample_method_to_str[i]; });
 }
@@ -136,8 +150,8 @@ Section generation_section(GenerationOptions& o) {
                           "model)",
                           &o.ref_image_args, ','));
 
-  v.push_back(int_option("-H", "--height", "image height in pixels (default: 512)", &o.height));
-  v.push_back(int_option("-W", "--width", "image width in pixels (default: 512)", &o.width));
+  v.push_back(size_option("-H", "--height", "image height in pixels (default: 512)", &o.height));
+  v.push_back(size_option("-W", "--width", "image width in pixels (default: 512)", &o.width));
   v.push_back(
       int_option("", "--steps", "number of sampling steps (default: 20)", &sample.sample_steps));
   v.push_back(int_option("", "--high-noise-steps",

@@ -193,6 +193,10 @@ TEST(CliValidate, ChecksBeforeLoading) {
             "--width 500 is not a multiple of 8; use 496 or 504");
   EXPECT_NE(parse_error({"-m", m, "-H", "4"}).find("--height 4 is not a multiple of 8"),
             std::string::npos);
+  EXPECT_EQ(parse_error({"-m", m, "-W", "0"}),
+            "--width must be a positive number of pixels (a multiple of 8), got 0");
+  EXPECT_NE(parse_error({"-m", m, "-H", "-64"}).find("--height must be a positive"),
+            std::string::npos);
   EXPECT_NE(parse_error({"-m", m, "--strength", "1.5"}).find("--strength must be in [0, 1]"),
             std::string::npos);
   EXPECT_NE(parse_error({"-m", m, "--strength", "-0.1"}).find("--strength"), std::string::npos);

@@ -168,6 +168,7 @@ int run_generation(Arguments& a) {
            "--imat-in/--imat-out: importance matrices are not supported yet");
   SD_CHECK(g.cache_option.empty(), "--cache-option: step caching is not supported yet");
 
+  check_outputs_writable(a, cli.mode == Mode::Upscale ? 1 : std::max(1, g.batch_count));
   InputImages inputs = load_input_images(cli, g);
   sd_ctx_params_t ctx_params = a.context.to_c_params(cli.taesd_preview_only);
 

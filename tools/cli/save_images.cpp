@@ -14,6 +14,22 @@
 
 namespace sd::cli {
 
+void check_outputs_writable(const Arguments& a, int count) {
+  const CliOptions& cli = a.cli;
+  for (const std::string& path :
+       output_paths(cli.output_path, count, std::max(0, cli.output_begin_idx))) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
+      std::filesystem::create_directories(parent, ec);
+      SD_CHECK(!ec, "cannot create the output folder '%s': %s; choose another -o",
+               parent.string().c_str(), ec.message().c_str());
+      log_message(SD_LOG_INFO, "created the output folder '%s'", parent.string().c_str());
+    }
+    io::check_image_writable(path);
+  }
+}
+
 bool save_images(const Arguments& a, const sd_image_t* images, int count) {
   const CliOptions& cli = a.cli;
   const GenerationOptions& g = a.generation;

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# sd-cli given hostile or mistaken input: each case must end with one clear error and a
+# non-zero exit (or, for legal input, succeed), write nothing half-done, and never send a
+# file's control characters to the terminal.
+# Usage: cli_hostile_input_test.sh SD_CLI
+set -uo pipefail
+cli=$1
+work=$(mktemp -d)
+trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+# run NAME EXPECTED_STATUS(0|nonzero) ARGS...: output in $work/NAME.out
+run() {
+  local name=$1 expect=$2
+  shift 2
+  timeout 120 "$cli" "$@" >"$work/$name.out" 2>&1
+  local rc=$?
+  if [ "$expect" = 0 ] && [ $rc -ne 0 ]; then fail "$name: exit $rc"; fi
+  if [ "$expect" != 0 ] && { [ $rc -eq 0 ] || [ $rc -ge 124 ]; }; then fail "$name: exit $rc"; fi
+}
+expect_text() {  # NAME TEXT
+  grep -qF -- "$2" "$work/$1.out" || { fail "$1: no '$2' in:"; cat "$work/$1.out"; }
+}
+expect_no_escape() {  # NAME: no ESC, BEL or CR byte reached the output
+  if LC_ALL=C grep -q $'[\x1b\x07\r]' "$work/$1.out"; then fail "$1: raw control characters"; fi
+}
+
+# A text file under a model's name: called what it is, its bytes not echoed.
+printf '# Model card\nsecret words\x1b[2J of a text file\n' >"$work/readme.safetensors"
+run text_as_model nonzero -m "$work/readme.safetensors" -p x -o "$work/out.png"
+expect_text text_as_model "not a safetensors file"
+grep -q secret "$work/text_as_model.out" && fail "text_as_model: file contents echoed"
+expect_no_escape text_as_model
+
+# A tensor name holding a terminal escape, in a load error.
+/usr/bin/python3 - "$work/escape.safetensors" <<'PY'
+import json, struct, sys
+header = json.dumps({"\x1b[2Jevil\nname": {"dtype": "Q9", "shape": [1], "data_offsets": [0, 4]}})
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(header)) + header.encode() + b"\0" * 4)
+PY
+run escape_in_name nonzero -m "$work/escape.safetensors" -p x -o "$work/out.png"
+expect_text escape_in_name '\e[2Jevil\nname'
+expect_no_escape escape_in_name
+
+# An unwritable output is found before the model is even read (the model here is junk).
+run proc_output nonzero -m "$work/readme.safetensors" -p x -o /proc/sd-cli-test.png
+expect_text proc_output "/proc/sd-cli-test.png"
+expect_text proc_output "choose another -o"
+grep -q "not a safetensors" "$work/proc_output.out" && fail "proc_output: model read first"
+run numbered_output nonzero -m "$work/readme.safetensors" -p x -b 2 -o "/proc/sd-%d.png"
+expect_text numbered_output "/proc/sd-0.png"
+# A missing output folder is created, and the log says so.
+run new_folder nonzero -m "$work/readme.safetensors" -p x -o "$work/new/dir/out.png"
+expect_text new_folder "created the output folder"
+[ -d "$work/new/dir" ] || fail "new_folder: folder not created"
+[ -z "$(ls -A "$work/new/dir")" ] || fail "new_folder: something was written"
+
+# Image sides must be positive.
+run width_zero nonzero -m "$work/readme.safetensors" -p x -W 0
+expect_text width_zero "--width must be a positive number"
+run height_negative nonzero -m "$work/readme.safetensors" -p x -H -64
+expect_text height_negative "--height must be a positive number"
+
+# -M metadata on an image whose text chunk holds escapes.
+/usr/bin/python3 - "$work/meta.png" <<'PY'
+import struct, sys, zlib
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+raw = b"".join(b"\0" + b"\x80" * 3 for _ in range(1))
+png = b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0))
+png += chunk(b"tEXt", b"parameters\0a \x1b]0;title\x07 prompt\rSteps: 2\x1b[31m")
+png += chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+open(sys.argv[1], "wb").write(png)
+PY
+run metadata_escapes 0 -M metadata --image "$work/meta.png"
+expect_text metadata_escapes '\e]0;title\x07 prompt\rSteps'
+expect_no_escape metadata_escapes
+
+# A legal zero-size tensor converts (it used to divide by zero).
+/usr/bin/python3 - "$work/empty.safetensors" <<'PY'
+import json, struct, sys
+header = json.dumps({"empty.weight": {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]},
+                     "w.weight": {"dtype": "F32", "shape": [1, 32], "data_offsets": [0, 128]}})
+open(sys.argv[1], "wb").write(struct.pack("<Q", len(header)) + header.encode() + b"\0" * 128)
+PY
+run convert_empty 0 -M convert -m "$work/empty.safetensors" -o "$work/empty.gguf" --type q8_0
+[ -s "$work/empty.gguf" ] || fail "convert_empty: no output"
+
+if [ $failures -gt 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "all hostile-input cases passed"
