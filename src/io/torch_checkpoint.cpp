@@ -240,6 +240,10 @@ class TorchHost : public PickleHost {
 
 }  // namespace
 
+// A checkpoint's pickle describes its tensors (names, shapes, storages): about 100 bytes
+// each, so even a model of a million tensors stays far below this.
+constexpr uint64_t kMaxPickleBytes = uint64_t{256} << 20;
+
 class TorchCheckpointBuilder {
  public:
   explicit TorchCheckpointBuilder(std::shared_ptr<const MappedFile> file)
@@ -274,10 +278,6 @@ class TorchCheckpointBuilder {
 
   void read_zip() {
     ZipArchive zip = ZipArchive::parse(f_);
-    if (zip.has_deflated_entries()) {  // re-zipped by a tool that compresses: into memory
-      zip = zip.inflated();
-      f_ = zip.shared_file();
-    }
     const ZipEntry* pkl = nullptr;
     for (const ZipEntry& e : zip.entries()) {
       std::string_view n = e.name;
@@ -289,7 +289,32 @@ class TorchCheckpointBuilder {
     if (!pkl) {
       fail("zip archive has no '<name>/data.pkl' entry (not a PyTorch checkpoint?)");
     }
-    std::string prefix = pkl->name.substr(0, pkl->name.size() - 8);
+    const std::string pkl_name = pkl->name;
+    std::string prefix = pkl_name.substr(0, pkl_name.size() - 8);
+    if (zip.has_deflated_entries()) {
+      // Re-zipped by a tool that compresses. Inflate only what is read, as much as is
+      // read: the pickle first, then the storages it refers to, each to the bytes the
+      // pickle gives it. Entries nothing refers to (or a bomb's padding) stay compressed.
+      if (pkl->size > kMaxPickleBytes) {
+        fail("zip entry '" + pkl_name + "' declares " + s(pkl->size) +
+             " bytes, more than a checkpoint's pickle holds (corrupt file?)");
+      }
+      const ZipArchive pickle_only = zip.inflated({{pkl_name, pkl->size}});
+      const ZipEntry& p = *pickle_only.find(pkl_name);
+      result_ = run_pickle(path_, pkl_name, pickle_only.stored_data(p), p.size, 0, host_);
+      std::unordered_map<std::string, uint64_t> keep = {{prefix + "byteorder", 16}};
+      for (const Storage& st : host_.storages) {
+        uint64_t need = 0;
+        if (st.type && __builtin_mul_overflow(st.numel, st.type->elsize, &need)) need = ~0ull;
+        uint64_t& k = keep[prefix + "data/" + key_of(st)];
+        k = std::max(k, need);
+      }
+      zip = zip.inflated(keep);
+      f_ = zip.shared_file();
+    } else {
+      result_ =
+          run_pickle(path_, pkl_name, zip.stored_data(*pkl), pkl->size, pkl->data_offset, host_);
+    }
     if (const ZipEntry* bo = zip.find(prefix + "byteorder")) {
       const uint8_t* p = zip.stored_data(*bo);
       if (bo->size == 3 && std::memcmp(p, "big", 3) == 0) {
@@ -298,8 +323,6 @@ class TorchCheckpointBuilder {
             "(convert it to safetensors there)");
       }
     }
-    result_ =
-        run_pickle(path_, pkl->name, zip.stored_data(*pkl), pkl->size, pkl->data_offset, host_);
     for (Storage& st : host_.storages) {
       std::string name = prefix + "data/" + key_of(st);
       const ZipEntry* e = zip.find(name);

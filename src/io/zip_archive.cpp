@@ -269,9 +269,11 @@ bool is_inflatable(const ZipEntry& e) {
   return e.method == kDeflate && !(e.flags & kEncryptedFlag);
 }
 
-// Inflates the raw deflate stream `in` (e.compressed_size bytes) into `out` (e.size
-// bytes), never writing past it, and checks what comes out against the directory.
-void inflate_entry(const std::string& path, const ZipEntry& e, const uint8_t* in, uint8_t* out) {
+// Inflates the raw deflate stream `in` (e.compressed_size bytes) and checks what comes out
+// against the directory: exactly e.size bytes, and their CRC-32. The first `keep` of them
+// go to `out`; the rest pass through a small buffer, counted and checked, never held.
+void inflate_entry(const std::string& path, const ZipEntry& e, const uint8_t* in, uint8_t* out,
+                   uint64_t keep) {
   auto fail = [&](const std::string& what) {
     fail_file(path, "zip entry '" + e.name + "' " + what);
   };
@@ -282,9 +284,10 @@ void inflate_entry(const std::string& path, const ZipEntry& e, const uint8_t* in
     ~End() { inflateEnd(zs); }
   } end{&zs};
 
+  std::vector<uint8_t> scratch(static_cast<size_t>(std::min<uint64_t>(e.size - keep, 1 << 16)));
   uint64_t in_left = e.compressed_size, out_done = 0;
+  uint32_t crc = 0;
   uint8_t spare;  // one byte past the declared size, to catch a stream that runs longer
-  bool probing = false;
   for (;;) {
     if (zs.avail_in == 0 && in_left > 0) {
       const uint64_t n = std::min(in_left, kZlibSlice);
@@ -293,19 +296,20 @@ void inflate_entry(const std::string& path, const ZipEntry& e, const uint8_t* in
       in += n;
       in_left -= n;
     }
-    if (zs.avail_out == 0) {
-      const uint64_t left = e.size - out_done;
-      probing = left == 0;
-      zs.next_out = probing ? &spare : out + out_done;
-      zs.avail_out = probing ? 1 : static_cast<uInt>(std::min(left, kZlibSlice));
-    }
-    const uInt room = zs.avail_out;
+    const bool probing = out_done == e.size;
+    uint8_t* dest = probing ? &spare : out_done < keep ? out + out_done : scratch.data();
+    const uint64_t room = probing           ? 1
+                          : out_done < keep ? std::min(keep - out_done, kZlibSlice)
+                                            : std::min<uint64_t>(e.size - out_done, scratch.size());
+    zs.next_out = dest;
+    zs.avail_out = static_cast<uInt>(room);
     const int r = inflate(&zs, Z_NO_FLUSH);
-    const uInt produced = room - zs.avail_out;
+    const uInt produced = static_cast<uInt>(room) - zs.avail_out;
     if (probing && produced > 0) {
       fail("inflates to more than the " + s(e.size) + " bytes its directory entry declares " +
            "(corrupt file?)");
     }
+    crc = static_cast<uint32_t>(crc32_z(crc, dest, produced));
     out_done += produced;
     if (r == Z_STREAM_END) break;
     if (r == Z_DATA_ERROR || r == Z_NEED_DICT) {
@@ -324,12 +328,6 @@ void inflate_entry(const std::string& path, const ZipEntry& e, const uint8_t* in
          " compressed, but its directory entry declares " + s(e.size) + " from " +
          s(e.compressed_size) + " (corrupt file?)");
   }
-  uint32_t crc = 0;
-  for (uint64_t done = 0; done < e.size;) {
-    const uint64_t n = std::min(e.size - done, kZlibSlice);
-    crc = static_cast<uint32_t>(crc32_z(crc, out + done, static_cast<size_t>(n)));
-    done += n;
-  }
   if (crc != e.crc32) {
     fail("fails its CRC-32 check (" + hex(crc) + ", directory says " + hex(e.crc32) +
          "; corrupt file?)");
@@ -343,22 +341,32 @@ bool ZipArchive::has_deflated_entries() const {
 }
 
 ZipArchive ZipArchive::inflated() const {
+  std::unordered_map<std::string, uint64_t> keep;
+  for (const ZipEntry& e : entries_) keep[e.name] = e.size;
+  return inflated(keep);
+}
+
+ZipArchive ZipArchive::inflated(const std::unordered_map<std::string, uint64_t>& keep) const {
   const std::string& path = file_->path();
-  // Lay out every entry first, so that one allocation of a known size holds them all.
-  std::vector<ZipEntry> out = entries_;
+  // Lay out the kept entries first, so that one allocation of a known size holds them all.
+  std::vector<ZipEntry> out;
+  std::vector<const ZipEntry*> from;
   uint64_t total = 0;
-  for (ZipEntry& e : out) {
-    uint64_t bytes = e.compressed_size;
-    if (is_inflatable(e)) {
-      if (e.size / kMaxDeflateRatio > e.compressed_size) {
-        fail_file(path, "zip entry '" + e.name + "' declares " + s(e.size) + " bytes from " +
-                            s(e.compressed_size) +
-                            " compressed, more than deflate can produce (corrupt file?)");
-      }
-      bytes = e.size;
+  for (const ZipEntry& e : entries_) {
+    auto it = keep.find(e.name);
+    if (it == keep.end()) continue;
+    if (is_inflatable(e) && e.size / kMaxDeflateRatio > e.compressed_size) {
+      fail_file(path, "zip entry '" + e.name + "' declares " + s(e.size) + " bytes from " +
+                          s(e.compressed_size) +
+                          " compressed, more than deflate can produce (corrupt file?)");
     }
+    ZipEntry& to = out.emplace_back(e);
+    from.push_back(&e);
+    // A stored entry is copied as it is (stored_data() checks its sizes later).
+    const uint64_t bytes = is_inflatable(e) ? std::min(e.size, it->second) : e.compressed_size;
+    if (is_inflatable(e)) to.size = to.compressed_size = bytes;
     total = (total + kInflatedAlign - 1) / kInflatedAlign * kInflatedAlign;
-    e.data_offset = total;
+    to.data_offset = total;
     if (__builtin_add_overflow(total, bytes, &total)) {
       fail_file(path, "zip entries declare more bytes than memory can hold (corrupt file?)");
     }
@@ -372,22 +380,21 @@ ZipArchive ZipArchive::inflated() const {
                         "(re-zip the checkpoint uncompressed, e.g. `zip -0`, or convert it "
                         "to safetensors, so it can be mapped instead)");
   }
-  for (size_t i = 0; i < out.size(); ++i) {
-    const ZipEntry& from = entries_[i];
-    ZipEntry& to = out[i];
-    const uint8_t* src = file_->data() + from.data_offset;
-    if (is_inflatable(from)) {
-      inflate_entry(path, from, src, block.data() + to.data_offset);
-      to.method = kStored;
-      to.compressed_size = to.size;
-    } else if (from.compressed_size > 0) {
-      std::memcpy(block.data() + to.data_offset, src, static_cast<size_t>(from.compressed_size));
-    }
-  }
   ZipArchive z;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const ZipEntry& e = *from[i];
+    ZipEntry& to = out[i];
+    const uint8_t* src = file_->data() + e.data_offset;
+    if (is_inflatable(e)) {
+      inflate_entry(path, e, src, block.data() + to.data_offset, to.size);
+      to.method = kStored;
+    } else if (e.compressed_size > 0) {
+      std::memcpy(block.data() + to.data_offset, src, static_cast<size_t>(e.compressed_size));
+    }
+    z.index_.emplace(to.name, i);
+  }
   z.file_ = MappedFile::from_memory(path, std::move(block));
   z.entries_ = std::move(out);
-  z.index_ = index_;
   return z;
 }
 

@@ -54,6 +54,11 @@ class ZipArchive {
   // more or fewer bytes than declared, a CRC-32 mismatch, a size deflate cannot reach.
   // Other methods and encrypted entries are copied as they are: stored_data() refuses them.
   ZipArchive inflated() const;
+  // The same for the entries named in `keep` only, each up to its given number of bytes:
+  // the rest of a deflated entry is still inflated, to check its size and CRC-32, but not
+  // held, so memory is bounded by what the caller asks for, not by what entries declare.
+  // Entries not named are left out.
+  ZipArchive inflated(const std::unordered_map<std::string, uint64_t>& keep) const;
   const MappedFile& file() const { return *file_; }
   const std::shared_ptr<const MappedFile>& shared_file() const { return file_; }
 

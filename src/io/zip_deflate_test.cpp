@@ -130,6 +130,41 @@ TEST(ZipDeflate, ArchiveInflatesEntriesInPlaceOfStoredOnes) {
   EXPECT_EQ(in.find("empty")->size, 0u);
 }
 
+// A deflate bomb: a few hundred KiB that declare 128 MiB. What nothing refers to is
+// never inflated into memory, and a storage is held only to the bytes the pickle gives it;
+// the rest of an entry is still inflated to check its CRC-32.
+TEST(ZipDeflate, BombsCostOnlyWhatThePickleReads) {
+  TorchFileBuilder b = sample();
+  const Bytes pkl = b.main_pickle(false);
+  std::vector<ZipEntrySpec> specs = {deflated_entry("archive/data.pkl", pkl)};
+  for (const auto& st : b.storages)
+    specs.push_back(deflated_entry("archive/data/" + st.key, st.bytes));
+  const Bytes zeros(size_t{64} << 20, 0);
+  specs.push_back(deflated_entry("archive/padding", zeros));
+  // Storage "0" followed by 64 MiB of zeros that the pickle does not read.
+  Bytes longer = b.storages[0].bytes;
+  longer.insert(longer.end(), zeros.begin(), zeros.end());
+  specs[1] = deflated_entry("archive/data/0", longer);
+  const Bytes file = TorchFileBuilder::zip_entries(specs);
+  ASSERT_LT(file.size(), size_t{1} << 20);
+
+  auto got = TorchCheckpoint::parse(MappedFile::from_memory("bomb.ckpt", file));
+  auto want = TorchCheckpoint::parse(MappedFile::from_memory("stored.pt", b.zip_bytes()));
+  EXPECT_EQ(all_bytes(got), all_bytes(want));
+  EXPECT_LT(got.file().size(), size_t{64} << 10) << "inflated more than the pickle reads";
+
+  // The part that is not held is still checked.
+  ZipEntrySpec bad_crc = specs[1];
+  bad_crc.crc ^= 1;
+  specs[1] = bad_crc;
+  test::expect_error(
+      [&] {
+        TorchCheckpoint::parse(
+            MappedFile::from_memory("crc.ckpt", TorchFileBuilder::zip_entries(specs)));
+      },
+      {"crc.ckpt: ", "'archive/data/0'", "CRC-32"});
+}
+
 struct Case {
   std::string name;
   std::vector<ZipEntrySpec> specs;
