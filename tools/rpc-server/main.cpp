@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "backend/registry.h"
+#include "backend/rpc/server/descriptor_guard.h"
 #include "backend/rpc/server/server.h"
 #include "tensor/error.h"
 
@@ -39,7 +40,8 @@ Serves this machine's devices to remote clients (sd-cli --rpc-servers HOST:PORT)
       --tls-key FILE     ... and its PEM private key
       --insecure         allow a non-loopback --host without a token
       --list-devices     print the local devices and exit
-  -v, --verbose          log every failed request
+  -v, --verbose          log every failed request (by default: failures inside a
+                         session, not refused connections or weight-cache misses)
   -h, --help             this text
       --version          print the version
 
@@ -124,7 +126,7 @@ int run(int argc, char** argv) {
     } else if (a == "--insecure") {
       o.insecure = true;
     } else if (a == "-v" || a == "--verbose") {
-      // Failed requests are always logged; kept for sd.cpp's rpc-server habits.
+      o.verbose = true;
     } else {
       sd::fail("unknown option '%s' (see --help)", a.c_str());
     }
@@ -150,6 +152,13 @@ int run(int argc, char** argv) {
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // Each client connection holds a descriptor; the common soft limit of 1024 is too few to
+  // ride out a connection flood, so take what the hard limit allows.
+  const sd::rpc::DescriptorLimit fds = sd::rpc::raise_descriptor_limit();
+  if (fds.after > fds.before) {
+    log_line("open-file limit raised from " + std::to_string(fds.before) + " to " +
+             std::to_string(fds.after));
+  }
   sd::rpc::Server server(o);
   std::printf("sd-rpc-server listening on %s:%d\n", o.host.c_str(), server.port());
   std::fflush(stdout);

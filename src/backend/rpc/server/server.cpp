@@ -6,17 +6,20 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <list>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <thread>
 
 #include "backend/registry.h"
 #include "backend/rpc/graph_wire.h"
 #include "backend/rpc/protocol.h"
 #include "backend/rpc/remote.grpc.pb.h"
+#include "backend/rpc/server/descriptor_guard.h"
 #include "backend/rpc/server/weight_cache.h"
 #include "tensor/error.h"
 
@@ -417,21 +420,29 @@ class RemoteService final : public wire::Remote::Service {
   }
 
   // Authenticates, finds the session and runs `body` under the session's lock.
+  // Failures inside a session are always logged, except a weight-cache miss (NOT_FOUND,
+  // an expected answer); with --verbose every failed request is, refusals and misses too.
   template <typename F>
   Status call(ServerContext* ctx, const char* name, F&& body) {
-    if (Status s = authenticate(ctx); !s.ok()) return s;
+    if (Status s = authenticate(ctx); !s.ok()) {
+      if (options_.verbose)
+        log("refused %s from %s: %s", name, ctx->peer().c_str(), s.error_message().c_str());
+      return s;
+    }
     std::shared_ptr<rpc::Session> session;
     {
       std::lock_guard lock(sessions_mutex_);
       auto it = sessions_.find(metadata(ctx, kSessionKey));
       if (it != sessions_.end()) session = it->second;
     }
-    if (!session)
+    if (!session) {
+      if (options_.verbose) log("refused %s from %s: unknown session", name, ctx->peer().c_str());
       return error(StatusCode::FAILED_PRECONDITION,
                    "unknown session: the server restarted or closed it; connect again");
+    }
     std::lock_guard lock(session->mutex);
     Status status = guarded(name, [&] { return body(*session); });
-    if (!status.ok() && status.error_code() != StatusCode::NOT_FOUND)
+    if (!status.ok() && (options_.verbose || status.error_code() != StatusCode::NOT_FOUND))
       log("session %.8s: %s failed: %s", session->id.c_str(), name, status.error_message().c_str());
     return status;
   }
@@ -566,7 +577,93 @@ struct Server::Impl {
   std::unique_ptr<RemoteService> service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
+  std::string address;  // host:port as gRPC takes it
+
+  // The listener's life: `stopping` ends wait(); the guard thread restarts the listener
+  // when gRPC's accept loop has died (see descriptor_guard.h).
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool stopping = false;
+  std::string failure;  // why the listener could not be restarted; wait() throws it
+  std::thread guard;
+  std::mutex join_mutex;  // shutdown() may run on a signal thread and in the destructor
+
+  std::unique_ptr<grpc::Server> listen(int on_port, int* bound);
+  void guard_listener();
+  template <typename... A>
+  void log(const char* fmt, A... args) {
+    if (options.log) options.log(format(fmt, args...));
+  }
 };
+
+std::unique_ptr<grpc::Server> Server::Impl::listen(int on_port, int* bound) {
+  const ServerOptions& o = options;
+  grpc::ServerBuilder builder;
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!o.tls_cert_pem.empty()) {
+    grpc::SslServerCredentialsOptions ssl;
+    ssl.pem_key_cert_pairs.push_back({o.tls_key_pem, o.tls_cert_pem});
+    creds = grpc::SslServerCredentials(ssl);
+  }
+  const bool v6 = o.host.find(':') != std::string::npos && o.host.front() != '[';
+  address = (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(on_port);
+  // A port another server holds is an error, not shared (gRPC's default shares it).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  builder.AddListeningPort(address, creds, bound);
+  builder.RegisterService(service.get());
+  // Weights arrive in bursts on fresh connections: a large window from the start, instead
+  // of one grown by probing, keeps the first upload from stalling on flow control.
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kFlowWindowBytes);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Dead clients are noticed by keep-alive pings, so their sessions are freed; clients
+  // ping every few seconds, which must not count as abuse.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 15000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 30000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // Connections hold descriptors: one that has not finished its handshake in 10 s, or
+  // that carries no call (a session is one long call) for 5 minutes, is closed.
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5 * 60 * 1000);
+  return builder.BuildAndStart();
+}
+
+void Server::Impl::guard_listener() {
+  uint64_t seen = grpc_accept_failures();
+  std::unique_lock lock(mutex);
+  for (;;) {
+    changed.wait_for(lock, std::chrono::milliseconds(200));
+    if (stopping) return;
+    if (grpc_accept_failures() == seen) continue;
+    seen = grpc_accept_failures();
+    log("accepting a connection failed with %zu of %zu descriptors open; the listener "
+        "restarts once a quarter of them are free",
+        open_descriptors(), descriptor_limit());
+    while (!stopping && open_descriptors() > descriptor_limit() / 4 * 3) {
+      changed.wait_for(lock, std::chrono::milliseconds(200));
+    }
+    if (stopping) return;
+    // Clients connected now lose their sessions; they were as stuck as new ones.
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server.reset();
+    int bound = 0;
+    server = listen(port, &bound);
+    seen = grpc_accept_failures();
+    if (!server || bound != port) {
+      failure = format(
+          "sd-rpc-server could not listen on %s again after running out of file "
+          "descriptors; raise the limit (ulimit -n) and restart it",
+          address.c_str());
+      stopping = true;
+      changed.notify_all();
+      return;
+    }
+    log("listening again on %s", address.c_str());
+  }
+}
 
 Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   Impl& m = *impl_;
@@ -585,38 +682,15 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
       if (d->kind() != DeviceKind::Remote) o.devices.push_back(d.get());
   SD_CHECK(!o.devices.empty(), "sd-rpc-server has no device to serve");
 
+  watch_grpc_accept_failures();
   m.service = std::make_unique<RemoteService>(m.options);
-  grpc::ServerBuilder builder;
-  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
-  if (!o.tls_cert_pem.empty()) {
-    grpc::SslServerCredentialsOptions ssl;
-    ssl.pem_key_cert_pairs.push_back({o.tls_key_pem, o.tls_cert_pem});
-    creds = grpc::SslServerCredentials(ssl);
-  }
-  const bool v6 = o.host.find(':') != std::string::npos && o.host.front() != '[';
-  const std::string address = (v6 ? "[" + o.host + "]" : o.host) + ":" + std::to_string(o.port);
-  // A port another server holds is an error, not shared (gRPC's default shares it).
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.AddListeningPort(address, creds, &m.port);
-  builder.RegisterService(m.service.get());
-  // Weights arrive in bursts on fresh connections: a large window from the start, instead
-  // of one grown by probing, keeps the first upload from stalling on flow control.
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kFlowWindowBytes);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_FRAME_SIZE, 1 << 20);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
-  // Dead clients are noticed by keep-alive pings, so their sessions are freed; clients
-  // ping every few seconds, which must not count as abuse.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 15000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 30000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  m.server = builder.BuildAndStart();
+  m.server = m.listen(o.port, &m.port);
   SD_CHECK(m.server && m.port > 0,
            "sd-rpc-server could not listen on %s: the address is in use or not on this "
            "machine; pick another --host/--port",
-           address.c_str());
+           m.address.c_str());
+  m.address = m.address.substr(0, m.address.rfind(':') + 1) + std::to_string(m.port);
+  m.guard = std::thread([&m] { m.guard_listener(); });
   if (o.log) {
     std::string names;
     for (Device* d : o.devices) names += (names.empty() ? "" : ", ") + d->name();
@@ -635,12 +709,23 @@ int Server::port() const {
 }
 
 void Server::wait() {
-  impl_->server->Wait();
+  std::unique_lock lock(impl_->mutex);
+  impl_->changed.wait(lock, [&] { return impl_->stopping; });
+  if (!impl_->failure.empty()) fail("%s", impl_->failure.c_str());
 }
 
 void Server::shutdown() {
-  if (impl_->server)
-    impl_->server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  Impl& m = *impl_;
+  {
+    std::lock_guard lock(m.mutex);
+    if (!m.stopping) {
+      m.stopping = true;
+      if (m.server) m.server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    }
+    m.changed.notify_all();
+  }
+  std::lock_guard join_lock(m.join_mutex);
+  if (m.guard.joinable() && m.guard.get_id() != std::this_thread::get_id()) m.guard.join();
 }
 
 size_t Server::session_count() const {

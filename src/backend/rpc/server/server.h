@@ -25,8 +25,9 @@ struct ServerOptions {
   int compute_timeout = 600;  // seconds one compute call may run; 0: no limit
   std::string cache_dir;      // empty: weights are cached in memory only
   std::string token;          // empty: no token asked for
-  std::string tls_cert_pem, tls_key_pem;        // both empty: plaintext
-  bool insecure = false;                        // allow a non-loopback bind without a token
+  std::string tls_cert_pem, tls_key_pem;  // both empty: plaintext
+  bool insecure = false;                  // allow a non-loopback bind without a token
+  bool verbose = false;  // log every failed request, refusals and cache misses included
   std::function<void(const std::string&)> log;  // one line per event
 };
 
@@ -44,6 +45,8 @@ class Server {
 
   int port() const;
   // Blocks until shutdown() is called from another thread or a signal handler's thread.
+  // Throws sd::Error when the listener died and could not be restarted (descriptors
+  // exhausted for good), so that the process exits non-zero and a supervisor restarts it.
   void wait();
   void shutdown();
   // Sessions open now (for tests and the log).
