@@ -164,6 +164,10 @@ Section context_section(ContextOptions& o, CliOptions& cli) {
   v.push_back(text_option("", "--lora-model-dir",
                           "folder where <lora:name:weight> prompt tags are looked up (default: .)",
                           &o.lora_model_dir));
+  v.push_back(switch_option("", "--confine-model-dirs",
+                            "LoRA tags and embeddings load only from files inside --lora-model-dir "
+                            "and --embd-dir (symlinks resolved); for prompts from others",
+                            &o.confine_model_dirs));
   v.push_back(text_option("", "--hires-upscalers-dir", "folder of highres-fix upscaler models",
                           &o.hires_upscalers_dir));
   v.push_back(text_option("", "--tensor-type-rules",

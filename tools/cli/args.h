@@ -73,6 +73,7 @@ struct ContextOptions {
   std::string pulid_weights_path;
   std::string tensor_type_rules;
   std::string lora_model_dir = ".";
+  bool confine_model_dirs = false;  // see io/folder_lookup.h
   std::string hires_upscalers_dir;
   std::string model_args;
   std::string backend;

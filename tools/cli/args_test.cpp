@@ -16,10 +16,14 @@
 namespace sd::cli {
 namespace {
 
-Arguments parse(std::initializer_list<const char*> flags) {
+Arguments parse(const std::vector<const char*>& flags) {
   std::vector<const char*> argv = {"sd-cli"};
-  argv.insert(argv.end(), flags);
+  argv.insert(argv.end(), flags.begin(), flags.end());
   return parse_arguments(static_cast<int>(argv.size()), argv.data());
+}
+
+Arguments parse(std::initializer_list<const char*> flags) {
+  return parse(std::vector<const char*>(flags));
 }
 
 std::string parse_error(std::initializer_list<const char*> flags) {
@@ -246,6 +250,39 @@ TEST(CliValidate, LoraTagsLeaveThePrompt) {
   EXPECT_FALSE(p.loras[0].is_high_noise);
   EXPECT_STREQ(p.prompt, "a cat sitting");
   fs::remove_all(dir);
+}
+
+TEST(CliValidate, ConfinedLoraTagsStayInTheirFolder) {
+  namespace fs = std::filesystem;
+  const io::test::TempDir temp;
+  const fs::path dir = temp.path() / "lora";
+  fs::create_directories(dir);
+  fs::create_directories(temp.path() / "private");
+  std::ofstream(dir / "style.safetensors") << "x";
+  std::ofstream(temp.path() / "private" / "secret.safetensors") << "x";
+  fs::create_symlink(temp.path() / "private" / "secret.safetensors", dir / "link.safetensors");
+  auto run = [&](const std::string& prompt, bool confined) {
+    std::vector<const char*> args = {"-m", existing_file().c_str(), "--lora-model-dir", dir.c_str(),
+                                     "-p", prompt.c_str()};
+    if (confined) args.push_back("--confine-model-dirs");
+    Arguments a = parse(args);
+    resolve_and_validate(a);
+    return a.generation.lora_map.size();
+  };
+  // The reference's behaviour by default: tags may name files anywhere.
+  EXPECT_EQ(run("x<lora:../private/secret:1>", false), 1u);
+  EXPECT_EQ(run("x<lora:link:1>", false), 1u);
+  EXPECT_EQ(run("x<lora:style:1>", true), 1u);
+  const std::vector<std::string> refused = {"../private/secret", "link",
+                                            (temp.path() / "private" / "secret").string()};
+  for (const std::string& tag : refused) {
+    try {
+      run("x<lora:" + tag + ":1>", true);
+      ADD_FAILURE() << tag << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is refused"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(CliValidate, CParamsViewTheOptions) {

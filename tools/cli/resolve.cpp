@@ -11,6 +11,7 @@
 
 #include "cli/args.h"
 #include "cli/cli_log.h"
+#include "io/folder_lookup.h"
 #include "tensor/error.h"
 
 namespace fs = std::filesystem;
@@ -51,19 +52,6 @@ void check_exists(const char* flag, const std::string& path) {
 }
 
 // A file named `name` in `dir`, with or without one of `extensions`.
-std::string find_model_file(const std::string& name, const std::string& dir,
-                            const std::vector<std::string>& extensions) {
-  const fs::path base = fs::path(dir) / name;
-  std::error_code ec;
-  if (fs::is_regular_file(base, ec)) return base.lexically_normal().string();
-  for (const auto& ext : extensions) {
-    fs::path candidate = base;
-    candidate += ext;
-    if (fs::is_regular_file(candidate, ec)) return candidate.lexically_normal().string();
-  }
-  return "";
-}
-
 void check_multiple_of_8(const char* flag, int value) {
   if (value <= 0 || value % 8 == 0) return;
   const int below = value / 8 * 8;
@@ -80,6 +68,12 @@ void resolve_context(ContextOptions& c, Mode mode) {
       const fs::path& p = entry.path();
       if (std::find(kModelExtensions.begin(), kModelExtensions.end(), p.extension().string()) ==
           kModelExtensions.end()) {
+        continue;
+      }
+      if (c.confine_model_dirs && !io::lies_inside(p, c.embedding_dir)) {
+        log_message(SD_LOG_WARN,
+                    "embedding '%s' leads outside --embd-dir (--confine-model-dirs); skipped",
+                    p.string().c_str());
         continue;
       }
       c.embeddings[p.stem().string()] = p.string();
@@ -131,7 +125,7 @@ void resolve_context(ContextOptions& c, Mode mode) {
 // <lora:NAME:MULTIPLIER> tags leave the prompt and become LoRA requests; NAME is looked up
 // in --lora-model-dir with or without a model extension, "|high_noise|NAME" targets the
 // high-noise model. Tags naming no file are dropped with a warning, as in sd.cpp.
-void extract_loras(GenerationOptions& g, const std::string& lora_dir) {
+void extract_loras(GenerationOptions& g, const std::string& lora_dir, bool confined) {
   static const std::regex tag(R"(<lora:([^:>]+):([^>]+)>)");
   std::string remaining = g.prompt;
   std::smatch m;
@@ -149,9 +143,12 @@ void extract_loras(GenerationOptions& g, const std::string& lora_dir) {
     const bool high_noise = name.rfind(high_noise_prefix, 0) == 0;
     if (high_noise) name.erase(0, high_noise_prefix.size());
 
-    const std::string file = fs::path(name).is_absolute()
-                                 ? find_model_file(name, "", kModelExtensions)
-                                 : find_model_file(name, lora_dir, kModelExtensions);
+    const io::FolderMatch match = io::find_in_folder(name, lora_dir, kModelExtensions, confined);
+    SD_CHECK(match.refused.empty(),
+             "LoRA tag '%s' is refused: %s (--confine-model-dirs keeps lookups inside "
+             "--lora-model-dir '%s')",
+             name.c_str(), match.refused.c_str(), lora_dir.c_str());
+    const std::string& file = match.path;
     if (file.empty()) {
       log_message(SD_LOG_WARN, "LoRA '%s' not found in '%s'; tag ignored", name.c_str(),
                   lora_dir.c_str());
@@ -173,8 +170,14 @@ void resolve_generation(GenerationOptions& g, const ContextOptions& c) {
     if (g.resolved_hires_upscaler == SD_HIRES_UPSCALER_NONE) {
       g.hires_enabled = false;
     } else if (g.resolved_hires_upscaler == SD_HIRES_UPSCALER_COUNT) {
-      g.hires_upscaler_model_path = find_model_file(g.hires_upscaler, c.hires_upscalers_dir,
-                                                    {".gguf", ".safetensors", ".pt", ".pth"});
+      const io::FolderMatch match =
+          io::find_in_folder(g.hires_upscaler, c.hires_upscalers_dir,
+                             {".gguf", ".safetensors", ".pt", ".pth"}, c.confine_model_dirs);
+      SD_CHECK(match.refused.empty(),
+               "--hires-upscaler '%s' is refused: %s (--confine-model-dirs keeps lookups inside "
+               "--hires-upscalers-dir '%s')",
+               g.hires_upscaler.c_str(), match.refused.c_str(), c.hires_upscalers_dir.c_str());
+      g.hires_upscaler_model_path = match.path;
       SD_CHECK(!g.hires_upscaler_model_path.empty(),
                "--hires-upscaler '%s' is neither a built-in upscaler nor a model file in "
                "--hires-upscalers-dir '%s'",
@@ -195,7 +198,7 @@ void resolve_generation(GenerationOptions& g, const ContextOptions& c) {
   g.increase_ref_index = false;
 
   g.prompt_with_lora = g.prompt;
-  if (!c.lora_model_dir.empty()) extract_loras(g, c.lora_model_dir);
+  if (!c.lora_model_dir.empty()) extract_loras(g, c.lora_model_dir, c.confine_model_dirs);
 }
 
 void validate_generation(const GenerationOptions& g, Mode mode) {
