@@ -131,6 +131,17 @@ TEST(CApiDefaults, InitFunctionsAcceptNull) {
   EXPECT_EQ(sd_ctx_params_to_str(nullptr), nullptr);
 }
 
+// Without a model: sd.cpp's UNet defaults; with one, the model decides
+// (pipeline::StableDiffusion::default_scheduler, tested with the pipeline).
+TEST(CApiDefaults, SamplerAndSchedulerWithoutAModel) {
+  EXPECT_EQ(sd_get_default_sample_method(nullptr), EULER_A_SAMPLE_METHOD);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, EULER_A_SAMPLE_METHOD), DISCRETE_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, LCM_SAMPLE_METHOD), LCM_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, TCD_SAMPLE_METHOD), LCM_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, DDIM_TRAILING_SAMPLE_METHOD), SIMPLE_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, SAMPLE_METHOD_COUNT), DISCRETE_SCHEDULER);
+}
+
 TEST(CApiDescriptions, NameTheValues) {
   sd_ctx_params_t c;
   sd_ctx_params_init(&c);

@@ -280,6 +280,14 @@ io::ModelVersion StableDiffusion::version() const {
 sampling::Prediction StableDiffusion::prediction() const {
   return impl_->prediction;
 }
+// sd.cpp's defaults for UNet models: euler_a, and a scheduler that follows the sampler and
+// the prediction (EDM v-prediction samples on an exponential schedule).
+sampling::SampleMethod StableDiffusion::default_sample_method() const {
+  return sampling::default_sample_method(false);
+}
+sampling::Scheduler StableDiffusion::default_scheduler(sampling::SampleMethod method) const {
+  return sampling::default_scheduler(method, impl_->prediction);
+}
 
 std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   Impl& m = *impl_;
@@ -328,9 +336,8 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     if (changed) m.backends->release_caches();  // packed copies of the old weights
   }
   m.probe_prediction();
-  const sampling::SampleMethod method = r.method.value_or(sampling::default_sample_method(false));
-  const sampling::Scheduler scheduler =
-      r.scheduler.value_or(sampling::default_scheduler(method, m.prediction));
+  const sampling::SampleMethod method = r.method.value_or(default_sample_method());
+  const sampling::Scheduler scheduler = r.scheduler.value_or(default_scheduler(method));
   sampling::SchedulerOptions scheduler_options;
   scheduler_options.family = io::family_of(m.version) == io::ModelFamily::SD2
                                  ? sampling::ModelFamily::SD2
@@ -417,6 +424,11 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
 
   std::vector<std::vector<float>> latents;
   for (int b = 0; b < r.batch_count; ++b) {
+    if (b > 0 && r.stop_new_images && r.stop_new_images()) {
+      m.unet->release();
+      m.phase_done(Module::Diffusion);
+      break;
+    }
     const int64_t seed = r.seed + b;
     rng = sampling::make_rng(r.rng, static_cast<uint64_t>(seed));
     std::unique_ptr<sampling::Rng> own_sampler_rng;
