@@ -13,6 +13,7 @@
 
 #include "api/callbacks.h"
 #include "api/cancellation.h"
+#include "api/ignored_params.h"
 #include "backend/registry.h"
 #include "backend/rpc/client/rpc_device.h"
 #include "pipeline/stable_diffusion.h"
@@ -192,6 +193,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
     SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
     const sd_sample_params_t& s = p->sample_params;
+    sd::api::warn_ignored_flags(*p);
 
     sd::pipeline::ImageRequest r;
     for (uint32_t i = 0; i < p->lora_count; ++i) {
