@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/registry.h"
+#include "io/name_conversion.h"
 #include "models/clip_text.h"
 #include "models/clip_tokenizer.h"
 #include "models/unet.h"
@@ -11,6 +12,7 @@
 #include "pipeline/image_tensor.h"
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
+#include "pipeline/model_family.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/unet_runner.h"
 #include "pipeline/vae_runner.h"
@@ -23,29 +25,6 @@ namespace sd::pipeline {
 namespace {
 
 using io::ModelVersion;
-
-bool is_inpaint(ModelVersion v) {
-  return v == ModelVersion::SD1Inpaint || v == ModelVersion::SD2Inpaint;
-}
-
-models::UnetConfig unet_config(ModelVersion v) {
-  switch (v) {
-    case ModelVersion::SD1:
-      return models::UnetConfig::sd1();
-    case ModelVersion::SD1Inpaint:
-      return models::UnetConfig::sd1_inpaint();
-    case ModelVersion::SD2:
-      return models::UnetConfig::sd2();
-    case ModelVersion::SD2Inpaint: {
-      models::UnetConfig c = models::UnetConfig::sd2();
-      c.in_channels = 9;
-      return c;
-    }
-    default:
-      sd::fail("%s models are not supported yet; this build runs SD 1.x and SD 2.x",
-               io::version_name(v));
-  }
-}
 
 // x = a + s * (b - a), elementwise.
 void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::vector<float>& b,
@@ -95,6 +74,7 @@ struct StableDiffusion::Impl {
   weights::ModelLoader loader;
   weights::ModelLoader taesd_loader;
   ModelVersion version = ModelVersion::Unknown;
+  const FamilyDescription* family = nullptr;
   sampling::Prediction prediction = sampling::Prediction::Eps;
   bool prediction_probed = false;
   std::unique_ptr<BackendManager> backends;
@@ -119,27 +99,32 @@ struct StableDiffusion::Impl {
     Architecture arch;
     if (o.architecture) {
       arch = *o.architecture;
+      family = &family_description(arch.version);
     } else {
       arch.version = io::detect_version(loader.canonical_infos());
-      arch.unet = unet_config(arch.version);
-      arch.text = io::family_of(arch.version) == io::ModelFamily::SD2
-                      ? models::ClipTextConfig::vit_h14()
-                      : models::ClipTextConfig::vit_l14();
-      arch.vae = models::VaeConfig::sd();
+      family = &family_description(arch.version);
+      arch.unet = family->diffusion(arch.version);
+      arch.text = family->text_encoders.front().config();
+      arch.vae = family->vae_config();
     }
     version = arch.version;
-    const bool sd2 = io::family_of(version) == io::ModelFamily::SD2;
+    SD_CHECK(family->conditioning == ConditioningKind::CrossAttentionContext &&
+                 family->text_encoders.size() == 1,
+             "%s: this build conditions on one CLIP text encoder only",
+             io::family_name(family->family));
 
     const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
                                                        o.lora_mode};
     weights = std::make_unique<weights::ModelManager>(loader, manager_options);
-    auto add_module = [&](weights::ModelManager& manager, Module m, const char* prefix) {
-      manager.add_module(weights::ModuleSpec{
-          module_name(m), {prefix}, &backends->compute_device(m), backends->residency(m)});
+    auto add_module = [&](weights::ModelManager& manager, Module m, std::string_view prefix) {
+      manager.add_module(weights::ModuleSpec{module_name(m),
+                                             {std::string(prefix)},
+                                             &backends->compute_device(m),
+                                             backends->residency(m)});
     };
-    add_module(*weights, Module::TextEncoder, "cond_stage_model.");
-    add_module(*weights, Module::Diffusion, "model.diffusion_model.");
-    add_module(*weights, Module::Vae, "first_stage_model.");
+    add_module(*weights, Module::TextEncoder, io::kTextEncoderRoot);
+    add_module(*weights, Module::Diffusion, io::kUnetRoot);
+    add_module(*weights, Module::Vae, io::kVaeRoot);
 
     const std::string vocab = models::find_clip_vocab(
         o.clip_vocab,
@@ -147,7 +132,8 @@ struct StableDiffusion::Impl {
     auto tokenizer =
         std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
     text = std::make_unique<TextConditioner>(
-        tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir);
+        tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir,
+        std::string(family->text_encoders.front().scope));
     unet = std::make_unique<UnetRunner>(*weights, arch.unet, backends->backend(Module::Diffusion));
 
     nn::Weights* tae = nullptr;
@@ -175,8 +161,9 @@ struct StableDiffusion::Impl {
     if (o.prediction) {
       prediction = *o.prediction;
       prediction_probed = true;
-    } else if (!sd2) {
-      prediction_probed = true;  // SD 1.x is eps
+    } else if (family->prediction) {
+      prediction = *family->prediction;
+      prediction_probed = true;
     }
     schedule = sampling::DiscreteSchedule(prediction);
   }
@@ -280,13 +267,11 @@ io::ModelVersion StableDiffusion::version() const {
 sampling::Prediction StableDiffusion::prediction() const {
   return impl_->prediction;
 }
-// sd.cpp's defaults for UNet models: euler_a, and a scheduler that follows the sampler and
-// the prediction (EDM v-prediction samples on an exponential schedule).
 sampling::SampleMethod StableDiffusion::default_sample_method() const {
-  return sampling::default_sample_method(false);
+  return impl_->family->sample_method;
 }
 sampling::Scheduler StableDiffusion::default_scheduler(sampling::SampleMethod method) const {
-  return sampling::default_scheduler(method, impl_->prediction);
+  return impl_->family->default_scheduler(method, impl_->prediction);
 }
 
 std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
@@ -339,9 +324,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   const sampling::SampleMethod method = r.method.value_or(default_sample_method());
   const sampling::Scheduler scheduler = r.scheduler.value_or(default_scheduler(method));
   sampling::SchedulerOptions scheduler_options;
-  scheduler_options.family = io::family_of(m.version) == io::ModelFamily::SD2
-                                 ? sampling::ModelFamily::SD2
-                                 : sampling::ModelFamily::SD1;
+  scheduler_options.ays_levels = m.family->ays_levels;
   std::vector<float> sigmas;
   int sample_steps = r.steps;
   if (!r.custom_sigmas.empty()) {
@@ -356,7 +339,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   const int64_t f = m.vae->config().downscale();
   const int64_t w = r.width / f, h = r.height / f, c = m.vae->config().z_channels;
   const size_t latent_size = static_cast<size_t>(w * h * c);
-  const bool inpaint_model = is_inpaint(m.version);
+  const bool inpaint_model = io::is_inpaint(m.version);
 
   // The generation RNG, seeded with the request's seed for the image-side draws; each
   // batch entry reseeds it below.
