@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/callbacks.h"
+#include "api/ignored_params.h"
 #include "stable-diffusion.h"
 
 namespace {
@@ -131,6 +132,17 @@ TEST(CApiDefaults, InitFunctionsAcceptNull) {
   EXPECT_EQ(sd_ctx_params_to_str(nullptr), nullptr);
 }
 
+// Without a model: sd.cpp's UNet defaults; with one, the model decides
+// (pipeline::StableDiffusion::default_scheduler, tested with the pipeline).
+TEST(CApiDefaults, SamplerAndSchedulerWithoutAModel) {
+  EXPECT_EQ(sd_get_default_sample_method(nullptr), EULER_A_SAMPLE_METHOD);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, EULER_A_SAMPLE_METHOD), DISCRETE_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, LCM_SAMPLE_METHOD), LCM_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, TCD_SAMPLE_METHOD), LCM_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, DDIM_TRAILING_SAMPLE_METHOD), SIMPLE_SCHEDULER);
+  EXPECT_EQ(sd_get_default_scheduler(nullptr, SAMPLE_METHOD_COUNT), DISCRETE_SCHEDULER);
+}
+
 TEST(CApiDescriptions, NameTheValues) {
   sd_ctx_params_t c;
   sd_ctx_params_init(&c);
@@ -243,6 +255,44 @@ TEST_F(CApiCallbacks, LogMessagesEndInNewline) {
   sd_set_log_callback(nullptr, nullptr);
   sd::api::log(SD_LOG_ERROR, "dropped");
   EXPECT_EQ(log_.lines.size(), 2u);
+}
+
+TEST(CApiIgnoredFlags, DefaultsAreNotIgnoredFlags) {
+  sd_img_gen_params_t p;
+  sd_img_gen_params_init(&p);
+  EXPECT_TRUE(sd::api::ignored_flags(p).empty());
+  p.sample_params.guidance.img_cfg = p.sample_params.guidance.txt_cfg;  // "same as --cfg-scale"
+  p.ref_image_args = "";
+  EXPECT_TRUE(sd::api::ignored_flags(p).empty());
+}
+
+TEST(CApiIgnoredFlags, EachIsNamedByItsFlag) {
+  sd_img_gen_params_t p;
+  sd_img_gen_params_init(&p);
+  p.sample_params.guidance.distilled_guidance = 5.0f;
+  p.sample_params.guidance.slg.scale = 2.5f;
+  p.sample_params.flow_shift = 3.0f;
+  p.sample_params.extra_sample_args = "beta_alpha=0.5";
+  p.cache.mode = SD_CACHE_EASYCACHE;
+  std::vector<std::string> flags;
+  for (const sd::api::IgnoredFlag& f : sd::api::ignored_flags(p)) flags.push_back(f.flag);
+  EXPECT_EQ(flags, (std::vector<std::string>{"--guidance", "--slg-scale", "--flow-shift",
+                                             "--extra-sample-args", "--cache-mode"}));
+}
+
+TEST_F(CApiCallbacks, IgnoredFlagsWarnOncePerFlag) {
+  sd_img_gen_params_t p;
+  sd_img_gen_params_init(&p);
+  p.sample_params.guidance.slg.scale = 2.5f;
+  sd::api::warn_ignored_flags(p);
+  sd::api::warn_ignored_flags(p);
+  ASSERT_EQ(log_.lines.size(), 1u);
+  EXPECT_EQ(log_.lines[0].first, SD_LOG_WARN);
+  EXPECT_NE(log_.lines[0].second.find("--slg-scale"), std::string::npos) << log_.lines[0].second;
+  p.cache.mode = SD_CACHE_UCACHE;  // a new flag is still said
+  sd::api::warn_ignored_flags(p);
+  ASSERT_EQ(log_.lines.size(), 2u);
+  EXPECT_NE(log_.lines[1].second.find("--cache-mode"), std::string::npos) << log_.lines[1].second;
 }
 
 TEST_F(CApiCallbacks, ProgressReachesTheCallback) {

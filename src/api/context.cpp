@@ -2,7 +2,6 @@
 // translated here (enum values through their names, so the tables live in one place), and
 // requests for features this build does not have are refused with a message naming the
 // field, before any model is loaded.
-#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -13,6 +12,8 @@
 #include <vector>
 
 #include "api/callbacks.h"
+#include "api/cancellation.h"
+#include "api/ignored_params.h"
 #include "backend/registry.h"
 #include "backend/rpc/client/rpc_device.h"
 #include "pipeline/stable_diffusion.h"
@@ -21,7 +22,7 @@
 
 struct sd_ctx_t {
   std::unique_ptr<sd::pipeline::StableDiffusion> sd;
-  std::atomic<bool> cancel{false};
+  sd::api::Cancellation cancel;
   sd::sampling::RngType rng = sd::sampling::RngType::Cuda;
   std::optional<sd::sampling::RngType> sampler_rng;  // unset: the generation RNG
 };
@@ -192,6 +193,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
     SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
     const sd_sample_params_t& s = p->sample_params;
+    sd::api::warn_ignored_flags(*p);
 
     sd::pipeline::ImageRequest r;
     for (uint32_t i = 0; i < p->lora_count; ++i) {
@@ -247,8 +249,9 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     r.progress = [](int step, int steps, double seconds) {
       sd::api::progress(step, steps, static_cast<float>(seconds));
     };
-    sd_ctx->cancel = false;
-    r.cancelled = [sd_ctx] { return sd_ctx->cancel.load(); };
+    sd_ctx->cancel.reset();
+    r.cancelled = [sd_ctx] { return sd_ctx->cancel.stop_now(); };
+    r.stop_new_images = [sd_ctx] { return sd_ctx->cancel.stop_new_images(); };
     const sd::api::PreviewRequest preview = sd::api::preview_request();
     if (preview.callback && preview.mode != PREVIEW_NONE) {
       using Mode = sd::pipeline::ImageRequest::Preview::Mode;
@@ -293,17 +296,29 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
   });
 }
 
-// sd.cpp's defaults for UNet models (SD 1.x/2.x/XL); DiT models default to euler.
-enum sample_method_t sd_get_default_sample_method(const sd_ctx_t*) {
-  return EULER_A_SAMPLE_METHOD;
+// The context's model decides (pipeline::StableDiffusion::default_scheduler); without one,
+// sd.cpp's defaults for UNet models.
+enum sample_method_t sd_get_default_sample_method(const sd_ctx_t* sd_ctx) {
+  if (!sd_ctx || !sd_ctx->sd) return EULER_A_SAMPLE_METHOD;
+  const sample_method_t m =
+      str_to_sample_method(sd::sampling::sample_method_name(sd_ctx->sd->default_sample_method()));
+  return m == SAMPLE_METHOD_COUNT ? EULER_A_SAMPLE_METHOD : m;
 }
 
-enum scheduler_t sd_get_default_scheduler(const sd_ctx_t*, enum sample_method_t sample_method) {
-  if (sample_method == LCM_SAMPLE_METHOD || sample_method == TCD_SAMPLE_METHOD) {
-    return LCM_SCHEDULER;
-  }
-  if (sample_method == DDIM_TRAILING_SAMPLE_METHOD) return SIMPLE_SCHEDULER;
-  return DISCRETE_SCHEDULER;
+enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
+                                          enum sample_method_t sample_method) {
+  namespace sampling = sd::sampling;
+  return sd::api::c_boundary("sd_get_default_scheduler", DISCRETE_SCHEDULER, [&] {
+    const sampling::SampleMethod method =
+        sample_method >= 0 && sample_method < SAMPLE_METHOD_COUNT
+            ? sampling::parse_sample_method(sd_sample_method_name(sample_method))
+            : sampling::default_sample_method(false);
+    const sampling::Scheduler s =
+        sd_ctx && sd_ctx->sd ? sd_ctx->sd->default_scheduler(method)
+                             : sampling::default_scheduler(method, sampling::Prediction::Eps);
+    const scheduler_t c = str_to_scheduler(sampling::scheduler_name(s));
+    return c == SCHEDULER_COUNT ? DISCRETE_SCHEDULER : c;
+  });
 }
 
 bool sd_ctx_supports_image_generation(const sd_ctx_t* sd_ctx) {
@@ -313,8 +328,8 @@ bool sd_ctx_supports_video_generation(const sd_ctx_t*) {
   return false;
 }
 
-void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t) {
-  if (sd_ctx) sd_ctx->cancel = true;
+void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {
+  if (sd_ctx) sd_ctx->cancel.request(mode);
 }
 
 }  // extern "C"

@@ -144,6 +144,11 @@ const char* family_name(ModelFamily f) {
   return "unknown";
 }
 
+bool is_inpaint(ModelVersion v) {
+  return v == ModelVersion::SD1Inpaint || v == ModelVersion::SD2Inpaint ||
+         v == ModelVersion::SDXLInpaint || v == ModelVersion::FluxFill;
+}
+
 bool is_unet_family(ModelVersion v) {
   ModelFamily f = family_of(v);
   return f == ModelFamily::SD1 || f == ModelFamily::SD2 || f == ModelFamily::SDXL;
@@ -168,11 +173,12 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
   int joint_depth = 0, double_depth = 0;
   bool sd3_attn2 = false, has_text2 = false;
   const TensorInfo* context_key = nullptr;
+  const std::string joint_blocks = std::string(kUnetRoot) + "joint_blocks.";
+  const std::string double_blocks = std::string(kUnetRoot) + "double_blocks.";
   for (const auto& [name, info] : by_name) {
     std::string_view n = name;
-    joint_depth = std::max(joint_depth, block_index(n, "model.diffusion_model.joint_blocks.") + 1);
-    double_depth =
-        std::max(double_depth, block_index(n, "model.diffusion_model.double_blocks.") + 1);
+    joint_depth = std::max(joint_depth, block_index(n, joint_blocks) + 1);
+    double_depth = std::max(double_depth, block_index(n, double_blocks) + 1);
     if (joint_depth > 0 && n.find(".x_block.attn2.") != std::string_view::npos) sd3_attn2 = true;
     if (starts_with(n, kTextEncoder2Root)) has_text2 = true;
     // Any cross-attention key projection gives the context width; take the first by name

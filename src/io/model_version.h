@@ -39,6 +39,8 @@ ModelFamily family_of(ModelVersion v);
 const char* version_name(ModelVersion v);
 const char* family_name(ModelFamily f);
 bool is_unet_family(ModelVersion v);  // encoders under cond_stage_model. (name_conversion.h)
+// Inpainting variants: the diffusion net also takes the mask and the masked image's latent.
+bool is_inpaint(ModelVersion v);
 
 // What detection measured, for messages and presets.
 struct ModelDescription {

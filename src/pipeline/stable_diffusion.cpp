@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backend/registry.h"
+#include "io/name_conversion.h"
 #include "models/clip_text.h"
 #include "models/clip_tokenizer.h"
 #include "models/unet.h"
@@ -11,9 +12,11 @@
 #include "pipeline/image_tensor.h"
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
+#include "pipeline/model_family.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/unet_runner.h"
 #include "pipeline/vae_runner.h"
+#include "sampling/guided_denoiser.h"
 #include "tensor/error.h"
 #include "weights/model_loader.h"
 #include "weights/model_manager.h"
@@ -23,36 +26,6 @@ namespace sd::pipeline {
 namespace {
 
 using io::ModelVersion;
-
-bool is_inpaint(ModelVersion v) {
-  return v == ModelVersion::SD1Inpaint || v == ModelVersion::SD2Inpaint;
-}
-
-models::UnetConfig unet_config(ModelVersion v) {
-  switch (v) {
-    case ModelVersion::SD1:
-      return models::UnetConfig::sd1();
-    case ModelVersion::SD1Inpaint:
-      return models::UnetConfig::sd1_inpaint();
-    case ModelVersion::SD2:
-      return models::UnetConfig::sd2();
-    case ModelVersion::SD2Inpaint: {
-      models::UnetConfig c = models::UnetConfig::sd2();
-      c.in_channels = 9;
-      return c;
-    }
-    default:
-      sd::fail("%s models are not supported yet; this build runs SD 1.x and SD 2.x",
-               io::version_name(v));
-  }
-}
-
-// x = a + s * (b - a), elementwise.
-void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::vector<float>& b,
-               float s) {
-  out.resize(a.size());
-  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + s * (b[i] - a[i]);
-}
 
 // Reports how long each phase took.
 class PhaseTimer {
@@ -95,6 +68,7 @@ struct StableDiffusion::Impl {
   weights::ModelLoader loader;
   weights::ModelLoader taesd_loader;
   ModelVersion version = ModelVersion::Unknown;
+  const FamilyDescription* family = nullptr;
   sampling::Prediction prediction = sampling::Prediction::Eps;
   bool prediction_probed = false;
   std::unique_ptr<BackendManager> backends;
@@ -104,6 +78,20 @@ struct StableDiffusion::Impl {
   std::unique_ptr<UnetRunner> unet;
   std::unique_ptr<VaeRunner> vae;
   sampling::DiscreteSchedule schedule;
+
+  // What setup() prepares for the batch.
+  struct Plan {
+    sampling::SampleMethod method = sampling::SampleMethod::EulerA;
+    std::vector<float> sigmas;
+    int64_t w = 0, h = 0, c = 0;     // the latent
+    std::vector<float> init_latent;  // the encoded init image; zeros for text-to-image
+    std::vector<float> concat;       // inpainting models' extra UNet input
+    sampling::DenoiseMask mask;      // empty mask: nothing kept from the init image
+  };
+  ImageRequest validate(const ImageRequest& request) const;
+  Plan setup(const ImageRequest& r);
+  std::vector<float> sample(const ImageRequest& r, const Plan& p, const Conditioning& cond,
+                            const Conditioning& uncond, int64_t seed);
 
   explicit Impl(const ModelOptions& o) : options(o) {
     SD_CHECK(!o.model.empty() || !o.diffusion_model.empty(),
@@ -119,27 +107,32 @@ struct StableDiffusion::Impl {
     Architecture arch;
     if (o.architecture) {
       arch = *o.architecture;
+      family = &family_description(arch.version);
     } else {
       arch.version = io::detect_version(loader.canonical_infos());
-      arch.unet = unet_config(arch.version);
-      arch.text = io::family_of(arch.version) == io::ModelFamily::SD2
-                      ? models::ClipTextConfig::vit_h14()
-                      : models::ClipTextConfig::vit_l14();
-      arch.vae = models::VaeConfig::sd();
+      family = &family_description(arch.version);
+      arch.unet = family->diffusion(arch.version);
+      arch.text = family->text_encoders.front().config();
+      arch.vae = family->vae_config();
     }
     version = arch.version;
-    const bool sd2 = io::family_of(version) == io::ModelFamily::SD2;
+    SD_CHECK(family->conditioning == ConditioningKind::CrossAttentionContext &&
+                 family->text_encoders.size() == 1,
+             "%s: this build conditions on one CLIP text encoder only",
+             io::family_name(family->family));
 
     const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
                                                        o.lora_mode};
     weights = std::make_unique<weights::ModelManager>(loader, manager_options);
-    auto add_module = [&](weights::ModelManager& manager, Module m, const char* prefix) {
-      manager.add_module(weights::ModuleSpec{
-          module_name(m), {prefix}, &backends->compute_device(m), backends->residency(m)});
+    auto add_module = [&](weights::ModelManager& manager, Module m, std::string_view prefix) {
+      manager.add_module(weights::ModuleSpec{module_name(m),
+                                             {std::string(prefix)},
+                                             &backends->compute_device(m),
+                                             backends->residency(m)});
     };
-    add_module(*weights, Module::TextEncoder, "cond_stage_model.");
-    add_module(*weights, Module::Diffusion, "model.diffusion_model.");
-    add_module(*weights, Module::Vae, "first_stage_model.");
+    add_module(*weights, Module::TextEncoder, io::kTextEncoderRoot);
+    add_module(*weights, Module::Diffusion, io::kUnetRoot);
+    add_module(*weights, Module::Vae, io::kVaeRoot);
 
     const std::string vocab = models::find_clip_vocab(
         o.clip_vocab,
@@ -147,7 +140,8 @@ struct StableDiffusion::Impl {
     auto tokenizer =
         std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
     text = std::make_unique<TextConditioner>(
-        tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir);
+        tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir,
+        std::string(family->text_encoders.front().scope));
     unet = std::make_unique<UnetRunner>(*weights, arch.unet, backends->backend(Module::Diffusion));
 
     nn::Weights* tae = nullptr;
@@ -175,8 +169,9 @@ struct StableDiffusion::Impl {
     if (o.prediction) {
       prediction = *o.prediction;
       prediction_probed = true;
-    } else if (!sd2) {
-      prediction_probed = true;  // SD 1.x is eps
+    } else if (family->prediction) {
+      prediction = *family->prediction;
+      prediction_probed = true;
     }
     schedule = sampling::DiscreteSchedule(prediction);
   }
@@ -280,14 +275,19 @@ io::ModelVersion StableDiffusion::version() const {
 sampling::Prediction StableDiffusion::prediction() const {
   return impl_->prediction;
 }
+sampling::SampleMethod StableDiffusion::default_sample_method() const {
+  return impl_->family->sample_method;
+}
+sampling::Scheduler StableDiffusion::default_scheduler(sampling::SampleMethod method) const {
+  return impl_->family->default_scheduler(method, impl_->prediction);
+}
 
-std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
-  Impl& m = *impl_;
+// 1. Validation: every check before any work; sizes aligned to what the networks take.
+ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const {
   ImageRequest r = request;
   auto warn = [&](const std::string& text) {
     if (r.warn) r.warn(text);
   };
-  // Validate everything before any work.
   SD_CHECK(r.width > 0 && r.height > 0 && r.width % 8 == 0 && r.height % 8 == 0,
            "image size %dx%d: width and height must be positive multiples of 8 (-W, -H)", r.width,
            r.height);
@@ -306,8 +306,8 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   }
   // The UNet halves the latent at every level but the last: SD's 3 halvings after the
   // VAE's 8x make 64 pixels the unit.
-  const int unit = static_cast<int>(m.vae->config().downscale()) *
-                   (1 << (m.unet->config().channel_mult.size() - 1));
+  const int unit =
+      static_cast<int>(vae->config().downscale()) * (1 << (unet->config().channel_mult.size() - 1));
   const int aligned_w = (r.width + unit - 1) / unit * unit;
   const int aligned_h = (r.height + unit - 1) / unit * unit;
   if (aligned_w != r.width || aligned_h != r.height) {
@@ -317,54 +317,62 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     r.height = aligned_h;
   }
   if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
-  SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || m.vae->has_taesd(),
+  SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
+  return r;
+}
 
+// 2. Setup: LoRAs, the prediction, the sampler and its sigmas, and the image side of
+// image-to-image and inpainting (encoded once for the whole batch).
+StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) {
+  auto warn = [&](const std::string& text) {
+    if (r.warn) r.warn(text);
+  };
   {
     std::vector<weights::ModelManager::LoraRequest> loras;
     for (const ImageRequest::Lora& l : r.loras) loras.push_back({l.path, l.multiplier});
     bool changed = false;
-    for (const std::string& w : m.weights->set_loras(loras, &changed)) warn(w);
-    if (changed) m.backends->release_caches();  // packed copies of the old weights
+    for (const std::string& w : weights->set_loras(loras, &changed)) warn(w);
+    if (changed) backends->release_caches();  // packed copies of the old weights
   }
-  m.probe_prediction();
-  const sampling::SampleMethod method = r.method.value_or(sampling::default_sample_method(false));
+  probe_prediction();
+
+  Plan p;
+  p.method = r.method.value_or(family->sample_method);
   const sampling::Scheduler scheduler =
-      r.scheduler.value_or(sampling::default_scheduler(method, m.prediction));
+      r.scheduler.value_or(family->default_scheduler(p.method, prediction));
   sampling::SchedulerOptions scheduler_options;
-  scheduler_options.family = io::family_of(m.version) == io::ModelFamily::SD2
-                                 ? sampling::ModelFamily::SD2
-                                 : sampling::ModelFamily::SD1;
-  std::vector<float> sigmas;
+  scheduler_options.ays_levels = family->ays_levels;
   int sample_steps = r.steps;
   if (!r.custom_sigmas.empty()) {
-    sigmas = r.custom_sigmas;
-    sample_steps = std::min(sample_steps, static_cast<int>(sigmas.size()) - 1);
+    p.sigmas = r.custom_sigmas;
+    sample_steps = std::min(sample_steps, static_cast<int>(p.sigmas.size()) - 1);
   } else {
-    sigmas = sampling::make_sigmas(scheduler, r.steps, m.schedule, scheduler_options);
+    p.sigmas = sampling::make_sigmas(scheduler, r.steps, schedule, scheduler_options);
   }
   if (r.init_image && r.strength < 1.0f)
-    sigmas = sampling::img2img_sigmas(sigmas, sample_steps, r.strength);
+    p.sigmas = sampling::img2img_sigmas(p.sigmas, sample_steps, r.strength);
 
-  const int64_t f = m.vae->config().downscale();
-  const int64_t w = r.width / f, h = r.height / f, c = m.vae->config().z_channels;
-  const size_t latent_size = static_cast<size_t>(w * h * c);
-  const bool inpaint_model = is_inpaint(m.version);
+  const int64_t f = vae->config().downscale();
+  p.w = r.width / f;
+  p.h = r.height / f;
+  p.c = vae->config().z_channels;
+  const size_t latent_size = static_cast<size_t>(p.w * p.h * p.c);
+  const bool inpaint_model = io::is_inpaint(version);
 
   // The generation RNG, seeded with the request's seed for the image-side draws; each
-  // batch entry reseeds it below.
+  // batch entry reseeds its own.
   std::unique_ptr<sampling::Rng> rng = sampling::make_rng(r.rng, static_cast<uint64_t>(r.seed));
 
   // Tiling is per request and applies to encoding and decoding alike.
-  m.vae->set_tiling(r.vae_tiling);
+  vae->set_tiling(r.vae_tiling);
 
-  // Image side of image-to-image and inpainting: encoded once for the whole batch.
-  std::vector<float> init_latent(latent_size, 0.0f), concat, denoise_mask;
+  p.init_latent.assign(latent_size, 0.0f);
   auto encode = [&](const std::vector<float>& planes) {
-    std::vector<float> encoded = m.vae->encode(planes, r.width, r.height);
-    if (!m.vae->encodes_moments()) return encoded;
+    std::vector<float> encoded = vae->encode(planes, r.width, r.height);
+    if (!vae->encodes_moments()) return encoded;
     const std::vector<float> noise = rng->randn(latent_size);  // the posterior sample
-    return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, m.vae->config());
+    return models::vae_moments_to_latent(encoded, noise, p.w, p.h, p.c, 1, vae->config());
   };
   if (r.init_image) {
     const io::Image& img = *r.init_image;
@@ -379,7 +387,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
         mask = resize_nearest(mask, mk.width, mk.height, 1, r.width, r.height);
       mask = binarize(std::move(mask));
     }
-    init_latent = encode(planes);
+    p.init_latent = encode(planes);
     const std::vector<float> latent_mask = max_downsample(mask, r.width, r.height, f);
     if (inpaint_model) {
       // The UNet also sees the mask and the latent of the image with the masked part made
@@ -387,128 +395,129 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
       const size_t pixels = mask.size();
       std::vector<float> masked = planes;
       for (int k = 0; k < 3; ++k)
-        for (size_t p = 0; p < pixels; ++p)
-          masked[k * pixels + p] = (1.0f - mask[p]) * (planes[k * pixels + p] - 0.5f) + 0.5f;
+        for (size_t i = 0; i < pixels; ++i)
+          masked[k * pixels + i] = (1.0f - mask[i]) * (planes[k * pixels + i] - 0.5f) + 0.5f;
       const std::vector<float> masked_latent = encode(masked);
-      concat = latent_mask;
-      concat.insert(concat.end(), masked_latent.begin(), masked_latent.end());
-      denoise_mask = dilate3x3(latent_mask, w, h);
+      p.concat = latent_mask;
+      p.concat.insert(p.concat.end(), masked_latent.begin(), masked_latent.end());
+      p.mask.mask = dilate3x3(latent_mask, p.w, p.h);
     } else {
-      denoise_mask = latent_mask;
+      p.mask.mask = latent_mask;
     }
+    p.mask.init_latent = p.init_latent;
     // Encoding is a phase of its own: the VAE is not needed again until decoding.
-    m.vae->release();
-    m.phase_done(Module::Vae);
+    vae->release();
+    phase_done(Module::Vae);
   } else if (inpaint_model) {
     warn("an inpainting model works best with an init image (-i) and a mask (--mask)");
-    concat.assign(static_cast<size_t>(w * h), 1.0f);
-    concat.resize(static_cast<size_t>(w * h * 5), 0.0f);
+    p.concat.assign(static_cast<size_t>(p.w * p.h), 1.0f);
+    p.concat.resize(static_cast<size_t>(p.w * p.h * 5), 0.0f);
   }
+  return p;
+}
+
+// 3. Sampling one batch entry: noise from the entry's seed, the guided denoiser
+// (sampling/guided_denoiser.h) over the UNet, and the sampler.
+std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Plan& p,
+                                                 const Conditioning& cond,
+                                                 const Conditioning& uncond, int64_t seed) {
+  std::unique_ptr<sampling::Rng> rng = sampling::make_rng(r.rng, static_cast<uint64_t>(seed));
+  std::unique_ptr<sampling::Rng> own_sampler_rng;
+  sampling::Rng* sampler_rng = rng.get();  // shared, as sd.cpp, unless another type is asked
+  if (r.sampler_rng && *r.sampler_rng != r.rng) {
+    own_sampler_rng = sampling::make_rng(*r.sampler_rng, static_cast<uint64_t>(seed));
+    sampler_rng = own_sampler_rng.get();
+  }
+  const std::vector<float> noise = rng->randn(p.init_latent.size());
+  std::vector<float> x = schedule.noised_latent(p.sigmas[0], noise, p.init_latent);
+
+  auto send_preview = [&](int step, const std::vector<float>& latent, bool noisy) {
+    const ImageRequest::Preview& pv = r.preview;
+    if (pv.mode == ImageRequest::Preview::Mode::None || !pv.callback || step <= 0) return;
+    if ((noisy && !pv.noisy) || (!noisy && !pv.denoised)) return;
+    if (step % std::max(1, pv.interval) != 0) return;
+    if (pv.mode == ImageRequest::Preview::Mode::Proj) {
+      pv.callback(step, project_latent_to_rgb(latent, p.w, p.h), noisy);
+      return;
+    }
+    const std::vector<float> planes =
+        vae->decode_preview(latent, p.w, p.h, pv.mode == ImageRequest::Preview::Mode::Tae);
+    pv.callback(step, planes_to_image(planes.data(), r.width, r.height, 3), noisy);
+  };
+
+  sampling::GuidanceOptions guidance;
+  guidance.cfg_scale = r.cfg_scale;
+  guidance.uncond_x0 = sampling::needs_uncond(p.method);
+  guidance.timestep_shift = r.timestep_shift;
+  guidance.mask = p.mask.mask.empty() ? nullptr : &p.mask;
+  sampling::GuidedDenoiser denoiser(
+      schedule,
+      [&](const std::vector<float>& x_in, float timestep, bool with_uncond) {
+        std::vector<const Conditioning*> conds = {&cond};
+        if (with_uncond) conds.push_back(&uncond);
+        return unet->predict(x_in, p.w, p.h, timestep, conds, p.concat);
+      },
+      guidance);
+  denoiser.before = [&](const std::vector<float>& xt, const sampling::ModelStep& ms, int step) {
+    SD_CHECK(!r.cancelled || !r.cancelled(), "generation cancelled");
+    if (r.preview.noisy) {
+      std::vector<float> noisy(xt.size());
+      for (size_t i = 0; i < xt.size(); ++i) noisy[i] = xt[i] * ms.scalings.c_in;
+      send_preview(step, noisy, true);
+    }
+  };
+  auto last = std::chrono::steady_clock::now();
+  const int total_steps = static_cast<int>(p.sigmas.size()) - 1;
+  denoiser.after = [&](const sampling::Denoised& d, int step) {
+    send_preview(step, d.x0, false);
+    if (step > 0 && r.progress) {
+      const auto now = std::chrono::steady_clock::now();
+      r.progress(step, total_steps, std::chrono::duration<double>(now - last).count());
+      last = now;
+    }
+  };
+
+  sampling::SamplerOptions sampler_options;
+  sampler_options.eta = r.eta;
+  sampler_options.prediction = prediction;
+  x = sampling::sample(p.method, std::cref(denoiser), std::move(x), p.sigmas, *sampler_rng,
+                       sampler_options);
+  return schedule.inverse_noise_scaling(p.sigmas.back(), std::move(x));
+}
+
+std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
+  Impl& m = *impl_;
+  const ImageRequest r = m.validate(request);
+  const Impl::Plan plan = m.setup(r);
 
   // Conditioning, once for the whole batch; the negative prompt only matters with CFG.
   PhaseTimer timer(r.info, *m.weights);
   const Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
-  const bool use_uncond = r.cfg_scale != 1.0f;
   Conditioning uncond;
-  if (use_uncond) uncond = m.text->encode(r.negative_prompt, r.clip_skip);
+  if (sampling::cfg_needs_uncond(r.cfg_scale))
+    uncond = m.text->encode(r.negative_prompt, r.clip_skip);
   m.text->release();
   m.phase_done(Module::TextEncoder);
   timer.done("text encoding");
 
   std::vector<std::vector<float>> latents;
   for (int b = 0; b < r.batch_count; ++b) {
-    const int64_t seed = r.seed + b;
-    rng = sampling::make_rng(r.rng, static_cast<uint64_t>(seed));
-    std::unique_ptr<sampling::Rng> own_sampler_rng;
-    sampling::Rng* sampler_rng = rng.get();  // shared, as sd.cpp, unless another type is asked
-    if (r.sampler_rng && *r.sampler_rng != r.rng) {
-      own_sampler_rng = sampling::make_rng(*r.sampler_rng, static_cast<uint64_t>(seed));
-      sampler_rng = own_sampler_rng.get();
-    }
-    const std::vector<float> noise = rng->randn(latent_size);
-    std::vector<float> x = m.schedule.noised_latent(sigmas[0], noise, init_latent);
-
-    const bool need_uncond_x0 = sampling::needs_uncond(method);
-    auto send_preview = [&](int step, const std::vector<float>& latent, bool noisy) {
-      const ImageRequest::Preview& p = r.preview;
-      if (p.mode == ImageRequest::Preview::Mode::None || !p.callback || step <= 0) return;
-      if ((noisy && !p.noisy) || (!noisy && !p.denoised)) return;
-      if (step % std::max(1, p.interval) != 0) return;
-      if (p.mode == ImageRequest::Preview::Mode::Proj) {
-        p.callback(step, project_latent_to_rgb(latent, w, h), noisy);
-        return;
-      }
-      const std::vector<float> planes =
-          m.vae->decode_preview(latent, w, h, p.mode == ImageRequest::Preview::Mode::Tae);
-      p.callback(step, planes_to_image(planes.data(), r.width, r.height, 3), noisy);
-    };
-    auto last = std::chrono::steady_clock::now();
-    const int total_steps = static_cast<int>(sigmas.size()) - 1;
-    sampling::Denoiser denoiser = [&](const std::vector<float>& xt, float sigma,
-                                      int step) -> sampling::Denoised {
-      SD_CHECK(!r.cancelled || !r.cancelled(), "generation cancelled");
-      if (r.preview.noisy) {
-        std::vector<float> noisy(xt.size());
-        const float c_in = m.schedule.model_step(sigma, r.timestep_shift).scalings.c_in;
-        for (size_t i = 0; i < xt.size(); ++i) noisy[i] = xt[i] * c_in;
-        send_preview(step, noisy, true);
-      }
-      const sampling::ModelStep ms = m.schedule.model_step(sigma, r.timestep_shift);
-      std::vector<float> scaled(xt.size());
-      for (size_t i = 0; i < xt.size(); ++i) scaled[i] = xt[i] * ms.scalings.c_in;
-      std::vector<const Conditioning*> conds = {&cond};
-      if (use_uncond) conds.push_back(&uncond);
-      std::vector<std::vector<float>> out =
-          m.unet->predict(scaled, w, h, ms.timestep, conds, concat);
-      // Classifier-free guidance on the model outputs, then the denoised latent.
-      std::vector<float> guided;
-      if (use_uncond)
-        lerp_into(guided, out[1], out[0], r.cfg_scale);
-      else
-        guided = std::move(out[0]);
-      sampling::Denoised d;
-      d.x0.resize(xt.size());
-      for (size_t i = 0; i < xt.size(); ++i)
-        d.x0[i] = guided[i] * ms.scalings.c_out + xt[i] * ms.scalings.c_skip;
-      if (need_uncond_x0) {
-        const std::vector<float>& base = use_uncond ? out[1] : guided;
-        d.uncond_x0.resize(xt.size());
-        for (size_t i = 0; i < xt.size(); ++i)
-          d.uncond_x0[i] = base[i] * ms.scalings.c_out + xt[i] * ms.scalings.c_skip;
-      }
-      if (!denoise_mask.empty()) {
-        // Outside the mask the denoised latent is the init image's.
-        const size_t plane = static_cast<size_t>(w * h);
-        for (size_t i = 0; i < d.x0.size(); ++i) {
-          const float mk = denoise_mask[i % plane];
-          d.x0[i] = d.x0[i] * mk + init_latent[i] * (1.0f - mk);
-        }
-      }
-      send_preview(step, d.x0, false);
-      if (step > 0 && r.progress) {
-        const auto now = std::chrono::steady_clock::now();
-        r.progress(step, total_steps, std::chrono::duration<double>(now - last).count());
-        last = now;
-      }
-      return d;
-    };
-    sampling::SamplerOptions sampler_options;
-    sampler_options.eta = r.eta;
-    sampler_options.prediction = m.prediction;
-    x = sampling::sample(method, denoiser, std::move(x), sigmas, *sampler_rng, sampler_options);
-    latents.push_back(m.schedule.inverse_noise_scaling(sigmas.back(), std::move(x)));
-    if (b + 1 == r.batch_count) {
+    const bool stop = b > 0 && r.stop_new_images && r.stop_new_images();
+    if (!stop) latents.push_back(m.sample(r, plan, cond, uncond, r.seed + b));
+    if (stop || b + 1 == r.batch_count) {
       // Each phase gives its memory back before the next starts: peak memory is the
       // largest phase's, not their sum.
       m.unet->release();
       m.phase_done(Module::Diffusion);
     }
+    if (stop) break;
     timer.done(format("sampling image %d/%d", b + 1, r.batch_count));
   }
 
+  // 4. Decoding.
   std::vector<io::Image> images;
   for (const std::vector<float>& latent : latents) {
-    std::vector<float> planes = m.vae->decode(latent, w, h);
+    std::vector<float> planes = m.vae->decode(latent, plan.w, plan.h);
     images.push_back(planes_to_image(planes.data(), r.width, r.height, 3));
     timer.done("decoding");
   }

@@ -91,6 +91,9 @@ struct ImageRequest {
   std::function<void(int, int, double)> progress;
   // Polled before every model call; true stops the generation with an sd::Error.
   std::function<bool()> cancelled;
+  // Polled before every batch entry after the first; true ends the batch there and
+  // returns the images already sampled.
+  std::function<bool()> stop_new_images;
   // Previews while sampling: every `interval` steps the denoised prediction (and/or the
   // noisy latent) is drawn, by latent projection, TAESD or the full VAE.
   struct Preview {
@@ -119,6 +122,9 @@ class StableDiffusion {
   // Bytes of weights resident now (copied and mapped), for tests and benchmarks.
   size_t resident_weight_bytes() const;
   sampling::Prediction prediction() const;
+  // What a request that names no sampler or scheduler gets with this model.
+  sampling::SampleMethod default_sample_method() const;
+  sampling::Scheduler default_scheduler(sampling::SampleMethod method) const;
 
   // One image per batch entry (seeds seed, seed + 1, ...). Throws sd::Error for invalid
   // requests before any work is done.

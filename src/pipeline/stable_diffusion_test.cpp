@@ -206,5 +206,24 @@ TEST_F(TinyPipeline, OddSizesAreAlignedWithAWarning) {
   EXPECT_TRUE(warning.empty()) << warning;
 }
 
+TEST_F(TinyPipeline, DefaultSchedulerFollowsTheModel) {
+  EXPECT_EQ(sd_->default_sample_method(), sampling::SampleMethod::EulerA);
+  EXPECT_EQ(sd_->default_scheduler(sampling::SampleMethod::Euler), sampling::Scheduler::Discrete);
+  EXPECT_EQ(sd_->default_scheduler(sampling::SampleMethod::Lcm), sampling::Scheduler::Lcm);
+  ModelOptions o = options_;
+  o.prediction = sampling::Prediction::EdmV;  // EDM v-prediction samples on exponential sigmas
+  StableDiffusion edm(o);
+  EXPECT_EQ(edm.default_scheduler(sampling::SampleMethod::Euler), sampling::Scheduler::Exponential);
+}
+
+TEST_F(TinyPipeline, StopNewImagesEndsTheBatchAfterTheCurrentImage) {
+  request_.batch_count = 3;
+  int asked = 0;
+  request_.stop_new_images = [&] { return ++asked >= 1; };
+  std::vector<io::Image> out = sd_->generate(request_);
+  EXPECT_EQ(out.size(), 1u);
+  EXPECT_EQ(asked, 1);
+}
+
 }  // namespace
 }  // namespace sd::pipeline

@@ -35,9 +35,10 @@ void apply_token_weights(std::vector<float>& hidden, int64_t dim,
 
 TextConditioner::TextConditioner(std::shared_ptr<const models::ClipTokenizer> tokenizer,
                                  models::ClipTextConfig config, nn::Weights& weights,
-                                 Backend& backend, std::string embeddings_dir)
+                                 Backend& backend, std::string embeddings_dir, std::string scope)
     : tokenizer_(std::move(tokenizer)),
       config_(config),
+      scope_(std::move(scope)),
       weights_(weights),
       runner_(backend),
       embedding_files_(models::list_embedding_files(embeddings_dir)),
@@ -106,7 +107,7 @@ Conditioning TextConditioner::encode(const std::string& prompt, int clip_skip) {
     if (uses_custom)
       custom = call.input_f32("custom_embeddings", make_shape({dim, custom_.rows()}),
                               custom_.table().data());
-    nn::Scope scope(call.ctx(), weights_, kScope);
+    nn::Scope scope(call.ctx(), weights_, scope_);
     Tensor* hidden =
         models::clip_text_forward(scope, config_, token_ids, causal, clip_skip, custom);
     std::vector<float> values = runner_.run(call, hidden);
@@ -127,7 +128,7 @@ std::vector<nn::ParamDecl> TextConditioner::parameters() const {
   Tensor* ids = ctx.new_tensor(DType::I32, {window, 1});
   Tensor* mask = ctx.new_tensor(DType::F32, {window, window});
   // clip_skip 1 runs every layer: the most any prompt reads.
-  models::clip_text_forward(nn::Scope(ctx, recorder, kScope), config_, ids, mask, 1);
+  models::clip_text_forward(nn::Scope(ctx, recorder, scope_), config_, ids, mask, 1);
   return recorder.params();
 }
 

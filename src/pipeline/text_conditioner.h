@@ -7,9 +7,11 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
+#include "io/name_conversion.h"
 #include "models/clip_text.h"
 #include "models/clip_tokenizer.h"
 #include "models/embeddings.h"
@@ -28,12 +30,12 @@ struct Conditioning {
 
 class TextConditioner {
  public:
-  // `weights` holds the encoder under "cond_stage_model.transformer.text_model." and must
-  // outlive this object, as must `backend`. `embeddings_dir`: textual-inversion files
-  // (optional); a file is read the first time its word appears in a prompt.
+  // `weights` holds the encoder under `scope` and must outlive this object, as must
+  // `backend`. `embeddings_dir`: textual-inversion files (optional); a file is read the
+  // first time its word appears in a prompt.
   TextConditioner(std::shared_ptr<const models::ClipTokenizer> tokenizer,
                   models::ClipTextConfig config, nn::Weights& weights, Backend& backend,
-                  std::string embeddings_dir = {});
+                  std::string embeddings_dir = {}, std::string scope = kScope);
   // The tokenizer's special-word hook points at this object.
   TextConditioner(const TextConditioner&) = delete;
   TextConditioner& operator=(const TextConditioner&) = delete;
@@ -51,14 +53,18 @@ class TextConditioner {
   // Frees the encoder's compute buffer (the text phase is over).
   void release() { runner_.release(); }
 
-  // The weight scope of the text encoder in canonical checkpoints.
+  // The weight scope of the (first) text encoder in canonical checkpoints: HF CLIP names
+  // below the text-encoder root.
   static constexpr const char* kScope = "cond_stage_model.transformer.text_model.";
+  static_assert(std::string_view(kScope).substr(0, io::kTextEncoderRoot.size()) ==
+                io::kTextEncoderRoot);
 
  private:
   std::vector<int> embedding_ids(const std::string& word);
 
   std::shared_ptr<const models::ClipTokenizer> tokenizer_;
   models::ClipTextConfig config_;
+  std::string scope_;
   nn::Weights& weights_;
   nn::GraphRunner runner_;
   std::map<std::string, std::string> embedding_files_;  // word -> path

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "io/name_conversion.h"
 #include "models/unet.h"
 #include "nn/graph_runner.h"
 #include "nn/param_recorder.h"
@@ -32,7 +33,7 @@ class UnetRunner {
   std::vector<nn::ParamDecl> parameters() const;
   // Frees the compute buffer (sampling is over).
   void release() { runner_.release(); }
-  static constexpr const char* kScope = "model.diffusion_model.";
+  static constexpr const char* kScope = io::kUnetRoot.data();
 
  private:
   std::vector<std::vector<float>> run_batch(const std::vector<float>& x_in, int64_t w, int64_t h,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "io/name_conversion.h"
 #include "models/tiling.h"
 #include "models/vae.h"
 #include "nn/graph_runner.h"
@@ -44,7 +45,7 @@ class VaeRunner {
   std::vector<nn::ParamDecl> taesd_parameters() const;
   // Frees the compute buffer (decoding is over).
   void release() { runner_.release(); }
-  static constexpr const char* kScope = "first_stage_model.";
+  static constexpr const char* kScope = io::kVaeRoot.data();
   static constexpr const char* kTaesdScope = "tae.";
 
  private:

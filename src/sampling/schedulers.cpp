@@ -201,7 +201,7 @@ std::vector<float> make_sigmas(Scheduler scheduler, int steps, const DiscreteSch
     case Scheduler::Exponential:
       return exponential_sigmas(n, sigma_min, sigma_max);
     case Scheduler::Ays:
-      return detail::ays_sigmas(steps, options.family);
+      return detail::ays_sigmas(steps, options.ays_levels);
     case Scheduler::Gits:
       return detail::gits_sigmas(steps);
     case Scheduler::SgmUniform:

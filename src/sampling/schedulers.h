@@ -34,12 +34,13 @@ enum class Scheduler {
 Scheduler parse_scheduler(std::string_view name);
 const char* scheduler_name(Scheduler scheduler);
 
-// Model families whose schedules differ (only Align Your Steps looks at it).
-enum class ModelFamily { SD1, SD2, SDXL, SVD, Other };
+// Which of NVIDIA's published Align Your Steps noise levels a model samples with (the
+// model family's description chooses; None: the model has none).
+enum class AysLevels { SD1, SDXL, SVD, None };
 
 // The knobs of the schedulers that have any, at sd.cpp's defaults ("extra sample args").
 struct SchedulerOptions {
-  ModelFamily family = ModelFamily::SD1;
+  AysLevels ays_levels = AysLevels::SD1;
   int image_seq_len = 0;  // latent tokens: flux, flux2, ltx2, logit_normal
   double beta_alpha = 0.6;
   double beta_beta = 0.6;
@@ -75,7 +76,7 @@ std::vector<float> img2img_sigmas(const std::vector<float>& sigmas, int sample_s
 namespace detail {
 // Log-linear resampling of a descending sigma list to `length` values.
 std::vector<float> log_linear_interpolation(const std::vector<float>& sigmas, size_t length);
-std::vector<float> ays_sigmas(int steps, ModelFamily family);
+std::vector<float> ays_sigmas(int steps, AysLevels levels);
 std::vector<float> gits_sigmas(int steps);
 std::vector<float> beta_sigmas(int steps, const DiscreteSchedule& schedule, double alpha,
                                double beta);

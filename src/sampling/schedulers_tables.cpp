@@ -111,22 +111,19 @@ std::vector<float> log_linear_interpolation(const std::vector<float>& sigmas, si
   return out;
 }
 
-std::vector<float> ays_sigmas(int steps, ModelFamily family) {
+std::vector<float> ays_sigmas(int steps, AysLevels which) {
   const std::vector<float>* levels = nullptr;
-  switch (family) {
-    // AYS publishes no SD2 levels. The reference means to fall back to SD1's but reads
-    // an empty list instead (undefined behaviour); SD1's is the intended result.
-    case ModelFamily::SD1:
-    case ModelFamily::SD2:
+  switch (which) {
+    case AysLevels::SD1:
       levels = &kAysSd1;
       break;
-    case ModelFamily::SDXL:
+    case AysLevels::SDXL:
       levels = &kAysSdxl;
       break;
-    case ModelFamily::SVD:
+    case AysLevels::SVD:
       levels = &kAysSvd;
       break;
-    case ModelFamily::Other:
+    case AysLevels::None:
       fail(
           "[ays scheduler] Align Your Steps has noise levels for SD1, SD2, SDXL and SVD "
           "only; use another scheduler (e.g. discrete) for this model");

@@ -104,14 +104,14 @@ TEST(Schedulers, AlignYourStepsUsesThePublishedLevelsPerFamily) {
   EXPECT_FLOAT_EQ(s[1], 6.4745760956f);
   EXPECT_FLOAT_EQ(s[9], 0.1515232662f);
   SchedulerOptions xl;
-  xl.family = ModelFamily::SDXL;
+  xl.ays_levels = AysLevels::SDXL;
   EXPECT_FLOAT_EQ(make_sigmas(Scheduler::Ays, 10, sd_schedule(), xl)[1], 6.3184485287f);
   // Other step counts interpolate log sigma over the same span.
   const std::vector<float> s20 = make_sigmas(Scheduler::Ays, 20, sd_schedule(), sd1);
   EXPECT_NEAR(s20[0], 14.6146412293f, 1e-4);
   EXPECT_NEAR(s20[2], 6.4745760956f, 1e-3);  // every other level is an original one
   SchedulerOptions other;
-  other.family = ModelFamily::Other;
+  other.ays_levels = AysLevels::None;
   EXPECT_THROW(make_sigmas(Scheduler::Ays, 10, sd_schedule(), other), Error);
 }
 

@@ -1,46 +1,37 @@
 #include "backend/cpu/kernels.h"
 
-#include <array>
-
 #include "backend/cpu/linalg_kernels.h"
 #include "backend/cpu/simd_kernels.h"
+#include "tensor/op_table.h"
 
 namespace sd {
 
 namespace {
 
-// Indexed by Op; the size check makes a new op without an entry fail the build.
-constexpr std::array<CpuKernel, kOpCount> kFast = {
-    nullptr,         // None
-    nullptr,         // View
-    nullptr,         // Reshape
-    nullptr,         // Permute
-    cpu_binary,      // Add
-    cpu_binary,      // Sub
-    cpu_binary,      // Mul
-    cpu_binary,      // Div
-    cpu_scale,       // Scale
-    cpu_clamp,       // Clamp
-    cpu_unary,       // Unary
-    cpu_cast,        // Cast
-    cpu_cont,        // Cont
-    cpu_concat,      // Concat
-    cpu_pad,         // Pad
-    cpu_get_rows,    // GetRows
-    cpu_upscale,     // Upscale
-    nullptr,         // Sum
-    nullptr,         // Mean
-    cpu_softmax,     // Softmax
-    cpu_group_norm,  // GroupNorm
-    cpu_layer_norm,  // LayerNorm
-    cpu_rms_norm,    // RmsNorm
-    cpu_matmul,      // MatMul
-    cpu_conv2d,      // Conv2d
-    cpu_attention,   // Attention
-    nullptr,         // Arange
-    nullptr,         // TimestepEmbedding
-};
-static_assert(kFast.size() == kOpCount);
+// Keyed by op. An op without an entry runs its reference kernel (Sum, Mean, Arange and
+// TimestepEmbedding are small and off the hot path).
+constexpr auto kFast = make_op_table<CpuKernel>({
+    {Op::Add, cpu_binary},
+    {Op::Sub, cpu_binary},
+    {Op::Mul, cpu_binary},
+    {Op::Div, cpu_binary},
+    {Op::Scale, cpu_scale},
+    {Op::Clamp, cpu_clamp},
+    {Op::Unary, cpu_unary},
+    {Op::Cast, cpu_cast},
+    {Op::Cont, cpu_cont},
+    {Op::Concat, cpu_concat},
+    {Op::Pad, cpu_pad},
+    {Op::GetRows, cpu_get_rows},
+    {Op::Upscale, cpu_upscale},
+    {Op::Softmax, cpu_softmax},
+    {Op::GroupNorm, cpu_group_norm},
+    {Op::LayerNorm, cpu_layer_norm},
+    {Op::RmsNorm, cpu_rms_norm},
+    {Op::MatMul, cpu_matmul},
+    {Op::Conv2d, cpu_conv2d},
+    {Op::Attention, cpu_attention},
+});
 
 }  // namespace
 

@@ -1,6 +1,6 @@
 #include "tensor/ops/reference.h"
 
-#include <array>
+#include "tensor/op_table.h"
 
 #include "tensor/ops/attention.h"
 #include "tensor/ops/cast.h"
@@ -22,38 +22,35 @@ namespace sd {
 
 namespace {
 
-// Indexed by Op; the size check makes a new op without an entry fail the build.
-constexpr std::array<Kernel, kOpCount> kReference = {
-    nullptr,                       // None
-    nullptr,                       // View
-    nullptr,                       // Reshape
-    nullptr,                       // Permute
-    reference_binary,              // Add
-    reference_binary,              // Sub
-    reference_binary,              // Mul
-    reference_binary,              // Div
-    reference_scale,               // Scale
-    reference_clamp,               // Clamp
-    reference_unary,               // Unary
-    reference_cast,                // Cast
-    reference_cont,                // Cont
-    reference_concat,              // Concat
-    reference_pad,                 // Pad
-    reference_get_rows,            // GetRows
-    reference_upscale,             // Upscale
-    reference_reduce,              // Sum
-    reference_reduce,              // Mean
-    reference_softmax,             // Softmax
-    reference_group_norm,          // GroupNorm
-    reference_layer_norm,          // LayerNorm
-    reference_rms_norm,            // RmsNorm
-    reference_matmul,              // MatMul
-    reference_conv2d,              // Conv2d
-    reference_attention,           // Attention
-    reference_arange,              // Arange
-    reference_timestep_embedding,  // TimestepEmbedding
-};
-static_assert(kReference.size() == kOpCount);
+// Keyed by op; leaves and views compute nothing and have no entry. The check makes a new
+// op without a reference kernel fail the build.
+constexpr auto kReference = make_op_table<Kernel>({
+    {Op::Add, reference_binary},
+    {Op::Sub, reference_binary},
+    {Op::Mul, reference_binary},
+    {Op::Div, reference_binary},
+    {Op::Scale, reference_scale},
+    {Op::Clamp, reference_clamp},
+    {Op::Unary, reference_unary},
+    {Op::Cast, reference_cast},
+    {Op::Cont, reference_cont},
+    {Op::Concat, reference_concat},
+    {Op::Pad, reference_pad},
+    {Op::GetRows, reference_get_rows},
+    {Op::Upscale, reference_upscale},
+    {Op::Sum, reference_reduce},
+    {Op::Mean, reference_reduce},
+    {Op::Softmax, reference_softmax},
+    {Op::GroupNorm, reference_group_norm},
+    {Op::LayerNorm, reference_layer_norm},
+    {Op::RmsNorm, reference_rms_norm},
+    {Op::MatMul, reference_matmul},
+    {Op::Conv2d, reference_conv2d},
+    {Op::Attention, reference_attention},
+    {Op::Arange, reference_arange},
+    {Op::TimestepEmbedding, reference_timestep_embedding},
+});
+static_assert(op_table_covers(kReference, computes), "an op has no reference kernel");
 
 }  // namespace
 

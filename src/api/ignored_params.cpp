@@ -1,0 +1,60 @@
+#include "api/ignored_params.h"
+
+#include <cmath>
+#include <mutex>
+#include <set>
+
+#include "api/callbacks.h"
+
+namespace sd::api {
+
+namespace {
+
+bool given(const char* s) {
+  return s && *s;
+}
+
+}  // namespace
+
+std::vector<IgnoredFlag> ignored_flags(const sd_img_gen_params_t& p) {
+  sd_img_gen_params_t d;
+  sd_img_gen_params_init(&d);
+  const sd_guidance_params_t& g = p.sample_params.guidance;
+  const sd_guidance_params_t& dg = d.sample_params.guidance;
+  std::vector<IgnoredFlag> out;
+  auto add_if = [&](bool differs, const char* flag, const char* what) {
+    if (differs) out.push_back({flag, what});
+  };
+  // img_cfg equal to txt_cfg is what "follow --cfg-scale" means.
+  add_if(std::isfinite(g.img_cfg) && g.img_cfg != g.txt_cfg, "--img-cfg-scale",
+         "image guidance of edit models");
+  add_if(g.distilled_guidance != dg.distilled_guidance, "--guidance",
+         "the guidance input of guidance-distilled models");
+  // --skip-layers, --skip-layer-start and --skip-layer-end only act with a scale.
+  add_if(g.slg.scale != dg.slg.scale, "--slg-scale", "skip-layer guidance of DiT models");
+  add_if(std::isfinite(p.sample_params.flow_shift), "--flow-shift", "the shift of flow models");
+  add_if(given(p.sample_params.extra_sample_args), "--extra-sample-args",
+         "extra sampler and scheduler arguments");
+  add_if(given(p.vae_tiling_params.extra_tiling_args), "--extra-tiling-args",
+         "extra VAE tiling arguments");
+  add_if(p.vae_tiling_params.temporal_tiling, "--temporal-tiling", "tiling over video frames");
+  add_if(p.cache.mode != SD_CACHE_DISABLED, "--cache-mode", "step caching");
+  add_if(given(p.ref_image_args), "--ref-image-args", "reference images of edit models");
+  add_if(p.qwen_image_layers != d.qwen_image_layers, "--qwen-image-layers",
+         "Qwen-Image-Layered outputs");
+  return out;
+}
+
+void warn_ignored_flags(const sd_img_gen_params_t& p) {
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  for (const IgnoredFlag& f : ignored_flags(p)) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!warned.insert(f.flag).second) continue;
+    }
+    log(SD_LOG_WARN, "%s (%s) is not used by this build yet; ignored", f.flag, f.what);
+  }
+}
+
+}  // namespace sd::api

@@ -1,0 +1,101 @@
+#include "pipeline/model_family.h"
+
+#include <string>
+
+#include "pipeline/text_conditioner.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+namespace {
+
+using io::ModelVersion;
+
+[[noreturn]] void unsupported(ModelVersion v) {
+  std::string names;
+  for (const FamilyDescription* f : supported_families())
+    names += std::string(names.empty() ? "" : " and ") + io::family_name(f->family);
+  sd::fail("%s models are not supported yet; this build runs %s", io::version_name(v),
+           names.c_str());
+}
+
+models::UnetConfig sd1_unet(ModelVersion v) {
+  switch (v) {
+    case ModelVersion::SD1:
+      return models::UnetConfig::sd1();
+    case ModelVersion::SD1Inpaint:
+      return models::UnetConfig::sd1_inpaint();
+    default:
+      unsupported(v);
+  }
+}
+
+models::UnetConfig sd2_unet(ModelVersion v) {
+  models::UnetConfig c = models::UnetConfig::sd2();
+  switch (v) {
+    case ModelVersion::SD2:
+      return c;
+    case ModelVersion::SD2Inpaint:
+      c.in_channels = 9;  // latent + mask + masked-image latent
+      return c;
+    default:
+      unsupported(v);
+  }
+}
+
+// Stable Diffusion 1.x (CompVis/runwayml v1-inference.yaml): OpenAI CLIP ViT-L/14,
+// eps-prediction.
+FamilyDescription sd1() {
+  FamilyDescription d;
+  d.family = io::ModelFamily::SD1;
+  d.text_encoders = {{models::ClipTextConfig::vit_l14, TextConditioner::kScope}};
+  d.diffusion = sd1_unet;
+  d.vae = models::VaeConfig::sd;
+  d.prediction = sampling::Prediction::Eps;
+  d.ays_levels = sampling::AysLevels::SD1;
+  return d;
+}
+
+// Stable Diffusion 2.x (Stability-AI v2-inference(-v).yaml): OpenCLIP ViT-H/14; eps or v
+// prediction, which the files do not tell.
+FamilyDescription sd2() {
+  FamilyDescription d;
+  d.family = io::ModelFamily::SD2;
+  d.text_encoders = {{models::ClipTextConfig::vit_h14, TextConditioner::kScope}};
+  d.diffusion = sd2_unet;
+  d.vae = models::VaeConfig::sd;
+  // Align Your Steps publishes no SD2 levels. sd.cpp means to fall back to SD1's but
+  // reads an empty list instead (undefined behaviour); SD1's is the intended result.
+  d.ays_levels = sampling::AysLevels::SD1;
+  return d;
+}
+
+}  // namespace
+
+models::VaeConfig FamilyDescription::vae_config() const {
+  models::VaeConfig c = vae();
+  c.z_channels = latent_channels;
+  c.scale_factor = scale_factor;
+  return c;
+}
+
+sampling::Scheduler FamilyDescription::default_scheduler(sampling::SampleMethod method,
+                                                         sampling::Prediction p) const {
+  return sampling::default_scheduler(method, p);
+}
+
+const std::vector<const FamilyDescription*>& supported_families() {
+  static const FamilyDescription kSd1 = sd1();
+  static const FamilyDescription kSd2 = sd2();
+  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2};
+  return kAll;
+}
+
+const FamilyDescription& family_description(ModelVersion version) {
+  const io::ModelFamily family = io::family_of(version);
+  for (const FamilyDescription* f : supported_families())
+    if (f->family == family) return *f;
+  unsupported(version);
+}
+
+}  // namespace sd::pipeline

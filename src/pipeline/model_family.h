@@ -1,0 +1,71 @@
+// One description per model family: the networks it is made of, where their weights live,
+// its latent space and the defaults it samples with. The pipeline builds and drives a
+// model from its family's description alone, looked up from the detected version, so
+// adding a family is its model file(s) and presets (src/models), one detection entry
+// (io/model_version.cpp) and one entry in model_family.cpp.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "io/model_version.h"
+#include "models/clip_text.h"
+#include "models/unet.h"
+#include "models/vae.h"
+#include "sampling/samplers.h"
+#include "sampling/schedule.h"
+#include "sampling/schedulers.h"
+
+namespace sd::pipeline {
+
+// How a family turns a prompt into what its diffusion network is conditioned on.
+enum class ConditioningKind {
+  // One CLIP text encoder's last (or clip-skipped) hidden states as the cross-attention
+  // context, in 77-token windows (SD 1.x, SD 2.x).
+  CrossAttentionContext,
+};
+
+// A text encoder of the family and where its weights live (below io::kTextEncoderRoot
+// in canonical checkpoints).
+struct TextEncoderSpec {
+  models::ClipTextConfig (*config)();
+  std::string_view scope;
+};
+
+struct FamilyDescription {
+  io::ModelFamily family = io::ModelFamily::Unknown;
+
+  // The networks.
+  std::vector<TextEncoderSpec> text_encoders;
+  ConditioningKind conditioning = ConditioningKind::CrossAttentionContext;
+  // The diffusion network for one version of the family (inpaint variants take more
+  // input channels); an sd::Error for a version this build cannot run.
+  models::UnetConfig (*diffusion)(io::ModelVersion version) = nullptr;
+  models::VaeConfig (*vae)() = nullptr;
+
+  // The latent space: channels, and the factor the VAE latent is scaled by for sampling.
+  int64_t latent_channels = 4;
+  float scale_factor = 0.18215f;
+
+  // Sampling defaults. prediction unset: the files do not say (SD 2.x 768-v and 512-base
+  // have the same tensors), so the UNet is probed once before the first generation.
+  sampling::SampleMethod sample_method = sampling::SampleMethod::EulerA;
+  std::optional<sampling::Prediction> prediction;
+  sampling::AysLevels ays_levels = sampling::AysLevels::None;
+
+  // The VAE config with this family's latent space.
+  models::VaeConfig vae_config() const;
+  // Without a --scheduler: the sampler's and prediction's choice, as sd.cpp makes it.
+  sampling::Scheduler default_scheduler(sampling::SampleMethod method,
+                                        sampling::Prediction prediction) const;
+};
+
+// The description of `version`'s family. Throws sd::Error naming the version for a
+// family this build does not run.
+const FamilyDescription& family_description(io::ModelVersion version);
+
+// Every family this build runs, for messages and tests.
+const std::vector<const FamilyDescription*>& supported_families();
+
+}  // namespace sd::pipeline

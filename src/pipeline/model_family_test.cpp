@@ -1,0 +1,84 @@
+#include "pipeline/model_family.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "io/name_conversion.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+namespace {
+
+using io::ModelVersion;
+
+TEST(ModelFamily, SD1IsClipLAndAnEpsUnet) {
+  const FamilyDescription& d = family_description(ModelVersion::SD1);
+  EXPECT_EQ(d.family, io::ModelFamily::SD1);
+  ASSERT_EQ(d.text_encoders.size(), 1u);
+  EXPECT_EQ(d.text_encoders[0].config().hidden, models::ClipTextConfig::vit_l14().hidden);
+  EXPECT_EQ(d.diffusion(ModelVersion::SD1).in_channels, 4);
+  EXPECT_EQ(d.diffusion(ModelVersion::SD1Inpaint).in_channels, 9);
+  EXPECT_EQ(d.prediction, sampling::Prediction::Eps);
+  EXPECT_EQ(d.sample_method, sampling::SampleMethod::EulerA);
+  EXPECT_EQ(d.ays_levels, sampling::AysLevels::SD1);
+}
+
+TEST(ModelFamily, SD2IsOpenClipHAndProbesItsPrediction) {
+  const FamilyDescription& d = family_description(ModelVersion::SD2Inpaint);
+  EXPECT_EQ(d.family, io::ModelFamily::SD2);
+  EXPECT_EQ(d.text_encoders[0].config().hidden, models::ClipTextConfig::vit_h14().hidden);
+  EXPECT_EQ(d.text_encoders[0].config().default_clip_skip, 2);
+  EXPECT_EQ(d.diffusion(ModelVersion::SD2).context_dim, 1024);
+  EXPECT_EQ(d.diffusion(ModelVersion::SD2Inpaint).in_channels, 9);
+  EXPECT_FALSE(d.prediction.has_value());
+  EXPECT_EQ(d.ays_levels, sampling::AysLevels::SD1);  // AYS has no SD2 levels
+}
+
+// The presets the description gives are the ones the pipeline used before the registry.
+TEST(ModelFamily, LatentSpaceIsTheSdVae) {
+  for (ModelVersion v : {ModelVersion::SD1, ModelVersion::SD2}) {
+    const models::VaeConfig c = family_description(v).vae_config();
+    const models::VaeConfig sd = models::VaeConfig::sd();
+    EXPECT_EQ(c.z_channels, sd.z_channels);
+    EXPECT_EQ(c.embed_dim, sd.embed_dim);
+    EXPECT_EQ(c.scale_factor, sd.scale_factor);
+    EXPECT_EQ(c.downscale(), 8);
+  }
+}
+
+TEST(ModelFamily, DefaultSchedulerFollowsSamplerAndPrediction) {
+  const FamilyDescription& d = family_description(ModelVersion::SD1);
+  using sampling::Prediction;
+  using sampling::SampleMethod;
+  using sampling::Scheduler;
+  EXPECT_EQ(d.default_scheduler(SampleMethod::EulerA, Prediction::Eps), Scheduler::Discrete);
+  EXPECT_EQ(d.default_scheduler(SampleMethod::Lcm, Prediction::Eps), Scheduler::Lcm);
+  EXPECT_EQ(d.default_scheduler(SampleMethod::Euler, Prediction::EdmV), Scheduler::Exponential);
+}
+
+TEST(ModelFamily, TextEncodersLiveBelowTheTextEncoderRoot) {
+  for (const FamilyDescription* f : supported_families())
+    for (const TextEncoderSpec& t : f->text_encoders)
+      EXPECT_EQ(t.scope.substr(0, io::kTextEncoderRoot.size()), io::kTextEncoderRoot)
+          << io::family_name(f->family);
+}
+
+TEST(ModelFamily, UnsupportedVersionsAreNamed) {
+  for (ModelVersion v : {ModelVersion::SDXL, ModelVersion::Flux, ModelVersion::Unknown}) {
+    try {
+      family_description(v);
+      ADD_FAILURE() << io::version_name(v);
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(io::version_name(v)), std::string::npos) << what;
+      EXPECT_NE(what.find("SD1.x and SD2.x"), std::string::npos) << what;
+    }
+  }
+  // A variant of a supported family this build cannot run.
+  EXPECT_THROW(family_description(ModelVersion::SD1Pix2Pix).diffusion(ModelVersion::SD1Pix2Pix),
+               Error);
+}
+
+}  // namespace
+}  // namespace sd::pipeline

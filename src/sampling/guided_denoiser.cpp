@@ -1,0 +1,59 @@
+#include "sampling/guided_denoiser.h"
+
+#include "tensor/error.h"
+
+namespace sd::sampling {
+
+namespace {
+
+// out = a + s * (b - a), elementwise.
+void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::vector<float>& b,
+               float s) {
+  out.resize(a.size());
+  for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + s * (b[i] - a[i]);
+}
+
+}  // namespace
+
+Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, int step) const {
+  const ModelStep ms = schedule_.model_step(sigma, options_.timestep_shift);
+  if (before) before(x, ms, step);
+  const bool with_uncond = cfg_needs_uncond(options_.cfg_scale);
+  std::vector<float> scaled(x.size());
+  for (size_t i = 0; i < x.size(); ++i) scaled[i] = x[i] * ms.scalings.c_in;
+  std::vector<std::vector<float>> out = network_(scaled, ms.timestep, with_uncond);
+  SD_CHECK(out.size() == (with_uncond ? 2u : 1u),
+           "[guided denoiser] the network gave %zu outputs; expected %d", out.size(),
+           with_uncond ? 2 : 1);
+
+  // Classifier-free guidance on the model outputs, then the denoised latent.
+  std::vector<float> guided;
+  if (with_uncond)
+    lerp_into(guided, out[1], out[0], options_.cfg_scale);
+  else
+    guided = std::move(out[0]);
+  Denoised d;
+  d.x0.resize(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    d.x0[i] = guided[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;
+  if (options_.uncond_x0) {
+    const std::vector<float>& base = with_uncond ? out[1] : guided;
+    d.uncond_x0.resize(x.size());
+    for (size_t i = 0; i < x.size(); ++i)
+      d.uncond_x0[i] = base[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;
+  }
+  if (options_.mask && !options_.mask->mask.empty()) {
+    // Outside the mask the denoised latent is the init image's.
+    const std::vector<float>& mask = options_.mask->mask;
+    const std::vector<float>& init = options_.mask->init_latent;
+    const size_t plane = mask.size();
+    for (size_t i = 0; i < d.x0.size(); ++i) {
+      const float mk = mask[i % plane];
+      d.x0[i] = d.x0[i] * mk + init[i] * (1.0f - mk);
+    }
+  }
+  if (after) after(d, step);
+  return d;
+}
+
+}  // namespace sd::sampling
