@@ -5,13 +5,7 @@
 # Usage: cli_hostile_input_test.sh SD_CLI
 set -uo pipefail
 cli=$1
-work=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/script_checks.sh"
 # run NAME EXPECTED_STATUS(0|nonzero) ARGS...: output in $work/NAME.out
 run() {
   local name=$1 expect=$2
@@ -89,8 +83,4 @@ PY
 run convert_empty 0 -M convert -m "$work/empty.safetensors" -o "$work/empty.gguf" --type q8_0
 [ -s "$work/empty.gguf" ] || fail "convert_empty: no output"
 
-if [ $failures -gt 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "all hostile-input cases passed"
+finish "all hostile-input cases passed"

@@ -14,21 +14,7 @@ if [ -z "$model" ] || [ ! -f "$model" ] || [ ! -f "$vocab" ]; then
 fi
 export SD_CLIP_VOCAB=$vocab
 unset SD_RPC_TOKEN SD_RPC_TOKEN_FILE
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do
-    kill -9 "$p" 2>/dev/null
-    wait "$p" 2>/dev/null
-  done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/script_checks.sh"
 
 # Starts a server on a free port; sets $port and $pid. Extra arguments go to the server.
 start_server() {
@@ -113,5 +99,4 @@ grep -q "127.0.0.1:$k" "$work/r5.log" || fail "the error does not name the serve
 [ -e "$work/r5.png" ] && fail "a partial image was written"
 echo "killed server noticed after ${elapsed}s: $(grep -o '\[RPC [^]]*\][^;]*' "$work/r5.log" | head -1)"
 
-[ "$failures" -eq 0 ] && echo "all RPC command-line checks passed"
-exit $((failures > 0))
+finish "all RPC command-line checks passed"

@@ -6,18 +6,7 @@
 # Usage: rpc_flood_test.sh SD_CLI SD_RPC_SERVER
 set -uo pipefail
 cli=$1 server=$2
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/script_checks.sh"
 unset SD_RPC_TOKEN SD_RPC_TOKEN_FILE
 
 # flood PORT COUNT HOLD_SECONDS: opens COUNT connections, holds them, closes them.
@@ -95,8 +84,4 @@ start_server hard_limit -n 256 && {
   grep -q "listening again" "$log" || { fail "hard_limit: listener not restarted"; cat "$log"; }
 }
 
-if [ $failures -gt 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "the server kept serving through every flood"
+finish "the server kept serving through every flood"
