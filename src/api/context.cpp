@@ -178,6 +178,50 @@ void free_sd_ctx(sd_ctx_t* sd_ctx) {
   delete sd_ctx;
 }
 
+// sd_cache_params_t as the sampling layer takes it; a threshold left at INFINITY means the
+// mode's default, as in stable-diffusion.cpp.
+sd::sampling::CacheOptions cache_options(const sd_cache_params_t& c) {
+  using sd::sampling::CacheMode;
+  sd::sampling::CacheOptions o;
+  switch (c.mode) {
+    case SD_CACHE_UCACHE:
+      o.mode = CacheMode::UCache;
+      break;
+    case SD_CACHE_SPECTRUM:
+      o.mode = CacheMode::Spectrum;
+      break;
+    case SD_CACHE_EASYCACHE:
+      o.mode = CacheMode::EasyCache;
+      break;
+    case SD_CACHE_DBCACHE:
+      o.mode = CacheMode::DbCache;
+      break;
+    case SD_CACHE_TAYLORSEER:
+      o.mode = CacheMode::TaylorSeer;
+      break;
+    case SD_CACHE_CACHE_DIT:
+      o.mode = CacheMode::CacheDit;
+      break;
+    default:
+      o.mode = CacheMode::None;
+      break;
+  }
+  if (std::isfinite(c.reuse_threshold)) o.ucache.threshold = c.reuse_threshold;
+  o.ucache.start = c.start_percent;
+  o.ucache.end = c.end_percent;
+  o.ucache.decay = c.error_decay_rate;
+  o.ucache.relative = c.use_relative_threshold;
+  o.ucache.reset = c.reset_error_on_compute;
+  o.spectrum.w = c.spectrum_w;
+  o.spectrum.m = c.spectrum_m;
+  o.spectrum.lam = c.spectrum_lam;
+  o.spectrum.window = c.spectrum_window_size;
+  o.spectrum.flex = c.spectrum_flex_window;
+  o.spectrum.warmup = c.spectrum_warmup_steps;
+  o.spectrum.stop = c.spectrum_stop_percent;
+  return o;
+}
+
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t** images_out,
                     int* num_images_out) {
   if (images_out) *images_out = nullptr;
@@ -246,6 +290,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
       t.rel_size_y = p->vae_tiling_params.rel_size_y;
       r.vae_tiling = t;
     }
+    r.cache = cache_options(p->cache);
     r.progress = [](int step, int steps, double seconds) {
       sd::api::progress(step, steps, static_cast<float>(seconds));
     };

@@ -17,6 +17,8 @@
 #include "pipeline/unet_runner.h"
 #include "pipeline/vae_runner.h"
 #include "sampling/guided_denoiser.h"
+#include "sampling/spectrum_forecast.h"
+#include "sampling/ucache.h"
 #include "tensor/error.h"
 #include "weights/model_loader.h"
 #include "weights/model_manager.h"
@@ -317,6 +319,14 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
     r.height = aligned_h;
   }
   if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
+  sampling::check_cache_options(r.cache);
+  using sampling::CacheMode;
+  if (r.cache.mode != CacheMode::None && r.cache.mode != CacheMode::UCache &&
+      r.cache.mode != CacheMode::Spectrum) {
+    warn(format("--cache-mode %s works on DiT models' blocks, not on a UNet; no caching",
+                sampling::cache_mode_name(r.cache.mode)));
+    r.cache.mode = CacheMode::None;
+  }
   SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
   return r;
@@ -450,16 +460,38 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   guidance.uncond_x0 = sampling::needs_uncond(p.method);
   guidance.timestep_shift = r.timestep_shift;
   guidance.mask = p.mask.mask.empty() ? nullptr : &p.mask;
+  std::unique_ptr<sampling::UCache> ucache;
+  std::unique_ptr<sampling::SpectrumForecast> spectrum;
+  const size_t steps = p.sigmas.size() - 1;
+  if (r.cache.mode == sampling::CacheMode::UCache) {
+    ucache = std::make_unique<sampling::UCache>(r.cache.ucache, p.sigmas);
+    guidance.output_cache = ucache.get();
+  } else if (r.cache.mode == sampling::CacheMode::Spectrum) {
+    if (guidance.uncond_x0) {
+      if (r.warn) r.warn("--cache-mode spectrum does not work with CFG++ samplers; no caching");
+    } else {
+      spectrum = std::make_unique<sampling::SpectrumForecast>(r.cache.spectrum, steps);
+      guidance.forecast = spectrum.get();
+    }
+  }
+  int network_calls = 0, sampler_calls = 0;
+  double network_seconds = 0;
   sampling::GuidedDenoiser denoiser(
       schedule,
       [&](const std::vector<float>& x_in, float timestep, bool with_uncond) {
         std::vector<const Conditioning*> conds = {&cond};
         if (with_uncond) conds.push_back(&uncond);
-        return unet->predict(x_in, p.w, p.h, timestep, conds, p.concat);
+        const auto start = std::chrono::steady_clock::now();
+        auto out = unet->predict(x_in, p.w, p.h, timestep, conds, p.concat);
+        network_seconds +=
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        ++network_calls;
+        return out;
       },
       guidance);
   denoiser.before = [&](const std::vector<float>& xt, const sampling::ModelStep& ms, int step) {
     SD_CHECK(!r.cancelled || !r.cancelled(), "generation cancelled");
+    ++sampler_calls;
     if (r.preview.noisy) {
       std::vector<float> noisy(xt.size());
       for (size_t i = 0; i < xt.size(); ++i) noisy[i] = xt[i] * ms.scalings.c_in;
@@ -482,6 +514,16 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   sampler_options.prediction = prediction;
   x = sampling::sample(p.method, std::cref(denoiser), std::move(x), p.sigmas, *sampler_rng,
                        sampler_options);
+  if ((ucache || spectrum) && r.info) {
+    // What the cache saved, priced at this run's mean network evaluation.
+    const int saved = sampler_calls - network_calls;
+    const double per_call = network_calls > 0 ? network_seconds / network_calls : 0.0;
+    r.info(format("%s: %d of %d network evaluations run, %d %s (%.2fx fewer), about %.1fs saved",
+                  sampling::cache_mode_name(r.cache.mode), network_calls, sampler_calls, saved,
+                  ucache ? "reused" : "forecast",
+                  network_calls > 0 ? static_cast<double>(sampler_calls) / network_calls : 0.0,
+                  saved * per_call));
+  }
   return schedule.inverse_noise_scaling(p.sigmas.back(), std::move(x));
 }
 

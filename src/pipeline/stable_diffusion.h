@@ -21,6 +21,7 @@
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
 #include "sampling/schedulers.h"
+#include "sampling/step_cache.h"
 #include "weights/model_manager.h"
 
 namespace sd::pipeline {
@@ -80,6 +81,8 @@ struct ImageRequest {
   const io::Image* mask = nullptr;  // white = repaint
   float strength = 0.75f;
   std::optional<models::TilingParams> vae_tiling;
+  // Step caching: fewer network evaluations than sampler calls (sampling/step_cache.h).
+  sampling::CacheOptions cache;
   // LoRAs merged into the weights for this request (and kept while the next request asks
   // for the same set).
   struct Lora {

@@ -225,5 +225,35 @@ TEST_F(TinyPipeline, StopNewImagesEndsTheBatchAfterTheCurrentImage) {
   EXPECT_EQ(asked, 1);
 }
 
+TEST_F(TinyPipeline, StepCachesRunFewerNetworkEvaluationsAndSaySo) {
+  request_.steps = 20;
+  request_.method = sampling::SampleMethod::Euler;
+  std::vector<std::string> info;
+  request_.info = [&](const std::string& text) { info.push_back(text); };
+  const std::vector<uint8_t> plain = sd_->generate(request_)[0].pixels;
+  for (auto mode : {sampling::CacheMode::Spectrum, sampling::CacheMode::UCache}) {
+    SCOPED_TRACE(sampling::cache_mode_name(mode));
+    info.clear();
+    ImageRequest r = request_;
+    r.cache.mode = mode;
+    r.cache.ucache.threshold = 10.0f;  // aggressive, so the tiny model skips for sure
+    const std::vector<uint8_t> cached = sd_->generate(r)[0].pixels;
+    std::string summary;
+    for (const std::string& line : info)
+      if (line.find("network evaluations run") != std::string::npos) summary = line;
+    ASSERT_FALSE(summary.empty());
+    EXPECT_EQ(summary.find(" of 20 network evaluations run"), summary.find(" of ")) << summary;
+    EXPECT_EQ(summary.find("20 of 20"), std::string::npos) << "nothing was skipped: " << summary;
+    EXPECT_NE(cached, plain);  // skipped evaluations change the image a little
+  }
+  // The DiT modes have no UNet form: a warning, and the plain image.
+  std::string warning;
+  ImageRequest r = request_;
+  r.cache.mode = sampling::CacheMode::CacheDit;
+  r.warn = [&](const std::string& w) { warning = w; };
+  EXPECT_EQ(sd_->generate(r)[0].pixels, plain);
+  EXPECT_NE(warning.find("cache-dit works on DiT models"), std::string::npos) << warning;
+}
+
 }  // namespace
 }  // namespace sd::pipeline

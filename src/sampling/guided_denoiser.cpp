@@ -13,18 +13,40 @@ void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::
   for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + s * (b[i] - a[i]);
 }
 
+// Outside the mask the denoised latent is the init image's.
+void keep_outside_mask(std::vector<float>& x0, const DenoiseMask* mask) {
+  if (!mask || mask->mask.empty()) return;
+  const size_t plane = mask->mask.size();
+  for (size_t i = 0; i < x0.size(); ++i) {
+    const float mk = mask->mask[i % plane];
+    x0[i] = x0[i] * mk + mask->init_latent[i] * (1.0f - mk);
+  }
+}
+
 }  // namespace
 
 Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, int step) const {
   const ModelStep ms = schedule_.model_step(sigma, options_.timestep_shift);
   if (before) before(x, ms, step);
+  Denoised d;
+  if (options_.forecast && options_.forecast->forecast(d.x0)) {
+    keep_outside_mask(d.x0, options_.mask);
+    if (after) after(d, step);
+    return d;
+  }
   const bool with_uncond = cfg_needs_uncond(options_.cfg_scale);
+  const size_t conditionings = with_uncond ? 2 : 1;
   std::vector<float> scaled(x.size());
   for (size_t i = 0; i < x.size(); ++i) scaled[i] = x[i] * ms.scalings.c_in;
-  std::vector<std::vector<float>> out = network_(scaled, ms.timestep, with_uncond);
-  SD_CHECK(out.size() == (with_uncond ? 2u : 1u),
-           "[guided denoiser] the network gave %zu outputs; expected %d", out.size(),
-           with_uncond ? 2 : 1);
+  std::vector<std::vector<float>> out;
+  if (options_.output_cache) out = options_.output_cache->reuse(step, sigma, scaled, conditionings);
+  if (out.empty()) {
+    out = network_(scaled, ms.timestep, with_uncond);
+    SD_CHECK(out.size() == conditionings,
+             "[guided denoiser] the network gave %zu outputs; expected %zu", out.size(),
+             conditionings);
+    if (options_.output_cache) options_.output_cache->computed(step, scaled, out);
+  }
 
   // Classifier-free guidance on the model outputs, then the denoised latent.
   std::vector<float> guided;
@@ -32,7 +54,6 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
     lerp_into(guided, out[1], out[0], options_.cfg_scale);
   else
     guided = std::move(out[0]);
-  Denoised d;
   d.x0.resize(x.size());
   for (size_t i = 0; i < x.size(); ++i)
     d.x0[i] = guided[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;
@@ -42,16 +63,8 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
     for (size_t i = 0; i < x.size(); ++i)
       d.uncond_x0[i] = base[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;
   }
-  if (options_.mask && !options_.mask->mask.empty()) {
-    // Outside the mask the denoised latent is the init image's.
-    const std::vector<float>& mask = options_.mask->mask;
-    const std::vector<float>& init = options_.mask->init_latent;
-    const size_t plane = mask.size();
-    for (size_t i = 0; i < d.x0.size(); ++i) {
-      const float mk = mask[i % plane];
-      d.x0[i] = d.x0[i] * mk + init[i] * (1.0f - mk);
-    }
-  }
+  if (options_.forecast) options_.forecast->observe(d.x0);
+  keep_outside_mask(d.x0, options_.mask);
   if (after) after(d, step);
   return d;
 }

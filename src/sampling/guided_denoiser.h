@@ -2,8 +2,9 @@
 // the denoised latent. It scales the input by c_in, runs the network for the conditional
 // and (with guidance) the unconditional context, combines them by classifier-free
 // guidance (Ho & Salimans 2022), applies the schedule's c_out/c_skip and, for
-// inpainting, keeps the init image's latent outside the mask. The arithmetic is
-// stable-diffusion.cpp's, in its float order, so images match it bit for bit.
+// inpainting, keeps the init image's latent outside the mask. A step cache may stand in
+// for the network: its outputs reused (ucache) or the denoised latent forecast (spectrum). The
+// arithmetic is stable-diffusion.cpp's, in its float order, so images match it bit for bit.
 #pragma once
 
 #include <functional>
@@ -11,6 +12,7 @@
 
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
+#include "sampling/step_cache.h"
 
 namespace sd::sampling {
 
@@ -36,6 +38,9 @@ struct GuidanceOptions {
   bool uncond_x0 = false;  // also return the unconditional denoised latent (CFG++)
   int timestep_shift = 0;  // NitroFusion (schedule.h)
   const DenoiseMask* mask = nullptr;
+  // Step caching (step_cache.h); either may be null.
+  OutputCache* output_cache = nullptr;
+  DenoisedForecast* forecast = nullptr;
 };
 
 class GuidedDenoiser {

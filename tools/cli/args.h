@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "sampling/step_cache.h"
 #include "stable-diffusion.h"
 
 namespace sd::cli {
@@ -156,6 +157,7 @@ struct GenerationOptions {
 
   std::string cache_mode;
   std::string cache_option;
+  sampling::CacheOptions cache;  // parsed from the two above
   std::string scm_mask;
   bool scm_policy_dynamic = true;
 

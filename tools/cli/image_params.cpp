@@ -141,16 +141,15 @@ std::string image_parameters_json(const ContextOptions& c, const GenerationOptio
   }
 
   if (!g.cache_mode.empty()) {
-    sd_cache_params_t cache;
-    sd_cache_params_init(&cache);
+    const bool easy = g.cache.mode == sampling::CacheMode::EasyCache;
     root["cache"] = {
         {"requested_mode", g.cache_mode},
         {"requested_option", g.cache_option},
         {"scm_mask", g.scm_mask},
         {"scm_policy_dynamic", g.scm_policy_dynamic},
-        {"reuse_threshold", cache.reuse_threshold},
-        {"start_percent", cache.start_percent},
-        {"end_percent", cache.end_percent},
+        {"reuse_threshold", easy ? g.cache.easycache.threshold : g.cache.ucache.threshold},
+        {"start_percent", easy ? g.cache.easycache.start : g.cache.ucache.start},
+        {"end_percent", easy ? g.cache.easycache.end : g.cache.ucache.end},
     };
   }
 

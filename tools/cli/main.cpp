@@ -166,7 +166,6 @@ int run_generation(Arguments& a) {
   SD_CHECK(g.ad_model_path.empty(), "--ad-model: ADetailer is not supported yet");
   SD_CHECK(cli.imatrix_in.empty() && cli.imatrix_out.empty(),
            "--imat-in/--imat-out: importance matrices are not supported yet");
-  SD_CHECK(g.cache_option.empty(), "--cache-option: step caching is not supported yet");
 
   check_outputs_writable(a, cli.mode == Mode::Upscale ? 1 : std::max(1, g.batch_count));
   InputImages inputs = load_input_images(cli, g);

@@ -197,6 +197,12 @@ void resolve_generation(GenerationOptions& g, const ContextOptions& c) {
   g.auto_resize_ref_image = true;
   g.increase_ref_index = false;
 
+  if (!g.cache_mode.empty()) {
+    g.cache = sampling::CacheOptions{};
+    g.cache.mode = sampling::parse_cache_mode(g.cache_mode);
+    sampling::parse_cache_options(g.cache.mode, g.cache_option, g.cache);
+  }
+
   g.prompt_with_lora = g.prompt;
   if (!c.lora_model_dir.empty()) extract_loras(g, c.lora_model_dir, c.confine_model_dirs);
 }
@@ -393,6 +399,30 @@ sd_img_gen_params_t GenerationOptions::to_c_params() {
   p.pulid_params.id_weight = pulid_id_weight;
   p.vae_tiling_params = vae_tiling_params;
   p.cache.mode = cache_mode_from_name(cache_mode);
+  // Each mode's threshold goes where the reference keeps it.
+  if (cache.mode == sampling::CacheMode::UCache) p.cache.reuse_threshold = cache.ucache.threshold;
+  if (cache.mode == sampling::CacheMode::EasyCache) {
+    p.cache.reuse_threshold = cache.easycache.threshold;
+    p.cache.start_percent = cache.easycache.start;
+    p.cache.end_percent = cache.easycache.end;
+  } else {
+    p.cache.start_percent = cache.ucache.start;
+    p.cache.end_percent = cache.ucache.end;
+  }
+  p.cache.error_decay_rate = cache.ucache.decay;
+  p.cache.use_relative_threshold = cache.ucache.relative;
+  p.cache.reset_error_on_compute = cache.ucache.reset;
+  p.cache.residual_diff_threshold = cache.blocks.threshold;
+  p.cache.Fn_compute_blocks = cache.blocks.front_blocks;
+  p.cache.Bn_compute_blocks = cache.blocks.back_blocks;
+  p.cache.max_warmup_steps = cache.blocks.warmup;
+  p.cache.spectrum_w = cache.spectrum.w;
+  p.cache.spectrum_m = cache.spectrum.m;
+  p.cache.spectrum_lam = cache.spectrum.lam;
+  p.cache.spectrum_window_size = cache.spectrum.window;
+  p.cache.spectrum_flex_window = cache.spectrum.flex;
+  p.cache.spectrum_warmup_steps = cache.spectrum.warmup;
+  p.cache.spectrum_stop_percent = cache.spectrum.stop;
   p.cache.scm_mask = scm_mask.empty() ? nullptr : scm_mask.c_str();
   p.cache.scm_policy_dynamic = scm_policy_dynamic;
   p.hires.enabled = hires_enabled;
