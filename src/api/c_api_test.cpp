@@ -276,8 +276,7 @@ TEST(CApiIgnoredFlags, EachIsNamedByItsFlag) {
   p.cache.mode = SD_CACHE_UCACHE;  // works now: not listed
   std::vector<std::string> flags;
   for (const sd::api::IgnoredFlag& f : sd::api::ignored_flags(p)) flags.push_back(f.flag);
-  EXPECT_EQ(flags, (std::vector<std::string>{"--guidance", "--slg-scale", "--flow-shift",
-                                             "--extra-sample-args"}));
+  EXPECT_EQ(flags, (std::vector<std::string>{"--guidance", "--slg-scale", "--flow-shift"}));
 }
 
 TEST_F(CApiCallbacks, IgnoredFlagsWarnOncePerFlag) {

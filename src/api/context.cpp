@@ -291,6 +291,15 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
       r.vae_tiling = t;
     }
     r.cache = cache_options(p->cache);
+    if (s.extra_sample_args && *s.extra_sample_args) {
+      sd::sampling::GuidanceExtras extras =
+          sd::sampling::parse_guidance_extras(s.extra_sample_args);
+      r.apg = extras.apg;
+      r.guidance_schedule = std::move(extras.schedule);
+      for (const std::string& key : extras.unknown)
+        sd::api::log(SD_LOG_WARN, "--extra-sample-args '%s' is not used by this build; ignored",
+                     key.c_str());
+    }
     r.progress = [](int step, int steps, double seconds) {
       sd::api::progress(step, steps, static_cast<float>(seconds));
     };

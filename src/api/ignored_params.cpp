@@ -33,8 +33,6 @@ std::vector<IgnoredFlag> ignored_flags(const sd_img_gen_params_t& p) {
   // --skip-layers, --skip-layer-start and --skip-layer-end only act with a scale.
   add_if(g.slg.scale != dg.slg.scale, "--slg-scale", "skip-layer guidance of DiT models");
   add_if(std::isfinite(p.sample_params.flow_shift), "--flow-shift", "the shift of flow models");
-  add_if(given(p.sample_params.extra_sample_args), "--extra-sample-args",
-         "extra sampler and scheduler arguments");
   add_if(given(p.vae_tiling_params.extra_tiling_args), "--extra-tiling-args",
          "extra VAE tiling arguments");
   add_if(p.vae_tiling_params.temporal_tiling, "--temporal-tiling", "tiling over video frames");

@@ -460,6 +460,9 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   guidance.uncond_x0 = sampling::needs_uncond(p.method);
   guidance.timestep_shift = r.timestep_shift;
   guidance.mask = p.mask.mask.empty() ? nullptr : &p.mask;
+  guidance.guidance_schedule = r.guidance_schedule;
+  std::optional<sampling::AdaptiveProjectedGuidance> apg;
+  if (r.apg.enabled()) guidance.apg = &apg.emplace(r.apg);
   std::unique_ptr<sampling::UCache> ucache;
   std::unique_ptr<sampling::SpectrumForecast> spectrum;
   const size_t steps = p.sigmas.size() - 1;

@@ -17,6 +17,7 @@
 #include "models/tiling.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "sampling/guidance_extras.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
@@ -83,6 +84,9 @@ struct ImageRequest {
   std::optional<models::TilingParams> vae_tiling;
   // Step caching: fewer network evaluations than sampler calls (sampling/step_cache.h).
   sampling::CacheOptions cache;
+  // Guidance extras (sampling/guidance_extras.h): a scale per step, and APG.
+  std::vector<float> guidance_schedule;
+  sampling::ApgOptions apg;
   // LoRAs merged into the weights for this request (and kept while the next request asks
   // for the same set).
   struct Lora {

@@ -255,5 +255,19 @@ TEST_F(TinyPipeline, StepCachesRunFewerNetworkEvaluationsAndSaySo) {
   EXPECT_NE(warning.find("cache-dit works on DiT models"), std::string::npos) << warning;
 }
 
+TEST_F(TinyPipeline, GuidanceScheduleAndApgChangeTheGuidanceOnly) {
+  request_.method = sampling::SampleMethod::Euler;
+  const std::vector<uint8_t> plain = sd_->generate(request_)[0].pixels;
+  ImageRequest same = request_;
+  same.guidance_schedule.assign(3, request_.cfg_scale);  // the same scale every step
+  EXPECT_EQ(sd_->generate(same)[0].pixels, plain);
+  ImageRequest scheduled = request_;
+  scheduled.guidance_schedule = {1.0f, 12.0f, 3.0f};
+  EXPECT_NE(sd_->generate(scheduled)[0].pixels, plain);
+  ImageRequest apg = request_;
+  apg.apg.eta = 0.0f;
+  EXPECT_NE(sd_->generate(apg)[0].pixels, plain);
+}
+
 }  // namespace
 }  // namespace sd::pipeline

@@ -25,6 +25,16 @@ void keep_outside_mask(std::vector<float>& x0, const DenoiseMask* mask) {
 
 }  // namespace
 
+float GuidedDenoiser::guidance_scale(int step) const {
+  // The reference reads the schedule from its end by step number; calls outside it (the
+  // first of a two-call step) keep --cfg-scale.
+  const auto& schedule = options_.guidance_schedule;
+  const long index = static_cast<long>(schedule.size()) - 1 - step;
+  if (schedule.empty() || index < 0 || index >= static_cast<long>(schedule.size()))
+    return options_.cfg_scale;
+  return schedule[static_cast<size_t>(index)];
+}
+
 Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, int step) const {
   const ModelStep ms = schedule_.model_step(sigma, options_.timestep_shift);
   if (before) before(x, ms, step);
@@ -50,10 +60,14 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
 
   // Classifier-free guidance on the model outputs, then the denoised latent.
   std::vector<float> guided;
-  if (with_uncond)
-    lerp_into(guided, out[1], out[0], options_.cfg_scale);
-  else
+  if (with_uncond && options_.apg) {
+    // APG scales by --cfg-scale even under a schedule, as the reference does.
+    guided = options_.apg->guide(out[0], out[1], options_.cfg_scale);
+  } else if (with_uncond) {
+    lerp_into(guided, out[1], out[0], guidance_scale(step));
+  } else {
     guided = std::move(out[0]);
+  }
   d.x0.resize(x.size());
   for (size_t i = 0; i < x.size(); ++i)
     d.x0[i] = guided[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;

@@ -10,6 +10,7 @@
 #include <functional>
 #include <vector>
 
+#include "sampling/guidance_extras.h"
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
 #include "sampling/step_cache.h"
@@ -38,6 +39,9 @@ struct GuidanceOptions {
   bool uncond_x0 = false;  // also return the unconditional denoised latent (CFG++)
   int timestep_shift = 0;  // NitroFusion (schedule.h)
   const DenoiseMask* mask = nullptr;
+  // --extra-sample-args guidance (guidance_extras.h): a scale per step, and APG (null: off).
+  std::vector<float> guidance_schedule;
+  AdaptiveProjectedGuidance* apg = nullptr;
   // Step caching (step_cache.h); either may be null.
   OutputCache* output_cache = nullptr;
   DenoisedForecast* forecast = nullptr;
@@ -56,6 +60,8 @@ class GuidedDenoiser {
   Denoised operator()(const std::vector<float>& x, float sigma, int step) const;
 
  private:
+  float guidance_scale(int step) const;
+
   const DiscreteSchedule& schedule_;
   NetworkCall network_;
   GuidanceOptions options_;
