@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd {
 namespace {
@@ -30,13 +31,6 @@ const std::vector<ModuleNames>& module_table() {
       {Module::Detector, "detector", {"adetailer", "yolo"}},
   };
   return table;
-}
-
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return std::string(s.substr(b, e - b));
 }
 
 std::string lower(std::string s) {

@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "tensor/text.h"
+
 namespace sd::io {
 
 std::string GenerationParameters::setting(const std::string& key) const {
@@ -12,13 +14,6 @@ std::string GenerationParameters::setting(const std::string& key) const {
 }
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 // Splits at commas outside (), [], {} and "..." (with backslash escapes).
 std::vector<std::string> split_items(const std::string& line) {

@@ -7,17 +7,11 @@
 #include <cstdlib>
 
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd::sampling {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
-  return s.substr(b, e - b);
-}
 
 float to_float(const std::string& key, const std::string& value) {
   char* end = nullptr;
