@@ -48,7 +48,7 @@ class CApiUpscaler : public ::testing::Test {
 };
 
 TEST_F(CApiUpscaler, UpscalesByTheModelsOwnFactor) {
-  upscaler_ctx_t* ctx = new_upscaler_ctx(write_model().c_str(), false, 2, 4, nullptr, nullptr);
+  upscaler_ctx_t* ctx = new_upscaler_ctx(write_model().c_str(), false, 1, 4, nullptr, nullptr);
   ASSERT_NE(ctx, nullptr);
   EXPECT_EQ(get_upscale_factor(ctx), 2);
   std::vector<uint8_t> pixels(6 * 5 * 3, 128);

@@ -54,7 +54,7 @@ std::string write_model(const std::string& file, const models::EsrganConfig& c,
 UpscalerOptions options(const std::string& model, int tile_size = 0) {
   UpscalerOptions o;
   o.model = model;
-  o.threads = 2;
+  o.threads = 1;  // one thread: no OpenMP barriers to wait on when the machine is busy
   o.tile_size = tile_size;
   return o;
 }
