@@ -3,12 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "io/torch_test_util.h"
 #include "nn/param_recorder.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
@@ -160,6 +162,41 @@ TEST(Upscaler, ReadsOriginalEsrganNamesAndTrainingCheckpointWrappers) {
                                          [](const std::string& n) { return "params_ema." + n; })))
                 .upscale_planes(in, 12, 10),
             want);
+}
+
+// Real-ESRGAN's training checkpoints: a .pth holding "params" and "params_ema"; the EMA
+// weights are the ones inference uses.
+TEST(Upscaler, ReadsTheEmaWeightsOfAPthCheckpoint) {
+  const models::EsrganConfig c = tiny(1, 2);
+  const std::vector<float> in = image(10, 8);
+  const std::vector<float> want =
+      Upscaler(options(write_model("ema_source.safetensors", c))).upscale_planes(in, 10, 8);
+
+  nn::RandomWeights w(DType::F32, 11);  // write_model's weights
+  nn::ParamRecorder recorder(w);
+  Context ctx;
+  models::rrdbnet(nn::Scope(ctx, recorder), c, ctx.new_tensor(DType::F32, {8, 8, 3, 1}));
+  io::test::TorchFileBuilder pth;
+  int key = 0;
+  for (const nn::ParamDecl& p : recorder.params()) {
+    w.get(ctx, p.name, p.ne);
+    std::vector<float> values = w.values(p.name);
+    std::vector<int64_t> size;  // PyTorch order: the engine's reversed
+    for (int d = p.ne[3] > 1 ? 3 : 0; d >= 0; --d) size.push_back(p.ne[d]);
+    for (const char* wrapper : {"params_ema.", "params."}) {
+      const std::string k = std::to_string(key++);
+      pth.storage(k, "FloatStorage", io::test::bytes_of(values), 4);
+      pth.tensor(wrapper + p.name, k, 0, size);
+      for (float& v : values) v = -v;  // "params" gets other weights
+    }
+  }
+  const std::string path = temp_path("ema.pth");
+  const io::test::Bytes bytes = pth.zip_bytes();
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(std::fwrite(bytes.data(), 1, bytes.size(), f), bytes.size());
+  std::fclose(f);
+  EXPECT_EQ(Upscaler(options(path)).upscale_planes(in, 10, 8), want);
 }
 
 TEST(Upscaler, RefusesFilesThatAreNotEsrgan) {

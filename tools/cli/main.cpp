@@ -215,8 +215,10 @@ int run_generation(Arguments& a) {
   OwnedImages owned(images, ImagesDeleter{count});
   SD_CHECK(ok && images && count > 0, "generation failed (see the messages above)");
 
-  // sd.cpp compatibility: a failed upscale keeps the images as generated.
+  // sd.cpp compatibility: a failed upscale keeps the images as generated. The generation's
+  // models are freed first, so the upscaler's memory does not add to theirs.
   if (!a.context.esrgan_path.empty() && g.upscale_repeats > 0) {
+    ctx.reset();
     upscale_images(a, ctx_params, images, count);
   }
   return save_images(a, images, count) ? 0 : 1;
