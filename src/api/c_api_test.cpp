@@ -349,12 +349,11 @@ TEST_F(CApiCallbacks, MissingFeaturesFailCleanly) {
   EXPECT_EQ(images, nullptr);
   EXPECT_EQ(count, 0);
   EXPECT_EQ(audio, nullptr);
-  EXPECT_EQ(new_upscaler_ctx("x.pth", false, 1, 128, nullptr, nullptr), nullptr);
   EXPECT_EQ(new_adetailer_ctx("x.safetensors", 1, nullptr, nullptr), nullptr);
   EXPECT_FALSE(load_imatrix("x.dat"));
   sd_image_t image = {0, 0, 3, nullptr};
   EXPECT_FALSE(preprocess_canny(image, 0.1f, 0.1f, 0.8f, 1.f, false));
-  ASSERT_GE(log_.lines.size(), 5u);
+  ASSERT_GE(log_.lines.size(), 4u);
   for (const auto& [level, text] : log_.lines) {
     EXPECT_EQ(level, SD_LOG_ERROR);
     EXPECT_NE(text.find("not supported"), std::string::npos) << text;

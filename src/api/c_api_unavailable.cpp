@@ -24,25 +24,6 @@ bool generate_video(sd_ctx_t*, const sd_vid_gen_params_t*, sd_image_t** frames_o
   return false;
 }
 
-upscaler_ctx_t* new_upscaler_ctx(const char*, bool, int, int, const char*, const char*) {
-  unavailable("new_upscaler_ctx", "ESRGAN upscaling");
-  return nullptr;
-}
-
-void free_upscaler_ctx(upscaler_ctx_t*) {}
-
-bool upscale(upscaler_ctx_t*, sd_image_t, uint32_t, sd_image_t** images_out, int* num_images_out) {
-  if (images_out) *images_out = nullptr;
-  if (num_images_out) *num_images_out = 0;
-  unavailable("upscale", "ESRGAN upscaling");
-  return false;
-}
-
-int get_upscale_factor(upscaler_ctx_t*) {
-  unavailable("get_upscale_factor", "ESRGAN upscaling");
-  return 1;
-}
-
 adetailer_ctx_t* new_adetailer_ctx(const char*, int, const char*, const char*) {
   unavailable("new_adetailer_ctx", "ADetailer");
   return nullptr;

@@ -62,11 +62,10 @@ InputImages load_input_images(const CliOptions& cli, GenerationOptions& g) {
   InputImages in;
   if (!g.init_image_path.empty()) {
     in.init = read_rgb(g.init_image_path);
+    // Upscale mode keeps the init image as it is, at any size.
+    if (cli.mode == Mode::Upscale) return in;
     take_size_if_unset(g, in.init);
-    // Upscale mode keeps the init image as it is.
-    if (cli.mode != Mode::Upscale) {
-      in.init = io::fit_to_size(in.init, g.resolved_width(), g.resolved_height());
-    }
+    in.init = io::fit_to_size(in.init, g.resolved_width(), g.resolved_height());
   }
   for (const auto& path : g.ref_image_paths) {
     in.refs.push_back(read_rgb(path));

@@ -126,25 +126,25 @@ int run_metadata(const CliOptions& cli) {
 }
 
 // Runs the ESRGAN upscaler `repeats` times over each image, in place; false when the
-// upscaler could not be loaded (the images are then unchanged).
+// upscaler could not be loaded or an image could not be upscaled (that image is then kept
+// at the size it had).
 bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_image_t* images,
                     int count) {
   const ContextOptions& c = a.context;
   upscaler_ctx_t* upscaler = new_upscaler_ctx(c.esrgan_path.c_str(), c.diffusion_conv_direct,
                                               c.n_threads, a.generation.upscale_tile_size,
                                               ctx_params.backend, ctx_params.params_backend);
-  if (!upscaler) {
-    log_message(SD_LOG_ERROR, "could not load the upscaler '%s'", c.esrgan_path.c_str());
-    return false;
-  }
-  const uint32_t factor = 4;  // ignored by models that know their own scale
+  if (!upscaler) return false;  // the library said why
+  const uint32_t factor = static_cast<uint32_t>(get_upscale_factor(upscaler));
+  bool ok = true;
   for (int i = 0; i < count; ++i) {
     for (int r = 0; r < a.generation.upscale_repeats && images[i].data; ++r) {
       sd_image_t* out = nullptr;
       int n = 0;
       if (!upscale(upscaler, images[i], factor, &out, &n) || n <= 0 || !out[0].data) {
         free_sd_images(out, n);
-        log_message(SD_LOG_ERROR, "upscaling image %d failed; it is kept at its size", i);
+        if (count > 1) log_message(SD_LOG_ERROR, "upscaling image %d failed", i);
+        ok = false;
         break;
       }
       std::free(images[i].data);
@@ -154,7 +154,7 @@ bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_im
     }
   }
   free_upscaler_ctx(upscaler);
-  return true;
+  return ok;
 }
 
 int run_generation(Arguments& a) {
@@ -178,7 +178,8 @@ int run_generation(Arguments& a) {
     SD_CHECK(images, "out of memory");
     images[0] = copy_to_sd_image(inputs.init);
     OwnedImages owned(images, ImagesDeleter{n});
-    SD_CHECK(upscale_images(a, ctx_params, images, n), "upscaling failed; nothing was written");
+    // A failure was reported where it happened; nothing is written.
+    if (!upscale_images(a, ctx_params, images, n)) return 1;
     return save_images(a, images, n) ? 0 : 1;
   }
 
@@ -213,8 +214,10 @@ int run_generation(Arguments& a) {
   OwnedImages owned(images, ImagesDeleter{count});
   SD_CHECK(ok && images && count > 0, "generation failed (see the messages above)");
 
-  // sd.cpp compatibility: a failed upscale keeps the images as generated.
+  // sd.cpp compatibility: a failed upscale keeps the images as generated. The generation's
+  // models are freed first, so the upscaler's memory does not add to theirs.
   if (!a.context.esrgan_path.empty() && g.upscale_repeats > 0) {
+    ctx.reset();
     upscale_images(a, ctx_params, images, count);
   }
   return save_images(a, images, count) ? 0 : 1;
