@@ -12,13 +12,7 @@ if [ ! -f "$generator" ] || [ ! -x "$python" ]; then
   echo "skipped: $generator or $python is not available"
   exit 77
 fi
-work=$(mktemp -d)
-trap '[ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
+source "$(dirname "$0")/script_checks.sh"
 run() {  # NAME EXPECTED_STATUS(0|nonzero) ARGS...: output in $work/NAME.out
   local name=$1 expect=$2
   shift 2
@@ -76,5 +70,4 @@ run text_model nonzero --upscale-model "$work/text.pth" -i "$work/in.png" -o "$w
 grep -qi "error" "$work/text_model.out" || fail "text_model: no error"
 [ -e "$work/never.png" ] && fail "a refused run wrote its output"
 
-[ $failures -eq 0 ] && echo "upscale: all cases passed"
-exit $((failures > 0))
+finish "upscale: all cases passed"
