@@ -3,6 +3,8 @@
 // conditioning and the VAE.
 #include <gtest/gtest.h>
 
+#include "io/io_test_util.h"
+#include "nn/random_weights.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/tiny_model_test_util.h"
@@ -63,6 +65,29 @@ TEST_F(TinySdxl, EveryResidencyGivesTheSameImage) {
   ModelOptions o = options_;
   o.params_backend = "disk";
   EXPECT_EQ(StableDiffusion(o).generate(request_)[0].pixels, plain);
+}
+
+TEST_F(TinySdxl, RefinerIsAOneLineErrorNamingTheFile) {
+  // The refiner's UNet attends to bigG alone: 1280-wide context.
+  static const io::test::TempDir dir;
+  const std::string path = dir.file("refiner.safetensors");
+  nn::RandomWeights w(DType::F16, 3);
+  Context ctx;
+  w.get(ctx, "model.diffusion_model.input_blocks.0.0.weight", make_shape({3, 3, 4, 32}));
+  w.get(ctx, "model.diffusion_model.input_blocks.4.1.transformer_blocks.0.attn2.to_k.weight",
+        make_shape({1280, 64}));
+  w.save_safetensors(path);
+  ModelOptions o = options_;
+  o.model = path;
+  try {
+    StableDiffusion sd(o);
+    FAIL() << "a refiner loaded";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find("SDXL Refiner"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
 }
 
 TEST(SdxlVector, PooledThenSinusoidalSizeEmbeddings) {
