@@ -22,20 +22,21 @@ jobs=$(nproc)
 generator=../shared/tools/make_random_sd.py
 if [ -f "$generator" ]; then
   mkdir -p build/fidelity
-  for arch in sd15 sd2; do
+  for arch in sd15 sd2 sdxl; do
     model=build/fidelity/${arch}_rand_f16.safetensors
     if [ ! -f "$model" ]; then
-      echo "making $model (random weights, about a minute)"
+      echo "making $model (random weights, a minute or two)"
       /usr/bin/python3 "$generator" --arch "$arch" --dtype f16 --seed 1 --out "$model.tmp"
       mv "$model.tmp" "$model"
     fi
   done
   export SD_TEST_SD15_MODEL=$PWD/build/fidelity/sd15_rand_f16.safetensors
   export SD_TEST_SD2_MODEL=$PWD/build/fidelity/sd2_rand_f16.safetensors
+  export SD_TEST_SDXL_MODEL=$PWD/build/fidelity/sdxl_rand_f16.safetensors
 fi
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
-unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL
+unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

@@ -296,11 +296,10 @@ constexpr Rule kCheckpointTextRules[] = {
      {},
      kOpenClipBlock},
     {"model.ln_final.", FIXED("transformer.text_model.final_layer_norm.")},
-    {"model.text_projection",
-     FIXED("transformer.text_model.text_projection"),
-     {},
-     {},
-     Transform::Transpose},
+    // sd.cpp compatibility: OpenCLIP applies its projection as x @ P, sd.cpp reads P as
+    // stored and applies it like an HF Linear weight (P x). We keep the stored tensor too,
+    // so the pooled vector, and every SDXL image, match sd.cpp's.
+    {"model.text_projection", FIXED("transformer.text_model.text_projection")},
 };
 
 // A transformers model's own state dict (text_encoder/, --clip_l/--clip_g/--t5xxl files).

@@ -56,8 +56,8 @@ std::string_view file_prefix(FileRole role, bool unet_family);
 // What the loader must do to the stored tensor beyond renaming it.
 enum class Transform {
   None,
-  // OpenCLIP's text_projection is used as x @ P ([hidden, proj]); the canonical tensor is
-  // the HF Linear weight [proj, hidden], so P must be transposed.
+  // A 2-D tensor stored with its two dimensions swapped (no current mapping uses it:
+  // OpenCLIP's text_projection is kept as stored, as sd.cpp reads it).
   Transpose,
   // OpenCLIP's fused attention input projection (in_proj, q;k;v stacked on the outer dim):
   // qkv_split_names() gives the three canonical names, one third of the rows each.

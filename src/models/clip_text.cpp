@@ -9,7 +9,9 @@
 #include "tensor/ops/concat.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/get_rows.h"
+#include "tensor/ops/matmul.h"
 #include "tensor/ops/unary.h"
+#include "tensor/ops/view.h"
 
 namespace sd::models {
 
@@ -26,6 +28,26 @@ ClipTextConfig ClipTextConfig::vit_h14() {
   c.activation = ClipActivation::Gelu;
   c.default_clip_skip = 2;
   c.pad_token = 0;
+  return c;
+}
+
+ClipTextConfig ClipTextConfig::sdxl_vit_l14() {
+  ClipTextConfig c;
+  c.default_clip_skip = 2;
+  c.final_layer_norm = false;
+  return c;
+}
+
+ClipTextConfig ClipTextConfig::vit_bigg14() {
+  ClipTextConfig c;
+  c.hidden = 1280;
+  c.intermediate = 5120;
+  c.heads = 20;
+  c.layers = 32;
+  c.activation = ClipActivation::Gelu;
+  c.default_clip_skip = 2;
+  c.final_layer_norm = false;
+  c.projection_dim = 1280;
   return c;
 }
 
@@ -82,27 +104,68 @@ Tensor* encoder_layer(const nn::Scope& layer, const ClipTextConfig& c, Tensor* x
 
 }  // namespace
 
-Tensor* clip_text_forward(const nn::Scope& text_model, const ClipTextConfig& c, Tensor* token_ids,
-                          Tensor* causal_mask, int clip_skip, Tensor* custom_embeddings) {
+namespace {
+
+Tensor* embed(const nn::Scope& text_model, const ClipTextConfig& c, Tensor* token_ids,
+              Tensor* custom_embeddings) {
   Context& ctx = text_model.ctx();
   SD_CHECK(token_ids->type == DType::I32 && token_ids->ne[0] == c.max_positions,
            "[clip] token ids must be i32 [%lld, N], got %lld tokens",
            static_cast<long long>(c.max_positions), static_cast<long long>(token_ids->ne[0]));
-  const int layers_to_run = clip_layers_to_run(c, clip_skip);
-
-  // 1. Embeddings: token rows plus learned absolute positions.  // [hidden, 77, N]
   const nn::Scope embeddings = text_model["embeddings"];
   Tensor* x = get_rows(ctx, token_table(embeddings, c, custom_embeddings), token_ids);
   x = add(ctx, x, embeddings["position_embedding"].param("weight", {c.hidden, c.max_positions}));
-  x = set_name(x, text_model.prefix() + "embeddings.out");
+  return set_name(x, text_model.prefix() + "embeddings.out");
+}
+
+Tensor* final_norm(const nn::Scope& text_model, const ClipTextConfig& c, Tensor* x) {
+  return nn::layer_norm(text_model["final_layer_norm"], x, c.hidden, c.layer_norm_eps);
+}
+
+}  // namespace
+
+Tensor* clip_text_forward(const nn::Scope& text_model, const ClipTextConfig& c, Tensor* token_ids,
+                          Tensor* causal_mask, int clip_skip, Tensor* custom_embeddings) {
+  const int layers_to_run = clip_layers_to_run(c, clip_skip);
+
+  // 1. Embeddings: token rows plus learned absolute positions.  // [hidden, 77, N]
+  Tensor* x = embed(text_model, c, token_ids, custom_embeddings);
 
   // 2. Causal transformer layers, stopping at the one clip_skip selects.
   const nn::Scope encoder_layers = text_model["encoder"]["layers"];
   for (int i = 0; i < layers_to_run; ++i) x = encoder_layer(encoder_layers[i], c, x, causal_mask);
 
-  // 3. Final LayerNorm, applied to whichever layer was taken.
-  x = nn::layer_norm(text_model["final_layer_norm"], x, c.hidden, c.layer_norm_eps);
+  // 3. Final LayerNorm, applied to whichever layer was taken (not for SDXL's encoders).
+  if (c.final_layer_norm) x = final_norm(text_model, c, x);
   return set_name(x, text_model.prefix() + "out");
+}
+
+ClipTextOutputs clip_text_forward_pooled(const nn::Scope& text_model, const ClipTextConfig& c,
+                                         Tensor* token_ids, Tensor* causal_mask, int clip_skip,
+                                         int64_t pooled_token, Tensor* custom_embeddings) {
+  Context& ctx = text_model.ctx();
+  SD_CHECK(c.projection_dim > 0, "[clip] this text encoder has no text_projection");
+  SD_CHECK(pooled_token >= 0 && pooled_token < c.max_positions,
+           "[clip] pooled token %lld is outside the %lld-token window",
+           static_cast<long long>(pooled_token), static_cast<long long>(c.max_positions));
+  const int layers_to_run = clip_layers_to_run(c, clip_skip);
+
+  ClipTextOutputs out;
+  Tensor* x = embed(text_model, c, token_ids, custom_embeddings);  // [hidden, 77, N]
+  const nn::Scope encoder_layers = text_model["encoder"]["layers"];
+  for (int i = 0; i < c.layers; ++i) {
+    x = encoder_layer(encoder_layers[i], c, x, causal_mask);
+    if (i + 1 == layers_to_run) {
+      out.hidden = c.final_layer_norm ? final_norm(text_model, c, x) : x;
+      out.hidden = set_name(out.hidden, text_model.prefix() + "out");
+    }
+  }
+  // The pooled vector: the EOS token of the last layer, normalized, projected.
+  Tensor* eos = slice(ctx, final_norm(text_model, c, x), 1, pooled_token, pooled_token + 1);
+  Tensor* projection = text_model.param("text_projection", {c.hidden, c.projection_dim});
+  out.pooled = set_name(matmul(ctx, projection, cont(ctx, eos)),  // [proj, 1, N]
+                        text_model.prefix() + "pooled");
+  return out;
 }
 
 }  // namespace sd::models

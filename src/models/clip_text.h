@@ -1,8 +1,11 @@
 // CLIP's text transformer (Radford et al. 2021), the text encoder of Stable Diffusion:
 // token + position embeddings, pre-norm transformer layers with causal self-attention,
-// a final LayerNorm. SD1.x uses OpenAI's ViT-L/14 text tower, SD2.x OpenCLIP's ViT-H/14
-// (weights renamed to Hugging Face CLIP names by the loader). The conditioning is the
-// hidden state of layer (layers - clip_skip) after the final LayerNorm, as sd.cpp takes it.
+// a final LayerNorm. SD1.x uses OpenAI's ViT-L/14 text tower, SD2.x OpenCLIP's ViT-H/14,
+// SDXL both ViT-L/14 and OpenCLIP's ViT-bigG/14 (weights renamed to Hugging Face CLIP names
+// by the loader). The conditioning is the hidden state of layer (layers - clip_skip), after
+// the final LayerNorm for SD1.x/SD2.x and without it for SDXL, as sd.cpp takes it. SDXL also
+// reads a pooled vector: the last layer's EOS token after the final LayerNorm, projected by
+// text_projection.
 //
 // Parameters live under the scope "cond_stage_model.transformer.text_model." with Hugging
 // Face names: embeddings.{token,position}_embedding.weight,
@@ -34,11 +37,20 @@ struct ClipTextConfig {
   // Token after EOS in a short prompt's window: EOS for OpenAI CLIP, 0 ("!") for OpenCLIP,
   // whose tokenizer pads with zeros.
   int pad_token = 49407;
+  // The final LayerNorm is applied to the clip-skipped hidden state (SD1.x, SD2.x; SDXL's
+  // encoders leave it out there and use it for the pooled vector only).
+  bool final_layer_norm = true;
+  // Width of text_projection (OpenCLIP ViT-bigG: 1280); 0: the encoder has none.
+  int64_t projection_dim = 0;
 
   // openai/clip-vit-large-patch14 text config (SD1.x).
   static ClipTextConfig vit_l14();
   // laion/CLIP-ViT-H-14-laion2B-s32B-b79K text config (SD2.x).
   static ClipTextConfig vit_h14();
+  // SDXL's encoders (sd_xl_base.yaml): ViT-L/14 without the final LayerNorm on its hidden
+  // states, and laion/CLIP-ViT-bigG-14-laion2B-39B-b160k's text tower with its projection.
+  static ClipTextConfig sdxl_vit_l14();
+  static ClipTextConfig vit_bigg14();
 };
 
 // The encoder layer count to run for `clip_skip` (<= 0: the config's default): layers -
@@ -57,5 +69,16 @@ std::vector<float> clip_causal_mask(int64_t n);
 Tensor* clip_text_forward(const nn::Scope& text_model, const ClipTextConfig& config,
                           Tensor* token_ids, Tensor* causal_mask, int clip_skip,
                           Tensor* custom_embeddings = nullptr);
+
+// Both outputs of an encoder with a projection, from one pass over the layers.
+struct ClipTextOutputs {
+  Tensor* hidden = nullptr;  // f32 [hidden, 77, N], as clip_text_forward
+  Tensor* pooled = nullptr;  // f32 [projection_dim, 1, N]
+};
+// As clip_text_forward, plus the pooled vector: the last layer's state at token
+// `pooled_token` (the first EOS) after the final LayerNorm, times text_projection.
+ClipTextOutputs clip_text_forward_pooled(const nn::Scope& text_model, const ClipTextConfig& config,
+                                         Tensor* token_ids, Tensor* causal_mask, int clip_skip,
+                                         int64_t pooled_token, Tensor* custom_embeddings = nullptr);
 
 }  // namespace sd::models

@@ -6,6 +6,7 @@
 #include "nn/layers.h"
 #include "tensor/error.h"
 #include "tensor/ops/concat.h"
+#include "tensor/ops/elementwise.h"
 #include "tensor/ops/unary.h"
 
 namespace sd::models {
@@ -17,14 +18,12 @@ long long ll(int64_t v) {
 }
 
 bool has_attention(const UnetConfig& c, int level) {
-  return std::find(c.attention_levels.begin(), c.attention_levels.end(), level) !=
-         c.attention_levels.end();
+  return c.depth_at(level) > 0;
 }
 
-SpatialTransformer transformer_for(const UnetConfig& c, int64_t channels) {
+SpatialTransformer transformer_for(const UnetConfig& c, int64_t channels, int depth) {
   const int64_t heads = c.heads_for(channels);
-  return SpatialTransformer{channels,      heads,        channels / heads, c.transformer_depth,
-                            c.context_dim, c.linear_proj};
+  return SpatialTransformer{channels, heads, channels / heads, depth, c.context_dim, c.linear_proj};
 }
 
 // The context of one sample, repeated for a batch of `n` (classifier-free guidance runs
@@ -62,6 +61,18 @@ void check_inputs(const UnetConfig& c, const Tensor* x, const Tensor* timesteps,
 
 }  // namespace
 
+int UnetConfig::depth_at(int level) const {
+  if (std::find(attention_levels.begin(), attention_levels.end(), level) == attention_levels.end())
+    return 0;
+  if (level_depth.empty()) return transformer_depth;
+  return level >= 0 && level < static_cast<int>(level_depth.size()) ? level_depth[level] : 0;
+}
+
+int UnetConfig::depth_middle() const {
+  if (middle_depth >= 0) return middle_depth;
+  return level_depth.empty() ? transformer_depth : level_depth.back();
+}
+
 int64_t UnetConfig::heads_for(int64_t channels) const {
   return head_dim > 0 ? channels / head_dim : num_heads;
 }
@@ -72,14 +83,22 @@ void UnetConfig::validate() const {
            ll(out_channels), ll(model_channels));
   SD_CHECK(!channel_mult.empty() && num_res_blocks > 0 && transformer_depth > 0,
            "[unet] needs at least one level, res block and transformer block");
+  SD_CHECK(level_depth.empty() || level_depth.size() == channel_mult.size(),
+           "[unet] %zu transformer depths for %zu levels", level_depth.size(), channel_mult.size());
+  SD_CHECK(depth_middle() > 0, "[unet] the middle block needs at least one transformer block");
+  SD_CHECK(adm_in_channels >= 0, "[unet] negative vector width %lld", ll(adm_in_channels));
   for (int level : attention_levels) {
     SD_CHECK(level >= 0 && level < static_cast<int>(channel_mult.size()),
              "[unet] attention level %d does not exist (%zu levels)", level, channel_mult.size());
   }
-  for (int mult : channel_mult) {
+  for (size_t level = 0; level < channel_mult.size(); ++level) {
+    const int mult = channel_mult[level];
     const int64_t ch = mult * model_channels;
     SD_CHECK(mult > 0 && ch % kNormGroups == 0,
              "[unet] %lld channels do not split into %d GroupNorm groups", ll(ch), kNormGroups);
+    // Heads matter where there is attention: the level's blocks, and the middle's at the
+    // deepest level.
+    if (depth_at(static_cast<int>(level)) == 0 && level + 1 != channel_mult.size()) continue;
     const int64_t heads = heads_for(ch);
     SD_CHECK(heads > 0 && ch % heads == 0 && (head_dim <= 0 || ch % head_dim == 0),
              "[unet] %lld channels do not split into heads (num_heads %d, head_dim %d)", ll(ch),
@@ -105,10 +124,28 @@ UnetConfig UnetConfig::sd2() {
   return c;
 }
 
+UnetConfig UnetConfig::sdxl() {
+  UnetConfig c;
+  c.channel_mult = {1, 2, 4};
+  c.attention_levels = {1, 2};
+  c.level_depth = {0, 2, 10};
+  c.middle_depth = 10;
+  c.head_dim = 64;
+  c.context_dim = 2048;
+  c.linear_proj = true;
+  c.adm_in_channels = 2816;
+  return c;
+}
+
 Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tensor* timesteps,
-                     Tensor* context) {
+                     Tensor* context, Tensor* y) {
   c.validate();
   check_inputs(c, x, timesteps, context);
+  SD_CHECK((c.adm_in_channels > 0) == (y != nullptr), "[unet] this UNet %s a conditioning vector",
+           c.adm_in_channels > 0 ? "needs" : "takes no");
+  SD_CHECK(!y || (y->ne[0] == c.adm_in_channels && y->ne[1] == x->ne[3]),
+           "[unet] vector %s: this UNet takes [%lld, %lld]", y ? y->shape_string().c_str() : "",
+           ll(c.adm_in_channels), ll(x->ne[3]));
   Context& ctx = unet.ctx();
   const int64_t mc = c.model_channels, emb_dim = c.time_embed_dim();
   const int levels = static_cast<int>(c.channel_mult.size());
@@ -116,6 +153,13 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
 
   // 1. Timestep embedding.
   Tensor* emb = TimestepEmbedding{mc, emb_dim}.forward(unet["time_embed"], timesteps);  // [4 mc, N]
+  // SDXL: the vector through label_emb (Linear, SiLU, Linear), added to it.
+  if (y) {
+    const nn::Scope label_emb = unet["label_emb.0"];
+    Tensor* l = nn::linear(label_emb["0"], y, c.adm_in_channels, emb_dim);
+    l = nn::linear(label_emb["2"], silu(ctx, l), emb_dim, emb_dim);
+    emb = set_name(add(ctx, emb, l), unet.prefix() + "label_emb.out");  // [4 mc, N]
+  }
 
   // 2. Input blocks: at each level, res blocks (each followed by a transformer where the
   //    level has attention), then a downsampling. Every block's output is kept for the
@@ -133,7 +177,8 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
       const nn::Scope b = unet["input_blocks"][block];
       h = ResBlock{ch, level_ch, emb_dim}.forward(b["0"], h, emb);
       ch = level_ch;
-      if (has_attention(c, level)) h = transformer_for(c, ch).forward(b["1"], h, context);
+      if (has_attention(c, level))
+        h = transformer_for(c, ch, c.depth_at(level)).forward(b["1"], h, context);
       skips.push_back(h);
       skip_channels.push_back(ch);
     }
@@ -147,7 +192,7 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
 
   // 3. Middle block: res block, transformer, res block at the lowest resolution.
   h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.0"], h, emb);
-  h = transformer_for(c, ch).forward(unet["middle_block.1"], h, context);
+  h = transformer_for(c, ch, c.depth_middle()).forward(unet["middle_block.1"], h, context);
   h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.2"], h, emb);
 
   // 4. Output blocks: the input blocks in reverse, each res block taking the matching
@@ -164,7 +209,8 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
       h = ResBlock{in_ch, level_ch, emb_dim}.forward(b["0"], h, emb);
       ch = level_ch;
       int layer = 1;
-      if (has_attention(c, level)) h = transformer_for(c, ch).forward(b[layer++], h, context);
+      if (has_attention(c, level))
+        h = transformer_for(c, ch, c.depth_at(level)).forward(b[layer++], h, context);
       if (level > 0 && j == c.num_res_blocks) h = Upsample{ch}.forward(b[layer], h);
     }
   }

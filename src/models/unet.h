@@ -1,6 +1,8 @@
-// The UNet of Stable Diffusion 1.x and 2.x: the denoiser of latent diffusion (Rombach et
-// al. 2022), the LDM code's openaimodel.UNetModel. It predicts the noise (or v) of a
-// latent at a timestep, conditioned on text-encoder tokens through cross-attention.
+// The UNet of Stable Diffusion 1.x, 2.x and SDXL: the denoiser of latent diffusion (Rombach
+// et al. 2022), the LDM code's openaimodel.UNetModel. It predicts the noise (or v) of a
+// latent at a timestep, conditioned on text-encoder tokens through cross-attention and, for
+// SDXL (Podell et al. 2023), on a vector (pooled text embedding and size embeddings) added
+// to the timestep embedding through label_emb.
 //
 // Tensors are read below "model.diffusion_model." with the names of the original LDM
 // checkpoints (input_blocks.*, middle_block.*, output_blocks.*, time_embed.*, out.*).
@@ -30,12 +32,22 @@ struct UnetConfig {
   int num_heads = 8;
   int head_dim = -1;
   int transformer_depth = 1;
+  // Transformer blocks per level where they differ (SDXL: 0, 2, 10); empty: every level
+  // with attention has transformer_depth. middle_depth < 0: the deepest level's depth.
+  std::vector<int> level_depth;
+  int middle_depth = -1;
   int64_t context_dim = 768;
+  // Width of the vector the label_emb MLP adds to the timestep embedding (SDXL: 2816);
+  // 0: no vector conditioning.
+  int64_t adm_in_channels = 0;
   // SpatialTransformer projections are Linear layers (use_linear_in_transformer) rather
   // than 1x1 convs.
   bool linear_proj = false;
 
   int64_t time_embed_dim() const { return 4 * model_channels; }
+  // Transformer blocks at `level` (0 where the level has no attention) and in the middle.
+  int depth_at(int level) const;
+  int depth_middle() const;
   // Heads for a transformer over `channels`.
   int64_t heads_for(int64_t channels) const;
   // Throws an sd::Error naming the inconsistent field.
@@ -49,6 +61,10 @@ struct UnetConfig {
   // v2-inference.yaml / v2-inference-v.yaml (SD 2.x): 64-channel heads, 1024-dim OpenCLIP
   // ViT-H/14 context, Linear projections.
   static UnetConfig sd2();
+  // sd_xl_base.yaml (SDXL base): 3 levels with no attention at the first, transformer depth
+  // 2 and 10 (10 in the middle), 64-channel heads, 2048-dim context (CLIP ViT-L/14 and
+  // OpenCLIP ViT-bigG/14 concatenated), Linear projections, a 2816-dim vector.
+  static UnetConfig sdxl();
 };
 
 // One denoiser evaluation.
@@ -56,9 +72,10 @@ struct UnetConfig {
 //              inpainting, concatenated with mask and masked-image latent)
 //   timesteps  f32 [N]
 //   context    f32 [context_dim, L, N] (or [.., .., 1], shared by the whole batch)
+//   y          f32 [adm_in_channels, N] when the config has a vector, else null
 // Returns f32 [W, H, out_channels, N]. W and H must be multiples of 2^(levels - 1) (8 for
 // SD: images in multiples of 64 pixels).
 Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& config, Tensor* x, Tensor* timesteps,
-                     Tensor* context);
+                     Tensor* context, Tensor* y = nullptr);
 
 }  // namespace sd::models

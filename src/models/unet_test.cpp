@@ -187,7 +187,8 @@ std::map<std::string, Shape> requested_parameters(const UnetConfig& c) {
   Tensor* x = ctx.new_tensor(DType::F32, {64, 64, c.in_channels, 1});
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* context = ctx.new_tensor(DType::F32, {c.context_dim, 77, 1});
-  unet_forward(nn::Scope(ctx, w, "model.diffusion_model."), c, x, t, context);
+  Tensor* y = c.adm_in_channels > 0 ? ctx.new_tensor(DType::F32, {c.adm_in_channels, 1}) : nullptr;
+  unet_forward(nn::Scope(ctx, w, "model.diffusion_model."), c, x, t, context, y);
   return w.shapes();
 }
 
@@ -214,6 +215,25 @@ TEST(Unet, FullConfigsHaveThePublishedParameterCounts) {
   const auto sd1 = requested_parameters(UnetConfig::sd1());
   EXPECT_EQ(sd1.at("model.diffusion_model.input_blocks.1.1.proj_in.weight"),
             make_shape({1, 1, 320, 320}));
+  // SDXL base: 2,567,463,684 (sd_xl_base_1.0), with label_emb and no attention at level 0.
+  const auto sdxl = requested_parameters(UnetConfig::sdxl());
+  EXPECT_EQ(parameter_count(sdxl), 2567463684);
+  EXPECT_EQ(sdxl.at("model.diffusion_model.label_emb.0.0.weight"), make_shape({2816, 1280}));
+  EXPECT_FALSE(sdxl.count("model.diffusion_model.input_blocks.1.1.proj_in.weight"));
+  EXPECT_TRUE(
+      sdxl.count("model.diffusion_model.middle_block.1.transformer_blocks.9.attn2.to_k.weight"));
+}
+
+TEST(Unet, VectorIsRequiredExactlyWhenTheConfigHasOne) {
+  RecordingWeights w;
+  Context ctx;
+  UnetConfig c = UnetConfig::sdxl();
+  Tensor* x = ctx.new_tensor(DType::F32, {64, 64, 4, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* context = ctx.new_tensor(DType::F32, {2048, 77, 1});
+  EXPECT_THROW(unet_forward(nn::Scope(ctx, w, "u."), c, x, t, context), Error);
+  Tensor* wrong = ctx.new_tensor(DType::F32, {2560, 1});
+  EXPECT_THROW(unet_forward(nn::Scope(ctx, w, "u."), c, x, t, context, wrong), Error);
 }
 
 // Names and shapes of the UNet tensors of a checkpoint, canonical.
@@ -252,6 +272,10 @@ TEST(Unet, Sd1ConfigReadsExactlyTheCheckpointTensors) {
 
 TEST(Unet, Sd2ConfigReadsExactlyTheCheckpointTensors) {
   expect_same_parameters(UnetConfig::sd2(), "SD_TEST_SD2_MODEL");
+}
+
+TEST(Unet, SdxlConfigReadsExactlyTheCheckpointTensors) {
+  expect_same_parameters(UnetConfig::sdxl(), "SD_TEST_SDXL_MODEL");
 }
 
 }  // namespace

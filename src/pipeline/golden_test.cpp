@@ -1,7 +1,8 @@
 // End-to-end comparison with the reference implementation's outputs in
 // ../shared/golden: the same random-weight checkpoint, flags and seed must give the same
-// image (PSNR >= 40 dB). The checkpoints are 2+ GB, made by ../shared/tools/make_random_sd.py;
-// tests find them through SD_TEST_SD15_MODEL / SD_TEST_SD2_MODEL and skip without them.
+// image (PSNR >= 40 dB). The checkpoints are 2-7 GB, made by ../shared/tools/make_random_sd.py;
+// tests find them through SD_TEST_SD15_MODEL / SD_TEST_SD2_MODEL / SD_TEST_SDXL_MODEL and
+// skip without them.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,6 +32,8 @@ struct GoldenCase {
   const char* golden;  // under ../shared/golden
   const char* sampler;
   std::optional<sampling::Prediction> prediction;
+  int size = 256;
+  int steps = 4;
 };
 
 void run_golden(const GoldenCase& g) {
@@ -47,8 +50,8 @@ void run_golden(const GoldenCase& g) {
   ImageRequest r;
   r.prompt = "a photograph of an astronaut riding a horse";
   r.seed = 42;
-  r.steps = 4;
-  r.width = r.height = 256;
+  r.steps = g.steps;
+  r.width = r.height = g.size;
   r.method = sampling::parse_sample_method(g.sampler);
   std::vector<io::Image> images = sd.generate(r);
   ASSERT_EQ(images.size(), 1u);
@@ -60,8 +63,9 @@ void run_golden(const GoldenCase& g) {
   ::testing::Test::RecordProperty("psnr_db", std::to_string(db));
   std::printf("PSNR %.2f dB against %s\n", db, g.golden);
   if (const char* out = std::getenv("SD_TEST_OUTPUT_DIR"))
-    io::write_image(
-        std::string(out) + "/" + std::string(g.golden).substr(g.golden[0] == 's' ? 9 : 0), got, "");
+    io::write_image(std::string(out) + "/" +
+                        std::string(g.golden).replace(std::string(g.golden).find('/'), 1, "_"),
+                    got, "");
   EXPECT_GE(db, 40.0) << "against " << golden_path;
 }
 
@@ -77,6 +81,11 @@ TEST(Golden, Sd2EulerA) {
 TEST(Golden, Sd2EulerAV) {
   run_golden(
       {"SD_TEST_SD2_MODEL", "sd2_rand/eulera_256_v.png", "euler_a", sampling::Prediction::V});
+}
+
+// SDXL base layout at 512x512, 2 steps (../shared/golden/sdxl_rand/README.md).
+TEST(Golden, SdxlEulerA) {
+  run_golden({"SD_TEST_SDXL_MODEL", "sdxl_rand/eulera_512.png", "euler_a", {}, 512, 2});
 }
 
 }  // namespace

@@ -13,8 +13,12 @@ using io::ModelVersion;
 
 [[noreturn]] void unsupported(ModelVersion v) {
   std::string names;
-  for (const FamilyDescription* f : supported_families())
-    names += std::string(names.empty() ? "" : " and ") + io::family_name(f->family);
+  const std::vector<const FamilyDescription*>& all = supported_families();
+  for (size_t i = 0; i < all.size(); ++i)
+    names += std::string(i == 0                ? ""
+                         : i + 1 == all.size() ? " and "
+                                               : ", ") +
+             io::family_name(all[i]->family);
   sd::fail("%s models are not supported yet; this build runs %s", io::version_name(v),
            names.c_str());
 }
@@ -41,6 +45,11 @@ models::UnetConfig sd2_unet(ModelVersion v) {
     default:
       unsupported(v);
   }
+}
+
+models::UnetConfig sdxl_unet(ModelVersion v) {
+  if (v != ModelVersion::SDXL) unsupported(v);
+  return models::UnetConfig::sdxl();
 }
 
 // Stable Diffusion 1.x (CompVis/runwayml v1-inference.yaml): OpenAI CLIP ViT-L/14,
@@ -70,6 +79,26 @@ FamilyDescription sd2() {
   return d;
 }
 
+// SDXL base (Stability-AI sd_xl_base.yaml, Podell et al. 2023): CLIP ViT-L/14 and OpenCLIP
+// ViT-bigG/14, a vector of the pooled text and the image sizes, the SD VAE with scale
+// factor 0.13025, eps prediction. Dimensions are read from the file.
+FamilyDescription sdxl() {
+  FamilyDescription d;
+  d.family = io::ModelFamily::SDXL;
+  d.text_encoders = {{models::ClipTextConfig::sdxl_vit_l14, TextConditioner::kScope},
+                     {models::ClipTextConfig::vit_bigg14, TextConditioner::kScope2}};
+  d.conditioning = ConditioningKind::ContextAndVector;
+  d.diffusion = sdxl_unet;
+  d.vae = models::VaeConfig::sd;
+  d.scale_factor = 0.13025f;
+  d.prediction = sampling::Prediction::Eps;
+  d.ays_levels = sampling::AysLevels::SDXL;
+  d.shapes_from_file = true;
+  d.zero_context_for_empty_negative = true;
+  d.timestep_shift = true;
+  return d;
+}
+
 }  // namespace
 
 models::VaeConfig FamilyDescription::vae_config() const {
@@ -87,7 +116,8 @@ sampling::Scheduler FamilyDescription::default_scheduler(sampling::SampleMethod 
 const std::vector<const FamilyDescription*>& supported_families() {
   static const FamilyDescription kSd1 = sd1();
   static const FamilyDescription kSd2 = sd2();
-  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2};
+  static const FamilyDescription kSdxl = sdxl();
+  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2, &kSdxl};
   return kAll;
 }
 

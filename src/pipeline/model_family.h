@@ -24,6 +24,10 @@ enum class ConditioningKind {
   // One CLIP text encoder's last (or clip-skipped) hidden states as the cross-attention
   // context, in 77-token windows (SD 1.x, SD 2.x).
   CrossAttentionContext,
+  // Two text encoders' clip-skipped hidden states concatenated per token as the context,
+  // plus a vector: the second encoder's pooled output and the image-size embeddings
+  // (SDXL's label_emb input).
+  ContextAndVector,
 };
 
 // A text encoder of the family and where its weights live (below io::kTextEncoderRoot
@@ -53,6 +57,15 @@ struct FamilyDescription {
   sampling::SampleMethod sample_method = sampling::SampleMethod::EulerA;
   std::optional<sampling::Prediction> prediction;
   sampling::AysLevels ays_levels = sampling::AysLevels::None;
+
+  // The networks' dimensions come from the file (pipeline/model_shapes.h), the presets
+  // giving only what tensors cannot tell.
+  bool shapes_from_file = false;
+  // sd.cpp compatibility: an empty negative prompt gives an all-zero context (SDXL eps
+  // models); its vector is still computed from the empty prompt.
+  bool zero_context_for_empty_negative = false;
+  // --timestep-shift applies (sd.cpp: SDXL only).
+  bool timestep_shift = false;
 
   // The VAE config with this family's latent space.
   models::VaeConfig vae_config() const;

@@ -36,6 +36,30 @@ TEST(ModelFamily, SD2IsOpenClipHAndProbesItsPrediction) {
 }
 
 // The presets the description gives are the ones the pipeline used before the registry.
+TEST(ModelFamily, SDXLIsTwoEncodersAndAVector) {
+  const FamilyDescription& d = family_description(ModelVersion::SDXL);
+  EXPECT_EQ(d.family, io::ModelFamily::SDXL);
+  ASSERT_EQ(d.text_encoders.size(), 2u);
+  EXPECT_EQ(d.text_encoders[0].config().hidden + d.text_encoders[1].config().hidden, 2048);
+  EXPECT_FALSE(d.text_encoders[0].config().final_layer_norm);
+  EXPECT_EQ(d.text_encoders[1].config().projection_dim, 1280);
+  EXPECT_EQ(d.text_encoders[1].config().default_clip_skip, 2);
+  EXPECT_EQ(d.conditioning, ConditioningKind::ContextAndVector);
+  const models::UnetConfig u = d.diffusion(ModelVersion::SDXL);
+  EXPECT_EQ(u.context_dim, 2048);
+  EXPECT_EQ(u.adm_in_channels, 2816);
+  EXPECT_EQ(u.depth_at(0), 0);
+  EXPECT_EQ(u.depth_at(1), 2);
+  EXPECT_EQ(u.depth_at(2), 10);
+  EXPECT_EQ(u.depth_middle(), 10);
+  EXPECT_EQ(d.vae_config().scale_factor, 0.13025f);
+  EXPECT_EQ(d.prediction, sampling::Prediction::Eps);
+  EXPECT_TRUE(d.shapes_from_file);
+  EXPECT_TRUE(d.zero_context_for_empty_negative);
+  // The refiner (OpenCLIP-bigG alone, a 2560-wide vector) is not run by this build.
+  EXPECT_THROW(d.diffusion(ModelVersion::SDXLRefiner), Error);
+}
+
 TEST(ModelFamily, LatentSpaceIsTheSdVae) {
   for (ModelVersion v : {ModelVersion::SD1, ModelVersion::SD2}) {
     const models::VaeConfig c = family_description(v).vae_config();
@@ -65,14 +89,14 @@ TEST(ModelFamily, TextEncodersLiveBelowTheTextEncoderRoot) {
 }
 
 TEST(ModelFamily, UnsupportedVersionsAreNamed) {
-  for (ModelVersion v : {ModelVersion::SDXL, ModelVersion::Flux, ModelVersion::Unknown}) {
+  for (ModelVersion v : {ModelVersion::SD3, ModelVersion::Flux, ModelVersion::Unknown}) {
     try {
       family_description(v);
       ADD_FAILURE() << io::version_name(v);
     } catch (const Error& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(io::version_name(v)), std::string::npos) << what;
-      EXPECT_NE(what.find("SD1.x and SD2.x"), std::string::npos) << what;
+      EXPECT_NE(what.find("SD1.x, SD2.x and SDXL"), std::string::npos) << what;
     }
   }
   // A variant of a supported family this build cannot run.

@@ -13,6 +13,7 @@
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
 #include "pipeline/model_family.h"
+#include "pipeline/model_shapes.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/unet_runner.h"
 #include "pipeline/vae_runner.h"
@@ -106,22 +107,12 @@ struct StableDiffusion::Impl {
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
     if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
-    Architecture arch;
-    if (o.architecture) {
-      arch = *o.architecture;
-      family = &family_description(arch.version);
-    } else {
-      arch.version = io::detect_version(loader.canonical_infos());
-      family = &family_description(arch.version);
-      arch.unet = family->diffusion(arch.version);
-      arch.text = family->text_encoders.front().config();
-      arch.vae = family->vae_config();
-    }
+    Architecture arch = o.architecture ? *o.architecture : detect_architecture();
+    if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
-    SD_CHECK(family->conditioning == ConditioningKind::CrossAttentionContext &&
-                 family->text_encoders.size() == 1,
-             "%s: this build conditions on one CLIP text encoder only",
-             io::family_name(family->family));
+    const size_t encoders = family->conditioning == ConditioningKind::ContextAndVector ? 2 : 1;
+    SD_CHECK(family->text_encoders.size() == encoders && arch.text2.has_value() == (encoders == 2),
+             "%s: expected %zu text encoders", io::family_name(family->family), encoders);
 
     const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
                                                        o.lora_mode};
@@ -141,9 +132,12 @@ struct StableDiffusion::Impl {
         loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..");
     auto tokenizer =
         std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
+    std::optional<TextEncoderSetup> second;
+    if (arch.text2)
+      second = TextEncoderSetup{*arch.text2, std::string(family->text_encoders[1].scope)};
     text = std::make_unique<TextConditioner>(
         tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir,
-        std::string(family->text_encoders.front().scope));
+        std::string(family->text_encoders.front().scope), second);
     unet = std::make_unique<UnetRunner>(*weights, arch.unet, backends->backend(Module::Diffusion));
 
     nn::Weights* tae = nullptr;
@@ -176,6 +170,38 @@ struct StableDiffusion::Impl {
       prediction_probed = true;
     }
     schedule = sampling::DiscreteSchedule(prediction);
+  }
+
+  // The networks of the detected model: the family's presets, with every dimension the
+  // file states read from it where the family says so. A model this build cannot run is an
+  // error naming the file.
+  Architecture detect_architecture() {
+    const std::string& file = options.model.empty() ? options.diffusion_model : options.model;
+    try {
+      Architecture arch;
+      arch.version = io::detect_version(loader.canonical_infos());
+      family = &family_description(arch.version);
+      arch.unet = family->diffusion(arch.version);
+      arch.text = family->text_encoders.front().config();
+      if (family->text_encoders.size() > 1) arch.text2 = family->text_encoders[1].config();
+      arch.vae = family->vae_config();
+      if (family->shapes_from_file) {
+        const ShapeOf shape_of = [this](const std::string& name) {
+          std::optional<std::array<int64_t, 4>> ne;
+          if (loader.contains(name)) ne = loader.find(name).ne;
+          return ne;
+        };
+        arch.unet = unet_config_from_shapes(arch.unet, io::kUnetRoot, shape_of);
+        arch.text = clip_config_from_shapes(arch.text, family->text_encoders[0].scope, shape_of);
+        if (arch.text2)
+          arch.text2 =
+              clip_config_from_shapes(*arch.text2, family->text_encoders[1].scope, shape_of);
+        arch.vae = vae_config_from_shapes(arch.vae, io::kVaeRoot, shape_of);
+      }
+      return arch;
+    } catch (const Error& e) {
+      fail("%s: %s", file.c_str(), e.what());
+    }
   }
 
   // TAESD files name their tensors decoder.layers.* / encoder.layers.*; the runner reads
@@ -302,7 +328,7 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
            "--sigmas needs at least two values (a start and the final 0)");
   SD_CHECK(r.timestep_shift >= 0 && r.timestep_shift <= 1000,
            "--timestep-shift must be in [0, 1000] (got %d)", r.timestep_shift);
-  if (r.timestep_shift > 0) {
+  if (r.timestep_shift > 0 && !family->timestep_shift) {
     warn("--timestep-shift applies to SDXL models only; ignored");
     r.timestep_shift = 0;
   }
@@ -537,10 +563,17 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
 
   // Conditioning, once for the whole batch; the negative prompt only matters with CFG.
   PhaseTimer timer(r.info, *m.weights);
-  const Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
+  Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
   Conditioning uncond;
-  if (sampling::cfg_needs_uncond(r.cfg_scale))
+  if (sampling::cfg_needs_uncond(r.cfg_scale)) {
     uncond = m.text->encode(r.negative_prompt, r.clip_skip);
+    if (m.family->zero_context_for_empty_negative && r.negative_prompt.empty())
+      std::fill(uncond.context.begin(), uncond.context.end(), 0.0f);
+  }
+  if (m.family->conditioning == ConditioningKind::ContextAndVector) {
+    cond.vector = sdxl_vector(cond.pooled, r.width, r.height);
+    if (!uncond.pooled.empty()) uncond.vector = sdxl_vector(uncond.pooled, r.width, r.height);
+  }
   m.text->release();
   m.phase_done(Module::TextEncoder);
   timer.done("text encoding");

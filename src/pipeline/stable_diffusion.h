@@ -1,4 +1,4 @@
-// Stable Diffusion 1.x / 2.x image generation: text-to-image, image-to-image and
+// Stable Diffusion 1.x / 2.x / SDXL image generation: text-to-image, image-to-image and
 // inpainting, computing what stable-diffusion.cpp computes for the same request, seed and
 // RNG. Owns the loaded model (files, weights, runners) for as many requests as asked.
 #pragma once
@@ -33,6 +33,7 @@ struct Architecture {
   io::ModelVersion version = io::ModelVersion::SD1;
   models::UnetConfig unet;
   models::ClipTextConfig text;
+  std::optional<models::ClipTextConfig> text2;  // SDXL's second encoder (with a projection)
   models::VaeConfig vae;
 };
 

@@ -1,5 +1,6 @@
 #include "pipeline/text_conditioner.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/prompt_attention.h"
@@ -33,12 +34,38 @@ void apply_token_weights(std::vector<float>& hidden, int64_t dim,
   }
 }
 
+std::vector<float> sdxl_vector(const std::vector<float>& pooled, int width, int height) {
+  std::vector<float> v = pooled;
+  // sd.cpp's host timestep embedding: frequencies in double rounded to float, float
+  // arguments, cos half first.
+  constexpr int64_t half = kSdxlSizeEmbeddingDim / 2;
+  auto append = [&](float a, float b) {
+    for (float t : {a, b}) {
+      const size_t at = v.size();
+      v.resize(at + kSdxlSizeEmbeddingDim);
+      for (int64_t j = 0; j < half; ++j) {
+        const float freq = static_cast<float>(
+            std::exp(-std::log(10000.0) * static_cast<double>(j) / static_cast<double>(half)));
+        const float arg = t * freq;
+        v[at + j] = std::cos(arg);
+        v[at + j + half] = std::sin(arg);
+      }
+    }
+  };
+  append(static_cast<float>(height), static_cast<float>(width));  // original size
+  append(0.0f, 0.0f);                                             // crop top-left
+  append(static_cast<float>(height), static_cast<float>(width));  // target size
+  return v;
+}
+
 TextConditioner::TextConditioner(std::shared_ptr<const models::ClipTokenizer> tokenizer,
                                  models::ClipTextConfig config, nn::Weights& weights,
-                                 Backend& backend, std::string embeddings_dir, std::string scope)
+                                 Backend& backend, std::string embeddings_dir, std::string scope,
+                                 std::optional<TextEncoderSetup> second)
     : tokenizer_(std::move(tokenizer)),
       config_(config),
       scope_(std::move(scope)),
+      second_(std::move(second)),
       weights_(weights),
       runner_(backend),
       embedding_files_(models::list_embedding_files(embeddings_dir)),
@@ -88,7 +115,9 @@ models::TokenChunks TextConditioner::tokenize(const std::string& prompt) {
 
 Conditioning TextConditioner::encode(const std::string& prompt, int clip_skip) {
   const models::TokenChunks chunks = tokenize(prompt);
-  const int64_t window = models::kClipChunkLength, dim = config_.hidden;
+  const int64_t window = models::kClipChunkLength;
+  const int64_t dim1 = config_.hidden, dim2 = second_ ? second_->config.hidden : 0;
+  const int64_t dim = dim1 + dim2;
   const std::vector<float> mask = models::clip_causal_mask(window);
 
   Conditioning out;
@@ -99,19 +128,57 @@ Conditioning TextConditioner::encode(const std::string& prompt, int clip_skip) {
     const int* ids = chunks.ids.data() + c * window;
     bool uses_custom = false;
     for (int64_t i = 0; i < window; ++i) uses_custom = uses_custom || ids[i] >= config_.vocab_size;
+    SD_CHECK(!uses_custom || !second_,
+             "textual-inversion embeddings are not supported with two text encoders (SDXL) yet; "
+             "remove the embedding's word from the prompt or --embd-dir");
 
     nn::GraphCall call;
     Tensor* token_ids = call.input("token_ids", DType::I32, make_shape({window, 1}), ids);
     Tensor* causal = call.input_f32("causal_mask", make_shape({window, window}), mask.data());
     Tensor* custom = nullptr;
     if (uses_custom)
-      custom = call.input_f32("custom_embeddings", make_shape({dim, custom_.rows()}),
+      custom = call.input_f32("custom_embeddings", make_shape({dim1, custom_.rows()}),
                               custom_.table().data());
     nn::Scope scope(call.ctx(), weights_, scope_);
-    Tensor* hidden =
-        models::clip_text_forward(scope, config_, token_ids, causal, clip_skip, custom);
-    std::vector<float> values = runner_.run(call, hidden);
+    std::vector<Tensor*> outputs = {
+        models::clip_text_forward(scope, config_, token_ids, causal, clip_skip, custom)};
+
+    // SDXL's second encoder reads the window with everything after the first EOS made 0
+    // (OpenCLIP's padding), and pools at that EOS (sd.cpp: the last token when none).
+    std::vector<int> ids2;
+    if (second_) {
+      const int* eos = std::find(ids, ids + window, models::kClipEosToken);
+      ids2.assign(ids, ids + window);
+      for (int64_t i = (eos - ids) + 1; i < window; ++i) ids2[static_cast<size_t>(i)] = 0;
+      const int64_t pooled_token = std::min<int64_t>(eos - ids, window - 1);
+      Tensor* token_ids2 =
+          call.input("token_ids2", DType::I32, make_shape({window, 1}), ids2.data());
+      nn::Scope scope2(call.ctx(), weights_, second_->scope);
+      if (c == 0) {
+        const models::ClipTextOutputs o = models::clip_text_forward_pooled(
+            scope2, second_->config, token_ids2, causal, clip_skip, pooled_token);
+        outputs.push_back(o.hidden);
+        outputs.push_back(o.pooled);
+      } else {
+        outputs.push_back(
+            models::clip_text_forward(scope2, second_->config, token_ids2, causal, clip_skip));
+      }
+    }
+    std::vector<std::vector<float>> results = runner_.run(call, outputs);
     weights_.after_compute();
+
+    std::vector<float> values;
+    if (!second_) {
+      values = std::move(results[0]);
+    } else {
+      // Concatenated per token: [dim1 + dim2, 77].
+      values.resize(static_cast<size_t>(dim * window));
+      for (int64_t t = 0; t < window; ++t) {
+        std::copy_n(results[0].begin() + t * dim1, dim1, values.begin() + t * dim);
+        std::copy_n(results[1].begin() + t * dim2, dim2, values.begin() + t * dim + dim1);
+      }
+      if (c == 0) out.pooled = std::move(results[2]);
+    }
 
     const std::vector<float> weights(chunks.weights.begin() + c * window,
                                      chunks.weights.begin() + (c + 1) * window);
@@ -129,6 +196,9 @@ std::vector<nn::ParamDecl> TextConditioner::parameters() const {
   Tensor* mask = ctx.new_tensor(DType::F32, {window, window});
   // clip_skip 1 runs every layer: the most any prompt reads.
   models::clip_text_forward(nn::Scope(ctx, recorder, scope_), config_, ids, mask, 1);
+  if (second_)
+    models::clip_text_forward_pooled(nn::Scope(ctx, recorder, second_->scope), second_->config, ids,
+                                     mask, 1, 0);
   return recorder.params();
 }
 

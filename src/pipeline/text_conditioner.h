@@ -1,11 +1,14 @@
 // Prompt text -> the UNet's cross-attention context, as sd.cpp's FrozenCLIPEmbedder
-// computes it for SD1.x/SD2.x: emphasis parsed, tokens in 77-token windows, each window
-// through the CLIP text encoder, per-token weights applied, windows concatenated.
+// computes it for SD1.x/SD2.x/SDXL: emphasis parsed, tokens in 77-token windows, each window
+// through the CLIP text encoder (SDXL: both encoders, their hidden states concatenated per
+// token), per-token weights applied, windows concatenated. SDXL's second encoder also gives
+// the pooled vector of the first window.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,11 +24,20 @@
 
 namespace sd::pipeline {
 
-// f32 [dim, tokens] (dim fastest): tokens = 77 per window.
+// f32 [dim, tokens] (dim fastest): tokens = 77 per window. `vector`: the UNet's vector
+// conditioning (SDXL's label_emb input), empty for models without one.
 struct Conditioning {
   std::vector<float> context;
   int64_t dim = 0;
   int64_t tokens = 0;
+  std::vector<float> pooled;  // SDXL: the second encoder's pooled, projected output
+  std::vector<float> vector;
+};
+
+// A text encoder: its shapes and the weight scope of its HF CLIP names.
+struct TextEncoderSetup {
+  models::ClipTextConfig config;
+  std::string scope;
 };
 
 class TextConditioner {
@@ -35,7 +47,8 @@ class TextConditioner {
   // first time its word appears in a prompt.
   TextConditioner(std::shared_ptr<const models::ClipTokenizer> tokenizer,
                   models::ClipTextConfig config, nn::Weights& weights, Backend& backend,
-                  std::string embeddings_dir = {}, std::string scope = kScope);
+                  std::string embeddings_dir = {}, std::string scope = kScope,
+                  std::optional<TextEncoderSetup> second = std::nullopt);
   // The tokenizer's special-word hook points at this object.
   TextConditioner(const TextConditioner&) = delete;
   TextConditioner& operator=(const TextConditioner&) = delete;
@@ -56,6 +69,8 @@ class TextConditioner {
   // The weight scope of the (first) text encoder in canonical checkpoints: HF CLIP names
   // below the text-encoder root.
   static constexpr const char* kScope = "cond_stage_model.transformer.text_model.";
+  // SDXL's second encoder (OpenCLIP ViT-bigG).
+  static constexpr const char* kScope2 = "cond_stage_model.1.transformer.text_model.";
   static_assert(std::string_view(kScope).substr(0, io::kTextEncoderRoot.size()) ==
                 io::kTextEncoderRoot);
 
@@ -65,6 +80,7 @@ class TextConditioner {
   std::shared_ptr<const models::ClipTokenizer> tokenizer_;
   models::ClipTextConfig config_;
   std::string scope_;
+  std::optional<TextEncoderSetup> second_;
   nn::Weights& weights_;
   nn::GraphRunner runner_;
   std::map<std::string, std::string> embedding_files_;  // word -> path
@@ -78,5 +94,11 @@ class TextConditioner {
 // [dim, weights.size()]; all-one weights leave it untouched.
 void apply_token_weights(std::vector<float>& hidden, int64_t dim,
                          const std::vector<float>& weights);
+
+// SDXL's vector (sd_xl_base.yaml's vector embedders, as sd.cpp builds it): the pooled text
+// vector, then 256-dim sinusoidal embeddings of the original size (height, width), the crop
+// corner (0, 0) and the target size (height, width).
+std::vector<float> sdxl_vector(const std::vector<float>& pooled, int width, int height);
+inline constexpr int64_t kSdxlSizeEmbeddingDim = 256;
 
 }  // namespace sd::pipeline

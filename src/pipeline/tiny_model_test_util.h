@@ -56,4 +56,64 @@ inline std::string write_tiny_checkpoint(const Architecture& a) {
   return path;
 }
 
+// A tiny SDXL-shaped model: two text encoders (the second with a projection), a UNet with
+// no attention at its first level, transformer depths 1 and 2 (2 in the middle), Linear
+// projections and a vector input, the SD VAE layout. Every dimension differs from SDXL
+// base's, so loading it proves the pipeline reads them from the file.
+inline Architecture tiny_sdxl_architecture() {
+  Architecture a;
+  a.version = io::ModelVersion::SDXL;
+  a.text = models::ClipTextConfig::sdxl_vit_l14();
+  a.text.hidden = 64;  // 64-channel heads, as the real encoders
+  a.text.intermediate = 128;
+  a.text.heads = 1;
+  a.text.layers = 3;
+  a.text2 = models::ClipTextConfig::vit_bigg14();
+  a.text2->hidden = 128;
+  a.text2->intermediate = 256;
+  a.text2->heads = 2;
+  a.text2->layers = 3;
+  a.text2->projection_dim = 128;
+  a.unet = models::UnetConfig::sdxl();
+  a.unet.model_channels = 32;
+  a.unet.channel_mult = {1, 2, 2};
+  a.unet.num_res_blocks = 1;
+  a.unet.level_depth = {0, 1, 2};
+  a.unet.middle_depth = 2;
+  a.unet.transformer_depth = 2;
+  a.unet.context_dim = a.text.hidden + a.text2->hidden;
+  a.unet.adm_in_channels = a.text2->projection_dim + 3 * 2 * 256;  // pooled + 3 size pairs
+  a.vae = models::VaeConfig::sd();
+  a.vae.ch = 32;
+  a.vae.ch_mult = {1, 2};
+  a.vae.num_res_blocks = 1;
+  a.vae.scale_factor = 0.13025f;
+  return a;
+}
+
+// The tiny SDXL model as a checkpoint with the canonical (LDM) names.
+inline std::string write_tiny_sdxl_checkpoint() {
+  static const io::test::TempDir dir;
+  static const std::string path = dir.file("tiny_sdxl.safetensors");
+  if (std::filesystem::exists(path)) return path;
+  const Architecture a = tiny_sdxl_architecture();
+  nn::RandomWeights w(DType::F16, 11);
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {8, 8, 4, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* c = ctx.new_tensor(DType::F32, {a.unet.context_dim, 77, 1});
+  Tensor* y = ctx.new_tensor(DType::F32, {a.unet.adm_in_channels, 1});
+  models::unet_forward(nn::Scope(ctx, w, "model.diffusion_model."), a.unet, x, t, c, y);
+  Tensor* ids = ctx.new_tensor(DType::I32, {77, 1});
+  Tensor* mask = ctx.new_tensor(DType::F32, {77, 77});
+  models::clip_text_forward(nn::Scope(ctx, w, "cond_stage_model.transformer.text_model."), a.text,
+                            ids, mask, 1);
+  models::clip_text_forward_pooled(nn::Scope(ctx, w, "cond_stage_model.1.transformer.text_model."),
+                                   *a.text2, ids, mask, 1, 0);
+  Tensor* z = ctx.new_tensor(DType::F32, {8, 8, 4, 1});
+  models::vae_decode(nn::Scope(ctx, w, "first_stage_model."), a.vae, z);
+  w.save_safetensors(path);
+  return path;
+}
+
 }  // namespace sd::pipeline::test

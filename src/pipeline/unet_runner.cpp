@@ -47,17 +47,24 @@ std::vector<std::vector<float>> UnetRunner::run_batch(
   SD_CHECK(dim == config_.context_dim,
            "[unet] the text encoder gives %lld-wide tokens, this UNet attends to %lld",
            static_cast<long long>(dim), static_cast<long long>(config_.context_dim));
-  std::vector<float> x_batch, context, timesteps(static_cast<size_t>(n), timestep);
+  const int64_t adm = config_.adm_in_channels;
+  std::vector<float> x_batch, context, vector, timesteps(static_cast<size_t>(n), timestep);
   for (const Conditioning* c : batch) {
     x_batch.insert(x_batch.end(), x_in.begin(), x_in.end());
     context.insert(context.end(), c->context.begin(), c->context.end());
+    SD_CHECK(static_cast<int64_t>(c->vector.size()) == adm,
+             "[unet] the conditioning vector has %zu values, this UNet takes %lld",
+             c->vector.size(), static_cast<long long>(adm));
+    vector.insert(vector.end(), c->vector.begin(), c->vector.end());
   }
   nn::GraphCall call;
   Tensor* x = call.input_f32("x", make_shape({w, h, config_.in_channels, n}), x_batch.data());
   Tensor* t = call.input_f32("timesteps", make_shape({n}), timesteps.data());
   Tensor* ctx = call.input_f32("context", make_shape({dim, tokens, n}), context.data());
-  Tensor* y = models::unet_forward(nn::Scope(call.ctx(), weights_, kScope), config_, x, t, ctx);
-  std::vector<float> all = runner_.run(call, y);
+  Tensor* y = adm > 0 ? call.input_f32("y", make_shape({adm, n}), vector.data()) : nullptr;
+  Tensor* pred =
+      models::unet_forward(nn::Scope(call.ctx(), weights_, kScope), config_, x, t, ctx, y);
+  std::vector<float> all = runner_.run(call, pred);
   weights_.after_compute();
   const size_t per = all.size() / static_cast<size_t>(n);
   std::vector<std::vector<float>> out;
@@ -73,7 +80,9 @@ std::vector<nn::ParamDecl> UnetRunner::parameters() const {
   Tensor* x = ctx.new_tensor(DType::F32, {8, 8, config_.in_channels, 1});
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* c = ctx.new_tensor(DType::F32, {config_.context_dim, 77, 1});
-  models::unet_forward(nn::Scope(ctx, recorder, kScope), config_, x, t, c);
+  Tensor* y = config_.adm_in_channels > 0 ? ctx.new_tensor(DType::F32, {config_.adm_in_channels, 1})
+                                          : nullptr;
+  models::unet_forward(nn::Scope(ctx, recorder, kScope), config_, x, t, c, y);
   return recorder.params();
 }
 

@@ -1,0 +1,138 @@
+#include "pipeline/model_shapes.h"
+
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+namespace {
+
+long long ll(int64_t v) {
+  return static_cast<long long>(v);
+}
+
+// Transformer blocks of the SpatialTransformer at `prefix` ("...input_blocks.4.1.").
+int transformer_depth(const std::string& prefix, const ShapeOf& shape_of) {
+  int depth = 0;
+  while (shape_of(prefix + "transformer_blocks." + std::to_string(depth) + ".norm1.weight"))
+    ++depth;
+  return depth;
+}
+
+}  // namespace
+
+models::UnetConfig unet_config_from_shapes(models::UnetConfig c, std::string_view scope,
+                                           const ShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[unet] the model has no tensor '%s%s'", root.c_str(), name.c_str());
+    return *ne;
+  };
+  const std::array<int64_t, 4> conv_in = need("input_blocks.0.0.weight");  // [3, 3, in, mc]
+  c.in_channels = conv_in[2];
+  c.model_channels = conv_in[3];
+  c.out_channels = need("out.2.weight")[3];
+  const int64_t mc = c.model_channels;
+
+  // Input blocks, in order: res blocks (with a transformer where the level has attention),
+  // a downsampling conv ("op") between levels.
+  c.channel_mult.clear();
+  c.level_depth.clear();
+  c.attention_levels.clear();
+  int res_in_level = 0, res_per_level = -1;
+  bool transformers_seen = false;
+  for (int block = 1;; ++block) {
+    const std::string b = "input_blocks." + std::to_string(block) + ".";
+    if (shape_of(root + b + "0.op.weight")) {
+      SD_CHECK(res_per_level < 0 || res_in_level == res_per_level,
+               "[unet] level %zu has %d res blocks, the first %d (not a UNet this engine runs)",
+               c.channel_mult.size() - 1, res_in_level, res_per_level);
+      res_per_level = res_in_level;
+      res_in_level = 0;
+      continue;
+    }
+    const std::optional<std::array<int64_t, 4>> conv1 = shape_of(root + b + "0.in_layers.2.weight");
+    if (!conv1) break;
+    const int64_t out = (*conv1)[3];
+    const int depth = transformer_depth(root + b + "1.", shape_of);
+    if (res_in_level == 0) {
+      SD_CHECK(out % mc == 0, "[unet] %s has %lld channels, not a multiple of %lld",
+               (root + b).c_str(), ll(out), ll(mc));
+      c.channel_mult.push_back(static_cast<int>(out / mc));
+      c.level_depth.push_back(depth);
+      if (depth > 0) c.attention_levels.push_back(static_cast<int>(c.channel_mult.size()) - 1);
+    }
+    if (depth > 0 && !transformers_seen) {
+      transformers_seen = true;
+      c.context_dim = need(b + "1.transformer_blocks.0.attn2.to_k.weight")[0];
+      c.linear_proj = need(b + "1.proj_in.weight")[0] != 1;  // a 1x1 conv is [1, 1, in, out]
+    }
+    ++res_in_level;
+  }
+  SD_CHECK(!c.channel_mult.empty(), "[unet] the model has no res blocks under %sinput_blocks",
+           root.c_str());
+  SD_CHECK(res_per_level < 0 || res_in_level == res_per_level,
+           "[unet] the last level has %d res blocks, the first %d", res_in_level, res_per_level);
+  c.num_res_blocks = res_per_level < 0 ? res_in_level : res_per_level;
+  c.middle_depth = transformer_depth(root + "middle_block.1.", shape_of);
+  if (!transformers_seen && c.middle_depth > 0) {
+    c.context_dim = need("middle_block.1.transformer_blocks.0.attn2.to_k.weight")[0];
+    c.linear_proj = need("middle_block.1.proj_in.weight")[0] != 1;
+  }
+  c.transformer_depth = 1;
+  for (int d : c.level_depth) c.transformer_depth = std::max(c.transformer_depth, d);
+  const std::optional<std::array<int64_t, 4>> label = shape_of(root + "label_emb.0.0.weight");
+  c.adm_in_channels = label ? (*label)[0] : 0;
+  c.validate();
+  return c;
+}
+
+models::ClipTextConfig clip_config_from_shapes(models::ClipTextConfig c, std::string_view scope,
+                                               const ShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[clip] the model has no tensor '%s%s'", root.c_str(), name.c_str());
+    return *ne;
+  };
+  const std::array<int64_t, 4> tokens = need("embeddings.token_embedding.weight");
+  c.hidden = tokens[0];
+  c.vocab_size = tokens[1];
+  c.max_positions = need("embeddings.position_embedding.weight")[1];
+  c.intermediate = need("encoder.layers.0.mlp.fc1.weight")[1];
+  c.layers = 0;
+  while (shape_of(root + "encoder.layers." + std::to_string(c.layers) + ".layer_norm1.weight"))
+    ++c.layers;
+  // Every CLIP text tower in use has 64-channel heads (ViT-L 12, ViT-H 16, ViT-bigG 20).
+  constexpr int64_t kHeadDim = 64;
+  SD_CHECK(c.hidden % kHeadDim == 0, "[clip] %s: width %lld is not a multiple of 64", root.c_str(),
+           ll(c.hidden));
+  c.heads = c.hidden / kHeadDim;
+  if (c.projection_dim > 0) c.projection_dim = need("text_projection")[0];
+  return c;
+}
+
+models::VaeConfig vae_config_from_shapes(models::VaeConfig c, std::string_view scope,
+                                         const ShapeOf& shape_of) {
+  const std::string root = std::string(scope) + "decoder.";
+  const std::optional<std::array<int64_t, 4>> conv_out = shape_of(root + "conv_out.weight");
+  SD_CHECK(conv_out.has_value(), "[vae] the model has no tensor '%sconv_out.weight'", root.c_str());
+  c.ch = (*conv_out)[2];  // the first level's width, multiplier 1
+  c.ch_mult.clear();
+  for (int level = 0;; ++level) {
+    const std::optional<std::array<int64_t, 4>> conv =
+        shape_of(root + "up." + std::to_string(level) + ".block.0.conv2.weight");
+    if (!conv) break;
+    SD_CHECK((*conv)[3] % c.ch == 0, "[vae] %sup.%d has %lld channels, not a multiple of %lld",
+             root.c_str(), level, ll((*conv)[3]), ll(c.ch));
+    c.ch_mult.push_back(static_cast<int>((*conv)[3] / c.ch));
+  }
+  SD_CHECK(!c.ch_mult.empty(), "[vae] the model has no tensor '%sup.0.block.0.conv2.weight'",
+           root.c_str());
+  int blocks = 0;
+  while (shape_of(root + "up.0.block." + std::to_string(blocks) + ".conv1.weight")) ++blocks;
+  c.num_res_blocks = blocks - 1;  // the decoder has one more per level than the encoder
+  return c;
+}
+
+}  // namespace sd::pipeline

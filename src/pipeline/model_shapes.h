@@ -1,0 +1,40 @@
+// Network shapes read off a model's tensors. Users bring variants of a family's networks
+// (fewer blocks, other widths, distilled UNets), so a family whose presets only name its
+// layout (SDXL) takes every dimension a file states from the file, keeping from the preset
+// only what tensors cannot tell (head width, activation, clip-skip default).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "models/clip_text.h"
+#include "models/unet.h"
+#include "models/vae.h"
+
+namespace sd::pipeline {
+
+// The engine-order shape of a canonical tensor, or nullopt when the files have none.
+using ShapeOf = std::function<std::optional<std::array<int64_t, 4>>(const std::string& name)>;
+
+// The UNet under `scope` (io::kUnetRoot): input and output channels, model channels,
+// levels and their channel multipliers, res blocks per level, transformer depth per level
+// and in the middle, context width, projection kind and vector width. Throws sd::Error
+// naming the tensor when the blocks do not form a UNet.
+models::UnetConfig unet_config_from_shapes(models::UnetConfig preset, std::string_view scope,
+                                           const ShapeOf& shape_of);
+
+// A CLIP text encoder under `scope`: vocabulary, positions, width, MLP width, layers (heads
+// of 64 channels) and text_projection width.
+models::ClipTextConfig clip_config_from_shapes(models::ClipTextConfig preset,
+                                               std::string_view scope, const ShapeOf& shape_of);
+
+// The VAE under `scope` (io::kVaeRoot), from its decoder: base channels, channel
+// multipliers and res blocks per level. Latent channels, scale and shift stay the preset's.
+models::VaeConfig vae_config_from_shapes(models::VaeConfig preset, std::string_view scope,
+                                         const ShapeOf& shape_of);
+
+}  // namespace sd::pipeline

@@ -1,0 +1,130 @@
+#include "pipeline/model_shapes.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "nn/param_recorder.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+namespace {
+
+// Every name exists: the recorder then declares what a full model would hold.
+class AnyWeights final : public nn::Weights {
+ public:
+  Tensor* get(Context&, const std::string&, const Shape&) override { return nullptr; }
+  bool contains(const std::string&) const override { return true; }
+};
+
+using Shapes = std::map<std::string, std::array<int64_t, 4>>;
+
+ShapeOf lookup(const Shapes& shapes) {
+  return [&shapes](const std::string& name) -> std::optional<std::array<int64_t, 4>> {
+    auto it = shapes.find(name);
+    if (it == shapes.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+Shapes unet_shapes(const models::UnetConfig& c) {
+  AnyWeights any;
+  nn::ParamRecorder rec(any);
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {8, 8, c.in_channels, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* ctxt = ctx.new_tensor(DType::F32, {c.context_dim, 77, 1});
+  Tensor* y = c.adm_in_channels ? ctx.new_tensor(DType::F32, {c.adm_in_channels, 1}) : nullptr;
+  models::unet_forward(nn::Scope(ctx, rec, "model.diffusion_model."), c, x, t, ctxt, y);
+  Shapes shapes;
+  for (const nn::ParamDecl& p : rec.params()) shapes[p.name] = p.ne;
+  return shapes;
+}
+
+void expect_same(const models::UnetConfig& a, const models::UnetConfig& b) {
+  EXPECT_EQ(a.in_channels, b.in_channels);
+  EXPECT_EQ(a.out_channels, b.out_channels);
+  EXPECT_EQ(a.model_channels, b.model_channels);
+  EXPECT_EQ(a.channel_mult, b.channel_mult);
+  EXPECT_EQ(a.num_res_blocks, b.num_res_blocks);
+  EXPECT_EQ(a.context_dim, b.context_dim);
+  EXPECT_EQ(a.linear_proj, b.linear_proj);
+  EXPECT_EQ(a.adm_in_channels, b.adm_in_channels);
+  EXPECT_EQ(a.depth_middle(), b.depth_middle());
+  for (int level = 0; level < static_cast<int>(a.channel_mult.size()); ++level)
+    EXPECT_EQ(a.depth_at(level), b.depth_at(level)) << "level " << level;
+}
+
+TEST(ModelShapes, SdxlUnetReadsBackFromItsTensors) {
+  const models::UnetConfig sdxl = models::UnetConfig::sdxl();
+  const Shapes shapes = unet_shapes(sdxl);
+  // Start from another preset: everything must come from the tensors.
+  expect_same(
+      unet_config_from_shapes(models::UnetConfig::sd1(), "model.diffusion_model.", lookup(shapes)),
+      sdxl);
+}
+
+TEST(ModelShapes, VariantsWithOtherDepthsAndWidths) {
+  models::UnetConfig v = models::UnetConfig::sdxl();
+  v.model_channels = 256;  // fewer channels, fewer blocks, shallower transformers
+  v.num_res_blocks = 1;
+  v.level_depth = {0, 1, 4};
+  v.middle_depth = 0 + 2;
+  v.in_channels = 9;
+  v.adm_in_channels = 1024;
+  v.context_dim = 1280;
+  const Shapes shapes = unet_shapes(v);
+  expect_same(
+      unet_config_from_shapes(models::UnetConfig::sdxl(), "model.diffusion_model.", lookup(shapes)),
+      v);
+  // SD 1.x's layout (conv projections, attention everywhere, no vector) reads back too.
+  const Shapes sd1 = unet_shapes(models::UnetConfig::sd1());
+  expect_same(
+      unet_config_from_shapes(models::UnetConfig::sdxl(), "model.diffusion_model.", lookup(sd1)),
+      models::UnetConfig::sd1());
+}
+
+TEST(ModelShapes, MissingUnetIsAnErrorNamingTheTensor) {
+  const Shapes none;
+  try {
+    unet_config_from_shapes(models::UnetConfig::sdxl(), "model.diffusion_model.", lookup(none));
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("model.diffusion_model.input_blocks.0.0.weight"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(ModelShapes, ClipEncodersReadBackFromTheirTensors) {
+  for (models::ClipTextConfig c :
+       {models::ClipTextConfig::vit_bigg14(), models::ClipTextConfig::sdxl_vit_l14()}) {
+    AnyWeights any;
+    nn::ParamRecorder rec(any);
+    Context ctx;
+    Tensor* ids = ctx.new_tensor(DType::I32, {77, 1});
+    Tensor* mask = ctx.new_tensor(DType::F32, {77, 77});
+    const nn::Scope scope(ctx, rec, "te.");
+    if (c.projection_dim > 0)
+      models::clip_text_forward_pooled(scope, c, ids, mask, 1, 0);
+    else
+      models::clip_text_forward(scope, c, ids, mask, 1);
+    Shapes shapes;
+    for (const nn::ParamDecl& p : rec.params()) shapes[p.name] = p.ne;
+    models::ClipTextConfig preset = c;
+    preset.hidden = 8;  // overwritten from the tensors
+    preset.layers = 1;
+    preset.intermediate = 8;
+    preset.heads = 1;
+    const models::ClipTextConfig got = clip_config_from_shapes(preset, "te.", lookup(shapes));
+    EXPECT_EQ(got.hidden, c.hidden);
+    EXPECT_EQ(got.layers, c.layers);
+    EXPECT_EQ(got.intermediate, c.intermediate);
+    EXPECT_EQ(got.heads, c.heads);
+    EXPECT_EQ(got.projection_dim, c.projection_dim);
+    EXPECT_EQ(got.final_layer_norm, c.final_layer_norm);
+  }
+}
+
+}  // namespace
+}  // namespace sd::pipeline
