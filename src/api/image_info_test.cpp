@@ -140,8 +140,10 @@ TEST_F(ImageInfo, NoMetadataSaysSo) {
 
 TEST_F(ImageInfo, TerminalEscapesInTheFileAreShownEscaped) {
   ImageInfoOptions o;
-  o.image =
-      write("escapes.png", "a \x1b]0;pwned\x07 prompt \xc2\x9b2J\nSteps: 2\x1b[31m, Seed: \xff1");
+  o.image = write("escapes.png",
+                  "a \x1b]0;pwned\x07 prompt \xc2\x9b"
+                  "2J\nSteps: 2\x1b[31m, Seed: \xff"
+                  "1");
   const std::string text = describe_image_metadata(o);
   EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
   EXPECT_EQ(text.find('\x07'), std::string::npos) << text;
