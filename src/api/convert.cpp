@@ -27,10 +27,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool has_suffix(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 int64_t product(const std::vector<int64_t>& ne) {
   int64_t n = 1;
   for (int64_t d : ne) n *= d;

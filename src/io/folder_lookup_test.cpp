@@ -46,9 +46,10 @@ TEST_F(FolderLookup, UnconfinedLookupsFollowTheNameAnywhere) {
 }
 
 TEST_F(FolderLookup, ConfinedLookupsRefuseWhatLeavesTheFolder) {
-  for (const std::string name :
-       {std::string("../outside/secret"), std::string("link"), std::string("sub/secret"),
-        std::string("../lora-evil/x"), (root_ / "outside" / "secret").string()}) {
+  const std::vector<std::string> names = {"../outside/secret", "link", "sub/secret",
+                                          "../lora-evil/x",
+                                          (root_ / "outside" / "secret").string()};
+  for (const std::string& name : names) {
     const FolderMatch m = find(name, true);
     EXPECT_EQ(m.path, "") << name;
     EXPECT_NE(m.refused, "") << name;

@@ -5,6 +5,7 @@
 // skip without them.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -62,10 +63,11 @@ void run_golden(const GoldenCase& g) {
   const double db = psnr(got, expected);
   ::testing::Test::RecordProperty("psnr_db", std::to_string(db));
   std::printf("PSNR %.2f dB against %s\n", db, g.golden);
-  if (const char* out = std::getenv("SD_TEST_OUTPUT_DIR"))
-    io::write_image(std::string(out) + "/" +
-                        std::string(g.golden).replace(std::string(g.golden).find('/'), 1, "_"),
-                    got, "");
+  if (const char* out = std::getenv("SD_TEST_OUTPUT_DIR")) {
+    std::string name = g.golden;  // "<set>/<image>.png" -> "<set>_<image>.png"
+    std::replace(name.begin(), name.end(), '/', '_');
+    io::write_image(std::string(out) + "/" + name, got, "");
+  }
   EXPECT_GE(db, 40.0) << "against " << golden_path;
 }
 
