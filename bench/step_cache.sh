@@ -28,7 +28,7 @@ for steps in "${steps_list[@]}"; do
     "$cli" -m "$model" -p "a lighthouse on a cliff at dusk" -s 42 -t 2 -W "$size" -H "$size" \
       --steps "$steps" --sampling-method euler "${flags[@]}" -o "$out/$name.png" >"$out/log" 2>&1
     seconds=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
-    evaluations=$(grep -oE '[0-9]+ of [0-9]+ network evaluations' "$out/log" | cut -d' ' -f1)
+    evaluations=$(grep -oE '[0-9]+ of [0-9]+ network evaluations' "$out/log" | cut -d' ' -f1 || true)
     [ -n "$evaluations" ] || evaluations=$steps
     if [ "$name" = none ]; then
       cp "$out/$name.png" "$out/plain.png"
