@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 
 #include "tensor/error.h"
 #include "tensor/text.h"
@@ -14,13 +12,10 @@ namespace sd::sampling {
 namespace {
 
 float to_float(const std::string& key, const std::string& value) {
-  char* end = nullptr;
-  errno = 0;
-  const float v = std::strtof(value.c_str(), &end);
-  SD_CHECK(!value.empty() && *end == '\0' && errno == 0 && std::isfinite(v),
-           "--extra-sample-args %s=%s: '%s' is not a number", key.c_str(), value.c_str(),
+  const std::optional<float> v = parse_finite_float(value);
+  SD_CHECK(v, "--extra-sample-args %s=%s: '%s' is not a number", key.c_str(), value.c_str(),
            value.c_str());
-  return v;
+  return *v;
 }
 
 float sum_of_products(const std::vector<float>& a, const std::vector<float>& b) {
@@ -44,13 +39,11 @@ std::vector<float> parse_guidance_schedule(const std::string& spec) {
              "guidance_schedule segment '%s' is not <scale>x<count> (e.g. 7x5+3.5x15)",
              segment.c_str());
     const float scale = to_float("guidance_schedule", segment.substr(0, x));
-    const std::string count_text = segment.substr(x + 1);
-    char* stop = nullptr;
-    const long count = std::strtol(count_text.c_str(), &stop, 10);
-    SD_CHECK(!count_text.empty() && *stop == '\0' && count > 0 && count <= 100000,
+    const std::optional<long> count = parse_whole_number(segment.substr(x + 1));
+    SD_CHECK(count && *count > 0 && *count <= 100000,
              "guidance_schedule segment '%s': the count must be a positive whole number",
              segment.c_str());
-    schedule.insert(schedule.end(), static_cast<size_t>(count), scale);
+    schedule.insert(schedule.end(), static_cast<size_t>(*count), scale);
   }
   return schedule;
 }

@@ -1,12 +1,11 @@
 #include "sampling/step_cache.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <map>
 
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd::sampling {
 
@@ -24,22 +23,17 @@ constexpr ModeName kModes[] = {
 };
 
 float parse_float(const std::string& key, const std::string& value) {
-  char* end = nullptr;
-  errno = 0;
-  const float v = std::strtof(value.c_str(), &end);
-  SD_CHECK(!value.empty() && *end == '\0' && errno == 0 && std::isfinite(v),
-           "--cache-option %s=%s: '%s' is not a number", key.c_str(), value.c_str(), value.c_str());
-  return v;
+  const std::optional<float> v = parse_finite_float(value);
+  SD_CHECK(v, "--cache-option %s=%s: '%s' is not a number", key.c_str(), value.c_str(),
+           value.c_str());
+  return *v;
 }
 
 int parse_int(const std::string& key, const std::string& value) {
-  char* end = nullptr;
-  errno = 0;
-  const long v = std::strtol(value.c_str(), &end, 10);
-  SD_CHECK(!value.empty() && *end == '\0' && errno == 0 && v >= -1000000 && v <= 1000000,
-           "--cache-option %s=%s: '%s' is not a whole number", key.c_str(), value.c_str(),
-           value.c_str());
-  return static_cast<int>(v);
+  const std::optional<long> v = parse_whole_number(value);
+  SD_CHECK(v && *v >= -1000000 && *v <= 1000000, "--cache-option %s=%s: '%s' is not a whole number",
+           key.c_str(), value.c_str(), value.c_str());
+  return static_cast<int>(*v);
 }
 
 bool parse_switch(const std::string& key, const std::string& value) {
