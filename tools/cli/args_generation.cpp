@@ -89,9 +89,6 @@ std::string read_text_file(const std::string& flag, const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-constexpr const char* kCacheModes[] = {"easycache",  "ucache",    "dbcache",
-                                       "taylorseer", "cache-dit", "spectrum"};
-
 }  // namespace
 
 Section generation_section(GenerationOptions& o) {
@@ -349,12 +346,7 @@ Section generation_section(GenerationOptions& o) {
       "step caching: easycache (DiT), ucache (UNet), dbcache, taylorseer, cache-dit (DiT "
       "blocks), spectrum",
       [&o](const std::string& value) {
-        bool known = false;
-        for (const char* mode : kCacheModes) known = known || value == mode;
-        SD_CHECK(known,
-                 "unknown cache mode '%s'; valid: easycache, ucache, dbcache, taylorseer, "
-                 "cache-dit, spectrum",
-                 value.c_str());
+        sampling::parse_cache_mode(value);  // throws, listing the modes
         o.cache_mode = value;
       }));
   v.push_back(other_option("", "--cache-option", "step-cache parameters, key=value list",
