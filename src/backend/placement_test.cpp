@@ -4,6 +4,7 @@
 
 #include "backend/backend_manager.h"
 #include "backend/cpu/cpu_device.h"
+#include "backend/max_vram.h"
 #include "fake_device.h"
 #include "tensor/error.h"
 
@@ -140,6 +141,67 @@ TEST_F(Manager, UnknownDeviceListsTheDevices) {
   EXPECT_NE(e.find("'cuda9'"), std::string::npos) << e;
   EXPECT_NE(e.find("CPU, CUDA0, CUDA1"), std::string::npos) << e;
   EXPECT_NE(e.find("disk"), std::string::npos) << e;
+}
+
+TEST(MaxVram, ParsesOneBudgetOrBudgetsByDevice) {
+  EXPECT_TRUE(parse_max_vram("").empty());
+  EXPECT_TRUE(parse_max_vram("0").empty());
+  const MaxVram one = parse_max_vram(" 6 ");
+  ASSERT_TRUE(one.all.has_value());
+  EXPECT_EQ(*one.all, 6.0);
+  const MaxVram named = parse_max_vram("RPC0=1.5, cuda0=6,*=2");
+  EXPECT_EQ(named.by_device.at("rpc0"), 1.5);
+  EXPECT_EQ(named.by_device.at("cuda0"), 6.0);
+  EXPECT_EQ(*named.all, 2.0);
+  test::FakeDevice rpc0("RPC0", DeviceKind::Remote);
+  EXPECT_EQ(named.bytes_for(rpc0), size_t{3} << 29);
+  test::FakeDevice other("CUDA1");
+  EXPECT_EQ(named.bytes_for(other), size_t{2} << 30);
+  // Negative: the device's free memory (1 GiB for the test device) less that much.
+  EXPECT_EQ(parse_max_vram("-0.25").bytes_for(other), size_t{3} << 28);
+}
+
+TEST(MaxVram, BadValuesSayWhatIsExpected) {
+  for (const char* bad : {"six", "RPC0=", "=4", "4GB", "nan"}) {
+    const std::string e = error_of([&] { parse_max_vram(bad); });
+    EXPECT_NE(e.find("--max-vram"), std::string::npos) << bad << ": " << e;
+  }
+  test::FakeDevice gpu("CUDA0");
+  const std::string e = error_of([&] { parse_max_vram("-2").bytes_for(gpu); });
+  EXPECT_NE(e.find("1.00 GiB free"), std::string::npos) << e;
+}
+
+TEST_F(Manager, BudgetedDevicesStreamWeightsFromHostMemory) {
+  BackendManager m("te=cpu,diffusion=cuda0,vae=cuda1", "vae=disk", {}, registry_);
+  const std::vector<std::string> notes = m.set_memory_budgets("CUDA0=2,cpu=4", true);
+  const Residency d = m.residency(Module::Diffusion);
+  EXPECT_EQ(d.kind, Residency::Kind::Device);
+  EXPECT_EQ(d.device, &dev("CPU"));
+  EXPECT_TRUE(d.streamed);
+  EXPECT_FALSE(m.residency(Module::Vae).streamed);  // CUDA1 has no budget
+  EXPECT_EQ(m.describe(Module::Diffusion),
+            "diffusion: CUDA0, weights on CPU, streamed within 2.00 GiB with prefetch");
+  // The CPU reads weights in place: its budget is said to apply to nothing.
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("CPU reads the weights where they are"), std::string::npos) << notes[0];
+}
+
+TEST_F(Manager, DiskWeightsOfABudgetedDeviceAreReadIntoHostMemory) {
+  BackendManager m("cuda0", "disk", {}, registry_);
+  m.set_memory_budgets("1", false);
+  const Residency r = m.residency(Module::Vae);
+  EXPECT_EQ(r.kind, Residency::Kind::Disk);
+  EXPECT_EQ(r.device, &dev("CPU"));
+  EXPECT_TRUE(r.streamed);
+}
+
+TEST_F(Manager, UnknownBudgetDeviceAndLoneStreamLayersAreSaid) {
+  BackendManager m("cuda0", "", {}, registry_);
+  const std::string e = error_of([&] { m.set_memory_budgets("cuda7=2", false); });
+  EXPECT_NE(e.find("unknown device 'cuda7'"), std::string::npos) << e;
+  const std::vector<std::string> notes = m.set_memory_budgets("0", true);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("without one it does nothing"), std::string::npos) << notes[0];
 }
 
 TEST(BackendManagerCpu, OneBackendPerDeviceSharedByModules) {

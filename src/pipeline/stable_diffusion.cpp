@@ -30,6 +30,12 @@ namespace {
 
 using io::ModelVersion;
 
+// Says how a phase's weights were streamed within a --max-vram budget, if they were.
+void report_streaming(const std::function<void(const std::string&)>& info, const char* module,
+                      const std::string& report) {
+  if (info && !report.empty()) info(std::string(module) + ": " + report);
+}
+
 // Reports how long each phase took.
 class PhaseTimer {
  public:
@@ -103,6 +109,8 @@ struct StableDiffusion::Impl {
     // Placement first: a mistyped device fails before any file is read.
     backends =
         std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
+    for (const std::string& n : backends->set_memory_budgets(o.max_vram, o.stream_layers))
+      if (o.note) o.note(n);
     if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
@@ -574,6 +582,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     cond.vector = sdxl_vector(cond.pooled, r.width, r.height);
     if (!uncond.pooled.empty()) uncond.vector = sdxl_vector(uncond.pooled, r.width, r.height);
   }
+  report_streaming(r.info, "text encoders", m.text->streaming_report());
   m.text->release();
   m.phase_done(Module::TextEncoder);
   timer.done("text encoding");
@@ -585,6 +594,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     if (stop || b + 1 == r.batch_count) {
       // Each phase gives its memory back before the next starts: peak memory is the
       // largest phase's, not their sum.
+      report_streaming(r.info, "diffusion", m.unet->streaming_report());
       m.unet->release();
       m.phase_done(Module::Diffusion);
     }
@@ -599,6 +609,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     images.push_back(planes_to_image(planes.data(), r.width, r.height, 3));
     timer.done("decoding");
   }
+  report_streaming(r.info, "vae", m.vae->streaming_report());
   m.vae->release();
   m.phase_done(Module::Vae);
   return images;

@@ -64,6 +64,8 @@ class TextConditioner {
   // Every weight the encoder reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const;
   // Frees the encoder's compute buffer (the text phase is over).
+  // How weights were streamed within a --max-vram budget since the last release().
+  std::string streaming_report() const { return runner_.streaming_report(); }
   void release() { runner_.release(); }
 
   // The weight scope of the (first) text encoder in canonical checkpoints: HF CLIP names

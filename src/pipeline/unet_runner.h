@@ -32,6 +32,8 @@ class UnetRunner {
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const;
   // Frees the compute buffer (sampling is over).
+  // How weights were streamed within a --max-vram budget since the last release().
+  std::string streaming_report() const { return runner_.streaming_report(); }
   void release() { runner_.release(); }
   static constexpr const char* kScope = io::kUnetRoot.data();
 
