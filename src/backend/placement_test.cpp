@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/auto_fit.h"
 #include "backend/backend_manager.h"
 #include "backend/cpu/cpu_device.h"
 #include "backend/max_vram.h"
@@ -202,6 +203,57 @@ TEST_F(Manager, UnknownBudgetDeviceAndLoneStreamLayersAreSaid) {
   const std::vector<std::string> notes = m.set_memory_budgets("0", true);
   ASSERT_EQ(notes.size(), 1u);
   EXPECT_NE(notes[0].find("without one it does nothing"), std::string::npos) << notes[0];
+}
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+TEST(AutoFit, BiggestModuleFirstOntoTheDeviceWithTheMostRoom) {
+  DeviceRegistry r;
+  r.add(std::make_unique<CpuDevice>());
+  r.add(std::make_unique<test::FakeDevice>("CUDA0", DeviceKind::Gpu, 4 * kGiB));
+  r.add(std::make_unique<test::FakeDevice>("RPC0", DeviceKind::Remote, 8 * kGiB));
+  const FitPlan p = plan_auto_fit(
+      {{Module::TextEncoder, kGiB / 4}, {Module::Diffusion, 5 * kGiB / 2}, {Module::Vae, kGiB / 8}},
+      r, MaxVram{});
+  // diffusion takes RPC0 (7.5 GiB budget, 5 left); te then has most room there too.
+  EXPECT_EQ(p.backend, "te=RPC0,diffusion=RPC0,vae=RPC0");
+  EXPECT_EQ(p.params_backend, "");
+  EXPECT_EQ(p.max_vram, "");
+  ASSERT_EQ(p.lines.size(), 3u);
+  EXPECT_NE(p.lines[0].find("diffusion (2684 MB of weights) on RPC0: fits its 7.50 GiB"),
+            std::string::npos)
+      << p.lines[0];
+}
+
+TEST(AutoFit, AModuleNoDeviceHoldsIsStreamedWithinTheRoomiestOne) {
+  DeviceRegistry r;
+  r.add(std::make_unique<CpuDevice>());
+  r.add(std::make_unique<test::FakeDevice>("CUDA0", DeviceKind::Gpu, 3 * kGiB));
+  const FitPlan p = plan_auto_fit(
+      {{Module::TextEncoder, kGiB / 4}, {Module::Diffusion, 5 * kGiB}, {Module::Vae, kGiB / 8}}, r,
+      MaxVram{}, kGiB / 2);
+  // The UNet streams on CUDA0, which then holds nothing else whole: the others stream too.
+  EXPECT_EQ(p.backend, "te=CUDA0,diffusion=CUDA0,vae=CUDA0");
+  EXPECT_EQ(p.params_backend, "diffusion=cpu,te=cpu,vae=cpu");
+  EXPECT_EQ(p.max_vram, "CUDA0=2.500");
+  EXPECT_NE(p.lines[0].find("weights streamed from RAM within its 2.50 GiB"), std::string::npos)
+      << p.lines[0];
+}
+
+TEST(AutoFit, BudgetsComeFromMaxVramAndTheCpuTakesWhatFitsNowhere) {
+  DeviceRegistry r;
+  r.add(std::make_unique<CpuDevice>());
+  r.add(std::make_unique<test::FakeDevice>("CUDA0", DeviceKind::Gpu, 16 * kGiB));
+  // --max-vram 0.75 leaves no room beside a 1 GiB compute reserve for anything.
+  const FitPlan p = plan_auto_fit({{Module::Diffusion, kGiB}, {Module::Vae, kGiB / 8}}, r,
+                                  parse_max_vram("0.75"));
+  EXPECT_EQ(p.backend, "diffusion=CPU,vae=CPU");
+  EXPECT_NE(p.lines[0].find("no GPU or remote device has room"), std::string::npos) << p.lines[0];
+  DeviceRegistry cpu_only;
+  cpu_only.add(std::make_unique<CpuDevice>());
+  const FitPlan q = plan_auto_fit({{Module::Diffusion, kGiB}}, cpu_only, MaxVram{});
+  EXPECT_EQ(q.backend, "diffusion=CPU");
+  EXPECT_NE(q.lines[0].find("no GPU or remote device here"), std::string::npos) << q.lines[0];
 }
 
 TEST(BackendManagerCpu, OneBackendPerDeviceSharedByModules) {

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "backend/auto_fit.h"
 #include "backend/registry.h"
 #include "io/name_conversion.h"
 #include "models/clip_text.h"
@@ -107,14 +108,17 @@ struct StableDiffusion::Impl {
              "no model given: pass -m MODEL (a .safetensors, .gguf, .ckpt file or a diffusers "
              "folder)");
     // Placement first: a mistyped device fails before any file is read.
-    backends =
-        std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
-    for (const std::string& n : backends->set_memory_budgets(o.max_vram, o.stream_layers))
-      if (o.note) o.note(n);
+    if (!o.auto_fit)
+      backends =
+          std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
     if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
     if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
+    // --auto-fit places the modules once their sizes are known from the files.
+    const std::string max_vram = o.auto_fit ? fit_placement() : o.max_vram;
+    for (const std::string& n : backends->set_memory_budgets(max_vram, o.stream_layers))
+      if (o.note) o.note(n);
     Architecture arch = o.architecture ? *o.architecture : detect_architecture();
     if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
@@ -178,6 +182,36 @@ struct StableDiffusion::Impl {
       prediction_probed = true;
     }
     schedule = sampling::DiscreteSchedule(prediction);
+  }
+
+  // --auto-fit: chooses placements from the modules' weight sizes and the devices' memory,
+  // says the plan, and makes the BackendManager from it. Returns the --max-vram to use.
+  std::string fit_placement() {
+    const std::pair<Module, std::string_view> roots[] = {
+        {Module::TextEncoder, io::kTextEncoderRoot},
+        {Module::Diffusion, io::kUnetRoot},
+        {Module::Vae, io::kVaeRoot}};
+    std::vector<ModuleSize> sizes;
+    for (const auto& [module, root] : roots) {
+      ModuleSize size{module, 0};
+      for (const auto& [name, source] : loader.tensors())
+        if (name.compare(0, root.size(), root) == 0)
+          size.weight_bytes += row_size(source.stored, source.ne[0]) *
+                               static_cast<size_t>(source.ne[1] * source.ne[2] * source.ne[3]);
+      sizes.push_back(size);
+    }
+    const FitPlan plan =
+        plan_auto_fit(sizes, DeviceRegistry::instance(), parse_max_vram(options.max_vram));
+    auto note = [&](const std::string& text) {
+      if (options.note) options.note("auto-fit: " + text);
+    };
+    if (!options.backend.empty() || !options.params_backend.empty())
+      note("--backend and --params-backend are not read with --auto-fit");
+    for (const std::string& line : plan.lines) note(line);
+    backends = std::make_unique<BackendManager>(plan.backend, plan.params_backend,
+                                                BackendOptions{options.threads});
+    if (plan.max_vram.empty()) return options.max_vram;
+    return options.max_vram.empty() ? plan.max_vram : options.max_vram + "," + plan.max_vram;
   }
 
   // The networks of the detected model: the family's presets, with every dimension the
