@@ -47,9 +47,9 @@ for round in $(seq "$rounds"); do
       >"$out/log" 2>&1 || { echo "| $row | failed: $(tail -1 "$out/log") |"; continue; }
     # Per-step rates from the progress line: the mean of every step after the first.
     rate=$(tr '\r' '\n' <"$out/log" | grep -oE '[0-9.]+s/it' | tr -d 's/it' | tail -n +2 |
-      awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n; else print "-" }')
+      awk '{ s += $1; n++ } END { if (n) printf "%.2f", s / n; else print "-" }' || true)
     sent=$(grep -oE '[0-9.]+ MiB of weights uploaded in [0-9]+ run' "$out/log" |
-      awk '{ printf "%.0f MiB", $1 / $6 }')
+      awk '{ printf "%.0f MiB", $1 / $7 }' || true)
     [ -n "$sent" ] || sent="0 (resident)"
     [ "$row" = whole ] && cp "$out/whole.png" "$out/reference.png"
     same=$(cmp -s "$out/reference.png" "$out/$row.png" && echo yes || echo NO)
