@@ -1,9 +1,11 @@
 // A device for tests of memory budgets: it computes with the CPU's kernels, but says the
 // host cannot address its memory, so weights living in RAM must be staged into it, and it
-// holds at most `limit` bytes. It records the most it held at once.
+// holds at most `limit` bytes, in allocations of at most `max_alloc`. It records the most
+// it held at once.
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -49,12 +51,16 @@ class LimitedBuffer final : public Buffer {
 
 class LimitedBufferType final : public BufferType {
  public:
-  LimitedBufferType(Device& device, size_t limit) : device_(device), limit_(limit) {}
+  LimitedBufferType(Device& device, size_t limit, size_t max_alloc)
+      : device_(device), limit_(limit), max_alloc_(max_alloc) {}
   std::string name() const override { return device_.name(); }
   size_t alignment() const override { return 64; }
   bool is_host() const override { return false; }
   Device& device() const override { return device_; }
+  size_t max_size() const override { return max_alloc_; }
   std::unique_ptr<Buffer> allocate(size_t size) override {
+    SD_CHECK(size <= max_alloc_, "%s: %zu bytes is more than one allocation may take",
+             device_.name().c_str(), size);
     SD_CHECK(live + size <= limit_, "%s: %zu bytes asked for, %zu of %zu in use",
              device_.name().c_str(), size, live, limit_);
     return std::make_unique<LimitedBuffer>(*this, size, live, peak);
@@ -64,11 +70,14 @@ class LimitedBufferType final : public BufferType {
  private:
   Device& device_;
   size_t limit_;
+  size_t max_alloc_;
 };
 
 class LimitedDevice final : public Device {
  public:
-  explicit LimitedDevice(size_t limit) : type_(*this, limit) {}
+  // `max_alloc`: the largest single allocation (BufferType::max_size).
+  explicit LimitedDevice(size_t limit, size_t max_alloc = SIZE_MAX)
+      : type_(*this, limit, max_alloc) {}
   std::string name() const override { return "LIMITED0"; }
   std::string description() const override { return "test device with little memory"; }
   DeviceKind kind() const override { return DeviceKind::Gpu; }

@@ -1,9 +1,11 @@
 // Memory for a graph's intermediates on one buffer type: plans with the graph allocator,
-// keeps one buffer and grows it only when a graph needs more, so calls of the same shape
-// allocate nothing.
+// keeps its buffer and grows it only when a graph needs more, so calls of the same shape
+// allocate nothing. A device that caps its allocations (BufferType::max_size) gets the
+// plan in chunks of at most that size, one buffer each.
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "backend/backend.h"
 #include "tensor/graph_allocator.h"
@@ -17,15 +19,15 @@ class ComputeBuffer {
   // Gives every tensor of `graph` without memory a place, and binds views.
   void allocate(const Graph& graph);
 
-  size_t capacity() const { return buffer_ ? buffer_->size() : 0; }
-  // Gives the buffer back; the next allocate() makes a new one.
-  void release() { buffer_.reset(); }
+  size_t capacity() const;
+  // Gives the buffers back; the next allocate() makes new ones.
+  void release() { buffers_.clear(); }
   const AllocationPlan& last_plan() const { return plan_; }
 
  private:
   BufferType& type_;
   bool reuse_;
-  std::unique_ptr<Buffer> buffer_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;  // one per chunk of the plan
   AllocationPlan plan_;
 };
 

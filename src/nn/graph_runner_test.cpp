@@ -54,11 +54,11 @@ class HostWeights {
 };
 
 // Eight layers h = gelu(W h); layer 3 reads layer 2's weight again.
-std::vector<float> run_mlp(GraphRunner& runner, HostWeights& weights) {
-  std::vector<float> x(kDim * 4);
+std::vector<float> run_mlp(GraphRunner& runner, HostWeights& weights, int64_t batch = 4) {
+  std::vector<float> x(static_cast<size_t>(kDim * batch));
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.1f - 0.3f;
   GraphCall call;
-  Tensor* h = call.input_f32("x", make_shape({kDim, 4}), x.data());
+  Tensor* h = call.input_f32("x", make_shape({kDim, batch}), x.data());
   for (int i = 0; i < kLayers; ++i)
     h = gelu(call.ctx(), matmul(call.ctx(), weights.leaf(call.ctx(), i == 3 ? 2 : i), h));
   return runner.run(call, h);
@@ -66,11 +66,11 @@ std::vector<float> run_mlp(GraphRunner& runner, HostWeights& weights) {
 
 class Streaming : public ::testing::Test {
  protected:
-  std::vector<float> reference() {
+  std::vector<float> reference(int64_t batch = 4) {
     CpuDevice cpu;
     std::unique_ptr<Backend> backend = cpu.create_backend(BackendOptions{2});
     GraphRunner runner(*backend);
-    return run_mlp(runner, weights_);
+    return run_mlp(runner, weights_, batch);
   }
   HostWeights weights_;
 };
@@ -108,6 +108,18 @@ TEST_F(Streaming, WeightsThatFitAreSentOnce) {
   EXPECT_EQ(run_mlp(runner, weights_), expected);
   EXPECT_EQ(runner.streaming_stats().segments, 2u);
   EXPECT_EQ(runner.streaming_stats().bytes_uploaded, 7 * kWeightBytes);
+}
+
+TEST_F(Streaming, ADeviceWithSmallAllocationsGetsItsMemoryInChunks) {
+  // Activations of 50 KiB (batch 100) and weights of 64 KiB each fit one 80 KiB allocation;
+  // the compute buffer and the slot of seven weights do not.
+  const std::vector<float> expected = reference(100);
+  test::LimitedDevice device(size_t{1} << 30, 80 * 1024);
+  std::unique_ptr<Backend> backend = device.create_backend(BackendOptions{2});
+  GraphRunner runner(*backend);
+  EXPECT_EQ(run_mlp(runner, weights_, 100), expected);
+  EXPECT_GT(runner.compute_buffer_size(), 80u * 1024);  // in more than one buffer
+  EXPECT_EQ(runner.streaming_stats().segments, 7u);     // one weight per allocation
 }
 
 TEST_F(Streaming, ABudgetTooSmallIsAnErrorThatSaysWhatToRaise) {

@@ -17,13 +17,18 @@ size_t align_up(size_t n, size_t a) {
   return (n + a - 1) / a * a;
 }
 
-// First-fit-by-best-size free list over one growing address range.
+// First-fit-by-best-size free list over one growing address range, cut into chunks of
+// `chunk` bytes that no block crosses (a device's largest allocation).
 class FreeList {
  public:
-  explicit FreeList(size_t alignment) : alignment_(alignment) {}
+  FreeList(size_t alignment, size_t chunk) : alignment_(alignment), chunk_(chunk) {}
 
   size_t allocate(size_t size) {
     size = align_up(std::max<size_t>(size, 1), alignment_);
+    SD_CHECK(size <= chunk_,
+             "[allocator] a tensor of %zu bytes is larger than the device's largest "
+             "allocation (%zu bytes)",
+             size, chunk_);
     // Best fit: the smallest free block that holds `size` keeps large holes for large tensors.
     auto best = free_.end();
     for (auto it = free_.begin(); it != free_.end(); ++it) {
@@ -39,12 +44,18 @@ class FreeList {
     // A free block at the end can be grown instead of leaving it unused.
     if (!free_.empty()) {
       auto last = std::prev(free_.end());
-      if (last->first + last->second == end_) {
+      if (last->first + last->second == end_ && same_chunk(last->first, size)) {
         const size_t offset = last->first;
         free_.erase(last);
         end_ = offset + size;
         return offset;
       }
+    }
+    if (!same_chunk(end_, size)) {
+      // The rest of this chunk stays free for smaller tensors; this one starts the next.
+      const size_t next = (end_ / chunk_ + 1) * chunk_;
+      if (next > end_) release_range(end_, next - end_);
+      end_ = next;
     }
     const size_t offset = end_;
     end_ += size;
@@ -52,28 +63,37 @@ class FreeList {
   }
 
   void release(size_t offset, size_t size) {
-    size = align_up(std::max<size_t>(size, 1), alignment_);
+    release_range(offset, align_up(std::max<size_t>(size, 1), alignment_));
+  }
+
+  size_t high_water() const { return end_; }
+
+ private:
+  // Whether [offset, offset + size) lies in one chunk.
+  bool same_chunk(size_t offset, size_t size) const {
+    return offset / chunk_ == (offset + size - 1) / chunk_;
+  }
+
+  void release_range(size_t offset, size_t size) {
     auto [it, inserted] = free_.emplace(offset, size);
     SD_CHECK(inserted, "[allocator] double free at offset %zu", offset);
-    // Merge with the following and preceding blocks.
+    // Merge with the following and preceding blocks of the same chunk.
     auto next = std::next(it);
-    if (next != free_.end() && it->first + it->second == next->first) {
+    if (next != free_.end() && it->first + it->second == next->first && next->first % chunk_ != 0) {
       it->second += next->second;
       free_.erase(next);
     }
     if (it != free_.begin()) {
       auto prev = std::prev(it);
-      if (prev->first + prev->second == it->first) {
+      if (prev->first + prev->second == it->first && it->first % chunk_ != 0) {
         prev->second += it->second;
         free_.erase(it);
       }
     }
   }
 
-  size_t high_water() const { return end_; }
-
- private:
   size_t alignment_;
+  size_t chunk_;
   size_t end_ = 0;
   std::map<size_t, size_t> free_;  // offset -> size
 };
@@ -123,9 +143,13 @@ const Tensor* in_place_source(const Tensor* n,
 
 namespace {
 
-AllocationPlan plan_with(const Graph& graph, size_t alignment, bool reuse, bool in_place) {
+AllocationPlan plan_with(const Graph& graph, size_t alignment, bool reuse, bool in_place,
+                         size_t max_chunk) {
   AllocationPlan plan;
-  FreeList list(alignment);
+  plan.chunk = max_chunk / alignment * alignment;
+  SD_CHECK(plan.chunk > 0, "[allocator] chunks of %zu bytes cannot hold %zu-byte alignment",
+           max_chunk, alignment);
+  FreeList list(alignment, plan.chunk);
   std::unordered_map<const Tensor*, size_t> offset_of;
 
   auto place = [&](Tensor* t) {
@@ -188,14 +212,16 @@ AllocationPlan plan_with(const Graph& graph, size_t alignment, bool reuse, bool 
 
 }  // namespace
 
-AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse, InPlace in_place) {
-  if (!reuse || in_place == InPlace::Never) return plan_with(graph, alignment, reuse, false);
-  AllocationPlan written_over = plan_with(graph, alignment, reuse, true);
+AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse, InPlace in_place,
+                               size_t max_chunk) {
+  if (!reuse || in_place == InPlace::Never)
+    return plan_with(graph, alignment, reuse, false, max_chunk);
+  AllocationPlan written_over = plan_with(graph, alignment, reuse, true, max_chunk);
   if (in_place == InPlace::Always) return written_over;
   // Writing in place keeps a block busy that would otherwise be freed and merged with its
   // neighbours: usually smaller (the UNet), sometimes larger (a VAE's decoder). The
   // smaller of the two plans wins.
-  AllocationPlan fresh = plan_with(graph, alignment, reuse, false);
+  AllocationPlan fresh = plan_with(graph, alignment, reuse, false, max_chunk);
   return written_over.size < fresh.size ? written_over : fresh;
 }
 

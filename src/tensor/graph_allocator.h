@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -16,6 +17,10 @@ struct AllocationPlan {
   std::vector<std::pair<Tensor*, size_t>> offsets;
   size_t size = 0;                // bytes of the compute buffer with this plan
   size_t size_without_reuse = 0;  // what one buffer per tensor would have taken
+  // Offsets are in chunks of this many bytes that no tensor crosses: chunk k is one buffer
+  // holding offsets [k * chunk, (k + 1) * chunk). One chunk unless the device caps its
+  // allocations (BufferType::max_size).
+  size_t chunk = SIZE_MAX;
 };
 
 // Whether an elementwise node may write over a same-shaped source that no later node reads:
@@ -24,7 +29,7 @@ enum class InPlace { Auto, Never, Always };
 
 // With reuse=false every tensor gets its own range; results must be identical (tests).
 AllocationPlan plan_allocation(const Graph& graph, size_t alignment, bool reuse = true,
-                               InPlace in_place = InPlace::Auto);
+                               InPlace in_place = InPlace::Auto, size_t max_chunk = SIZE_MAX);
 
 // Points every view of `graph` at its source's memory (after its source has memory).
 void bind_views(const Graph& graph);

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tensor/error.h"
 #include "tensor/ops/conv2d.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/reduce.h"
@@ -43,6 +44,27 @@ TEST(GraphAllocator, ReuseShrinksTheBufferAndKeepsResults) {
   auto without = test::run_case(c, CpuKernels::Fast);
   ASSERT_EQ(with_reuse.size(), 1u);
   EXPECT_EQ(with_reuse[0], without[0]);  // bit-identical
+}
+
+TEST(GraphAllocator, ChunksHoldWholeTensorsAndTheSameValues) {
+  Context ctx;
+  Graph g = Graph::build(chain(ctx, 12));
+  const AllocationPlan whole = plan_allocation(g, 64, true);
+  // 64 KiB per tensor: chunks of 100 KiB hold one each, with room left for none.
+  const size_t chunk = 100 * 1024;
+  const AllocationPlan chunked = plan_allocation(g, 64, true, InPlace::Auto, chunk);
+  EXPECT_EQ(chunked.chunk, chunk);
+  EXPECT_GT(chunked.size, chunk);  // more than one chunk
+  for (const auto& [t, offset] : chunked.offsets)
+    EXPECT_EQ(offset / chunk, (offset + t->nbytes() - 1) / chunk) << t->name << " crosses a chunk";
+  EXPECT_EQ(whole.chunk / 64 * 64, whole.chunk);
+  // A tensor larger than a chunk cannot be placed, and says so.
+  try {
+    plan_allocation(g, 64, true, InPlace::Auto, 1024);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("largest allocation"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GraphAllocator, OutputsAndInputsAreNeverOverwritten) {
