@@ -207,7 +207,8 @@ try:
           f"events stream: {status} {events[:200]}")
     # ... and of a running one: progress events, then done.
     status, _, submitted = server.json("POST", "/sdcpp/v1/img_gen",
-                                       dict(native, sample_params={"sample_steps": 6}))
+                                       dict(native, width=256, height=256,
+                                            sample_params={"sample_steps": 30}))
     status, _, events = server.request("GET", f"/sdcpp/v1/jobs/{submitted['id']}/events")
     check(events.count(b"event: progress") >= 2 and b"event: done" in events,
           f"live events: {events[:300]}")

@@ -4,6 +4,8 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -98,21 +100,27 @@ int run(int argc, char** argv) {
               so.token.empty() ? "" : " (token required)");
   std::fflush(stdout);
 
+  std::atomic<bool> listen_ended{false};
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
+    if (listen_ended) return;  // the listener failed on its own and woke us
     cli::log_message(SD_LOG_INFO, "stopping (%s): cancelling the jobs, then closing",
                      strsignal(sig));
     state.stopping = true;
     queue.shutdown();  // the running job stops at its next step; waiting ones are cancelled
+    // A signal right after binding can come before the listener runs; stop() would miss it.
+    for (int i = 0; i < 500 && !http.is_running() && !listen_ended; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     http.stop();
   });
   const bool ok = http.listen_after_bind();
+  listen_ended = true;
   if (!ok && !state.stopping) {
-    // The listener failed on its own: wake the stopper so it can finish.
-    pthread_kill(stopper.native_handle(), SIGTERM);
+    pthread_kill(stopper.native_handle(), SIGTERM);  // wake the stopper so it can end
   }
   stopper.join();
+  SD_CHECK(ok || state.stopping, "the HTTP listener stopped unexpectedly");
   cli::log_message(SD_LOG_INFO, "stopped");
   return 0;
 }

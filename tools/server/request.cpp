@@ -4,6 +4,8 @@
 #include <cctype>
 #include <cmath>
 #include <limits>
+#include <mutex>
+#include <random>
 
 #include "io/folder_lookup.h"
 #include "server/base64.h"
@@ -302,6 +304,13 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
 
   // LoRAs come from the structured field only, confined to --lora-model-dir; prompt tags
   // are left in the prompt (a client's text must not pick files).
+  // sd-cli draws a random seed from the clock; requests in the same second must differ.
+  if (g.seed < 0) {
+    static std::mutex mutex;
+    static std::mt19937 rng{std::random_device{}()};
+    std::lock_guard<std::mutex> lock(mutex);
+    g.seed = static_cast<int64_t>(rng() & 0x7fffffff);
+  }
   cli::ContextOptions context = rc.context;
   context.lora_model_dir.clear();
   context.confine_model_dirs = true;
