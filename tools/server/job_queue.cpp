@@ -1,5 +1,6 @@
 #include "server/job_queue.h"
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <random>
@@ -189,6 +190,7 @@ void JobQueue::run_worker() {
 
     lock.lock();
     running_.reset();
+    last_run_seconds_ = std::max<int64_t>(1, now() - job->state.started);
     if (job->cancel_requested) {
       job->state.error_code = stopping_ ? "shutdown" : "cancelled";
       job->state.error_message = stopping_ ? "the server is shutting down; submit the job again"
@@ -226,6 +228,11 @@ void JobQueue::shutdown() {
   }
   lock.unlock();
   if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
+}
+
+int64_t JobQueue::last_run_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return last_run_seconds_;
 }
 
 int JobQueue::waiting() const {

@@ -80,6 +80,8 @@ class JobQueue {
   void shutdown();
   int waiting() const;
   int max_waiting() const { return max_waiting_; }
+  // Wall seconds the last finished job ran (at least 1; 10 before any), for Retry-After.
+  int64_t last_run_seconds() const;
 
  private:
   struct Job;
@@ -97,6 +99,7 @@ class JobQueue {
   std::deque<std::string> finished_order_;
   std::shared_ptr<Job> running_;
   bool stopping_ = false;
+  int64_t last_run_seconds_ = 10;
   std::thread worker_;
 };
 

@@ -99,7 +99,7 @@ json job_json(const JobState& s, bool with_images) {
 // Seconds a refused client should wait: the queue's length times the last job's time.
 std::string retry_after(ServerState& s) {
   const int64_t seconds =
-      std::clamp<int64_t>(s.last_job_seconds.load() * (s.queue->waiting() + 1), 1, 3600);
+      std::clamp<int64_t>(s.queue->last_run_seconds() * (s.queue->waiting() + 1), 1, 3600);
   return std::to_string(seconds);
 }
 
@@ -130,8 +130,6 @@ std::optional<JobState> submit(ServerState& s, GenRequest request, Response& res
     send_error(res, 500, "server_error", "the job was lost before it finished");
     return std::nullopt;
   }
-  if (done->started && done->completed)
-    s.last_job_seconds = std::max<int64_t>(1, done->completed - done->started);
   if (done->status == JobStatus::Completed) return done;
   const int status =
       done->status == JobStatus::Cancelled ? (done->error_code == "shutdown" ? 503 : 409) : 500;

@@ -22,7 +22,6 @@ struct ServerState {
   JobQueue* queue = nullptr;
   std::string index_html;
   std::atomic<bool> stopping{false};
-  std::atomic<int64_t> last_job_seconds{10};  // for Retry-After
 };
 
 void install_routes(httplib::Server& server, ServerState& state);
