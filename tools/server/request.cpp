@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -317,8 +318,18 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
   try {
     cli::resolve_and_validate_generation(g, context, cli::Mode::ImgGen);
   } catch (const Error& e) {
-    std::string message = e.what();
     // sd-cli's messages name flags; a client sends fields.
+    std::string message = e.what();
+    static const std::pair<const char*, const char*> kFields[] = {
+        {"--width", "width"},          {"--height", "height"},
+        {"--steps", "steps"},          {"--strength", "strength"},
+        {"--cfg-scale", "cfg scale"},  {"--batch-count", "batch count"},
+        {"--hires-", "hires "},        {"--cache-option", "cache_option"},
+        {"--cache-mode", "cache_mode"}};
+    for (const auto& [flag, field] : kFields) {
+      for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))
+        message.replace(at, std::strlen(flag), field);
+    }
     throw BadRequest("invalid request: " + message);
   }
   for (const auto& [name, multiplier] : d.loras) {
