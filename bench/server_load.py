@@ -48,7 +48,7 @@ def job(steps):
 
 
 # 1. Status endpoints while a long job generates.
-_, running = call("POST", "/sdcpp/v1/img_gen", job(100000))
+_, running = call("POST", "/sdcpp/v1/img_gen", job(10000))
 while call("GET", "/sdcpp/v1/jobs/" + running["id"])[1]["status"] != "generating":
     time.sleep(0.05)
 latencies = {"/sdcpp/v1/jobs/" + running["id"]: [], "/sdcpp/v1/capabilities": []}
