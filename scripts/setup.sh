@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   python3 python3-numpy
-  nlohmann-json3-dev
+  nlohmann-json3-dev libcpp-httplib-dev
   libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libxxhash-dev
 )

@@ -289,9 +289,10 @@ const char* mode_name(Mode mode) {
   return kModeNames[static_cast<int>(mode)];
 }
 
-Arguments parse_arguments(int argc, const char* const* argv) {
+Arguments parse_arguments(int argc, const char* const* argv, const std::vector<Section>& extra) {
   Arguments args;
-  const std::vector<Section> all = sections(args);
+  std::vector<Section> all = sections(args);
+  all.insert(all.end(), extra.begin(), extra.end());
   const std::string program = argc > 0 ? argv[0] : "sd-cli";
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -318,9 +319,10 @@ Arguments parse_arguments(int argc, const char* const* argv) {
   return args;
 }
 
-std::string usage(const std::string& program) {
+std::string usage(const std::string& program, const std::vector<Section>& extra) {
   Arguments scratch;
-  const std::vector<Section> all = sections(scratch);
+  std::vector<Section> all = sections(scratch);
+  all.insert(all.end(), extra.begin(), extra.end());
   std::string out = "Usage: " + program + " [options]\n";
   for (const auto& section : all) {
     out += "\n" + section.title + ":\n" + format_section(section);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/option_table.h"
 #include "sampling/step_cache.h"
 #include "stable-diffusion.h"
 
@@ -217,16 +218,25 @@ struct Arguments {
   GenerationOptions generation;
 };
 
-// Parses argv; stops early at -h and --version (their flags are set).
-// Throws sd::Error for an unknown flag, a missing or malformed value, an unknown name.
-Arguments parse_arguments(int argc, const char* const* argv);
+// Parses argv; stops early at -h and --version (their flags are set). `extra` holds the
+// sections of a program built on these flags (sd-server's listening options), tried after
+// sd-cli's own. Throws sd::Error for an unknown flag, a missing or malformed value, an
+// unknown name.
+Arguments parse_arguments(int argc, const char* const* argv,
+                          const std::vector<Section>& extra = {});
 
 // Defaults that depend on other flags, <lora:...> tags, embeddings, backend rewrites; then
 // the checks sd.cpp makes plus ours (sizes multiple of 8, input files exist). Throws
 // sd::Error naming the flag.
 void resolve_and_validate(Arguments& args);
 
-// The full -h text: every flag, grouped and wrapped like sd.cpp's.
-std::string usage(const std::string& program);
+// What resolve_and_validate does for the generation options alone, for a program that
+// takes them again per request (sd-server). <lora:...> tags are looked up only when
+// `context.lora_model_dir` is set.
+void resolve_and_validate_generation(GenerationOptions& generation, const ContextOptions& context,
+                                     Mode mode);
+
+// The full -h text: every flag, grouped and wrapped like sd.cpp's, then `extra`'s.
+std::string usage(const std::string& program, const std::vector<Section>& extra = {});
 
 }  // namespace sd::cli

@@ -299,6 +299,11 @@ void resolve_and_validate(Arguments& a) {
   validate_generation(a.generation, cli.mode);
 }
 
+void resolve_and_validate_generation(GenerationOptions& g, const ContextOptions& c, Mode mode) {
+  resolve_generation(g, c);
+  validate_generation(g, mode);
+}
+
 sd_ctx_params_t ContextOptions::to_c_params(bool taesd_preview_only) {
   embedding_views_.clear();
   for (const auto& [name, path] : embeddings) {

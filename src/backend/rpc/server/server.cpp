@@ -26,6 +26,13 @@
 
 namespace sd::rpc {
 
+bool same_secret(const std::string& given, const std::string& expected) {
+  if (given.size() != expected.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < given.size(); ++i) diff |= given[i] ^ expected[i];
+  return diff == 0;
+}
+
 bool is_loopback_host(const std::string& host) {
   std::string h = host;
   if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
@@ -120,13 +127,6 @@ std::string printable(const std::string& text) {
 }
 
 // Compares in time that does not depend on where the first difference is.
-bool same_secret(const std::string& given, const std::string& expected) {
-  if (given.size() != expected.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < given.size(); ++i) diff |= given[i] ^ expected[i];
-  return diff == 0;
-}
-
 }  // namespace
 
 class RemoteService final : public wire::Remote::Service {

@@ -31,6 +31,9 @@ struct ServerOptions {
   std::function<void(const std::string&)> log;  // one line per event
 };
 
+// Compares a token in time that depends on its length only, not on where it differs.
+bool same_secret(const std::string& given, const std::string& expected);
+
 // True for 127.0.0.1, ::1, localhost and the rest of 127/8.
 bool is_loopback_host(const std::string& host);
 

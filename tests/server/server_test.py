@@ -1,0 +1,405 @@
+#!/usr/bin/env python3
+"""sd-server end to end on a tiny random SDXL-shaped checkpoint, over loopback.
+
+Every endpoint of the three APIs; the same request and seed as sd-cli giving the same
+pixels; bad input answered with a JSON error naming the problem (and the server serving on);
+the token, CORS, body-size and queue limits; cancelling queued and running jobs; a client
+hanging up mid-job; SIGTERM with a job running (exit 0, soon).
+
+usage: server_test.py SD_SERVER SD_CLI MAKE_TINY_MODEL SHARED_DIR
+Exits 77 (skipped) when SHARED_DIR has no CLIP vocabulary.
+"""
+import base64
+import json
+import os
+import re
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+import zlib
+
+SERVER, CLI, MAKE_MODEL, SHARED = sys.argv[1:5]
+VOCAB = os.path.join(SHARED, "data", "clip", "bpe_simple_vocab_16e6.txt.gz")
+if not os.path.isfile(VOCAB):
+    print(f"skipped: no CLIP vocabulary at {VOCAB}")
+    sys.exit(77)
+ENV = dict(os.environ, SD_CLIP_VOCAB=VOCAB, OMP_NUM_THREADS="1")
+ENV.pop("SD_SERVER_TOKEN", None)
+WORK = tempfile.mkdtemp(prefix="sd_server_test_")
+MODEL = os.path.join(WORK, "tiny_sdxl.safetensors")
+subprocess.run([MAKE_MODEL, MODEL], check=True)
+failures = []
+
+
+def check(condition, what):
+    if not condition:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def png_pixels(data):
+    """(width, height, channels, rows) of an 8-bit non-interlaced PNG."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat = 8, b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", body)
+            assert depth == 8 and interlace == 0
+            channels = {0: 1, 2: 3, 4: 2, 6: 4}[color]
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    raw, stride, bpp = zlib.decompress(idat), width * channels, channels
+    rows, prev = [], bytearray(stride)
+    for y in range(height):
+        kind = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for x in range(stride):
+            a = line[x - bpp] if x >= bpp else 0
+            b, c = prev[x], prev[x - bpp] if x >= bpp else 0
+            if kind == 1: line[x] = (line[x] + a) & 255
+            elif kind == 2: line[x] = (line[x] + b) & 255
+            elif kind == 3: line[x] = (line[x] + (a + b) // 2) & 255
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return width, height, channels, b"".join(rows)
+
+
+def png_text(data):
+    """The PNG's text chunks, with the build's commit id blanked (a binary relinked after
+    a commit carries another one)."""
+    pos, out = 8, []
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        if kind in (b"tEXt", b"iTXt", b"zTXt"):
+            out.append(re.sub(rb'"commit":"[^"]*"', b'"commit":""', data[pos + 8:pos + 8 + length]))
+        pos += 12 + length
+    return out
+
+
+def same_image_file(a, b):
+    return png_pixels(a) == png_pixels(b) and png_text(a) == png_text(b) and png_text(a)
+
+
+class Server:
+    def __init__(self, *extra, env=None):
+        self.proc = subprocess.Popen(
+            [SERVER, "-m", MODEL, "-t", "1", "--listen-port", "0", *extra],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env or ENV, text=True)
+        self.log = []
+        deadline = time.time() + 120
+        self.url = None
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                break
+            self.log.append(line)
+            m = re.search(r"listening on (http://[0-9.]+:\d+)", line)
+            if m:
+                self.url = m.group(1)
+                break
+        if not self.url:
+            raise RuntimeError("sd-server did not start:\n" + "".join(self.log))
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _drain(self):
+        for line in self.proc.stdout:
+            self.log.append(line)
+
+    def request(self, method, path, body=None, headers=None, timeout=120, raw=None):
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        h = {"Content-Type": "application/json"} if data is not None else {}
+        h.update(headers or {})
+        req = urllib.request.Request(self.url + path, data=data, method=method, headers=h)
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return r.status, dict(r.headers), r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, dict(e.headers), e.read()
+
+    def json(self, method, path, body=None, **kw):
+        status, headers, data = self.request(method, path, body, **kw)
+        try:
+            return status, headers, json.loads(data) if data else None
+        except ValueError:
+            return status, headers, {"not_json": data[:200].decode(errors="replace")}
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        return self.proc.returncode
+
+
+def expect_error(server, method, path, body, status, text, **kw):
+    got, _, answer = server.json(method, path, body, **kw)
+    message = (answer or {}).get("error", {}).get("message", "") if isinstance(answer, dict) else ""
+    check(got == status and text in message,
+          f"{method} {path}: expected {status} with '{text}', got {got}: {answer}")
+
+
+def wait_job(server, job_id, until, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        _, _, job = server.json("GET", "/sdcpp/v1/jobs/" + job_id)
+        if job and job.get("status") in until:
+            return job
+        time.sleep(0.05)
+    raise RuntimeError(f"job {job_id} never reached {until}: {job}")
+
+
+# A request both programs understand: sd-cli flags and the A1111 body.
+PROMPT, SEED, STEPS = "a red fox in the snow", 1234, 3
+cli_png = os.path.join(WORK, "cli.png")
+subprocess.run([CLI, "-m", MODEL, "-t", "1", "-p", PROMPT, "-n", "blurry", "-W", "64", "-H", "64",
+                "--steps", str(STEPS), "-s", str(SEED), "--cfg-scale", "5",
+                "--sampling-method", "euler", "-o", cli_png],
+               env=ENV, check=True, stdout=subprocess.DEVNULL)
+cli_bytes = open(cli_png, "rb").read()
+
+server = Server("--max-queue", "1", "--max-body-mb", "1", "--max-image-side", "1024")
+try:
+    # --- discovery endpoints
+    for path, kind in [("/v1/models", dict), ("/sdapi/v1/loras", list), ("/sdapi/v1/upscalers", list),
+                       ("/sdapi/v1/latent-upscale-modes", list), ("/sdapi/v1/samplers", list),
+                       ("/sdapi/v1/schedulers", list), ("/sdapi/v1/sd-models", list),
+                       ("/sdapi/v1/options", dict), ("/sdcpp/v1/capabilities", dict)]:
+        status, _, answer = server.json("GET", path)
+        check(status == 200 and isinstance(answer, kind), f"GET {path}: {status} {answer}")
+    _, _, models = server.json("GET", "/v1/models")
+    check(models["data"][0]["object"] == "model", f"/v1/models shape: {models}")
+    _, _, samplers = server.json("GET", "/sdapi/v1/samplers")
+    check("euler_a" in [s["name"] for s in samplers], "samplers lists euler_a")
+    _, _, caps = server.json("GET", "/sdcpp/v1/capabilities")
+    check(caps["limits"]["max_queue_size"] == 1 and caps["limits"]["max_width"] == 1024,
+          f"capabilities limits: {caps.get('limits')}")
+    check(caps["model"]["stem"] == "tiny_sdxl", f"capabilities model: {caps.get('model')}")
+    status, headers, page = server.request("GET", "/")
+    check(status == 200 and b"<form" in page and b"/sdcpp/v1/img_gen" in page, "web page at /")
+
+    # --- A1111 txt2img: the same pixels as sd-cli
+    body = {"prompt": PROMPT, "negative_prompt": "blurry", "width": 64, "height": 64,
+            "steps": STEPS, "seed": SEED, "cfg_scale": 5, "sampler_name": "Euler",
+            "restore_faces": False}
+    status, _, answer = server.json("POST", "/sdapi/v1/txt2img", body)
+    check(status == 200 and len(answer.get("images", [])) == 1, f"txt2img: {status} {answer}")
+    server_png = base64.b64decode(answer["images"][0])
+    check(png_pixels(server_png) == png_pixels(cli_bytes), "txt2img pixels equal sd-cli's")
+    check(same_image_file(server_png, cli_bytes), "txt2img file equals sd-cli's, metadata included")
+    check(json.loads(answer["info"])["all_seeds"] == [SEED], f"txt2img info: {answer['info']}")
+    check(answer["parameters"]["prompt"] == PROMPT, "txt2img echoes its parameters")
+
+    # --- native async: the same request again gives the same image; progress is reported
+    native = {"prompt": PROMPT, "negative_prompt": "blurry", "width": 64, "height": 64,
+              "seed": SEED, "sample_params": {"sample_method": "euler", "sample_steps": STEPS,
+                                              "guidance": {"txt_cfg": 5}}}
+    status, _, submitted = server.json("POST", "/sdcpp/v1/img_gen", native)
+    check(status == 202 and submitted["poll_url"].endswith(submitted["id"]), f"img_gen: {submitted}")
+    job = wait_job(server, submitted["id"], ["completed", "failed", "cancelled"])
+    check(job["status"] == "completed", f"native job: {job}")
+    check(job["progress"]["step"] == STEPS and job["progress"]["steps"] == STEPS,
+          f"native job progress: {job['progress']}")
+    check(same_image_file(base64.b64decode(job["result"]["images"][0]["b64_json"]), cli_bytes),
+          "native job image equals sd-cli's")
+    # Server-Sent Events of a finished job: one "done" event with the result.
+    status, headers, events = server.request("GET", f"/sdcpp/v1/jobs/{submitted['id']}/events")
+    check(status == 200 and b"event: done" in events and b"b64_json" in events,
+          f"events stream: {status} {events[:200]}")
+    # ... and of a running one: progress events, then done.
+    status, _, submitted = server.json("POST", "/sdcpp/v1/img_gen",
+                                       dict(native, width=128, height=128,
+                                            sample_params={"sample_steps": 12}))
+    status, _, events = server.request("GET", f"/sdcpp/v1/jobs/{submitted['id']}/events")
+    check(events.count(b"event: progress") >= 2 and b"event: done" in events,
+          f"live events: {events[:300]}")
+
+    # --- OpenAI generations (native fields through sd_cpp_extra_args) and edits
+    extra = '<sd_cpp_extra_args>{"seed": 5, "sample_params": {"sample_steps": 2}}</sd_cpp_extra_args>'
+    status, _, answer = server.json("POST", "/v1/images/generations",
+                                    {"prompt": "a boat " + extra, "size": "64x48", "n": 2})
+    check(status == 200 and len(answer.get("data", [])) == 2, f"generations: {status} {answer}")
+    if status == 200:
+        w, h, _, _ = png_pixels(base64.b64decode(answer["data"][0]["b64_json"]))
+        check((w, h) == (64, 48), f"generations size {w}x{h}")
+    boundary = "sdservertestboundary"
+    parts = [("prompt", None, b"a boat at night"), ("size", None, b"64x64"),
+             ("output_format", None, b"jpeg"), ("image", "in.png", server_png)]
+    form = b""
+    for name, filename, content in parts:
+        disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+        form += f"--{boundary}\r\nContent-Disposition: {disposition}\r\n".encode()
+        form += (b"Content-Type: image/png\r\n" if filename else b"") + b"\r\n" + content + b"\r\n"
+    form += f"--{boundary}--\r\n".encode()
+    status, _, data = server.request("POST", "/v1/images/edits", raw=form,
+                                     headers={"Content-Type": f"multipart/form-data; boundary={boundary}"})
+    answer = json.loads(data)
+    check(status == 200 and answer.get("output_format") == "jpeg", f"edits: {status} {answer}")
+    if status == 200:
+        check(base64.b64decode(answer["data"][0]["b64_json"])[:2] == b"\xff\xd8", "edits gives a JPEG")
+
+    # --- A1111 img2img with a mask
+    status, _, answer = server.json("POST", "/sdapi/v1/img2img", {
+        "prompt": "a fox", "init_images": [base64.b64encode(server_png).decode()],
+        "mask": "data:image/png;base64," + base64.b64encode(server_png).decode(),
+        "denoising_strength": 0.5, "steps": 2, "seed": 3})
+    check(status == 200 and len(answer.get("images", [])) == 1, f"img2img: {status} {answer}")
+    check("init_images" not in answer.get("parameters", {}), "img2img does not echo images")
+
+    # --- bad input: 4xx with the field named, the server serving on
+    expect_error(server, "POST", "/sdapi/v1/txt2img", None, 400, "not valid JSON", raw=b"{oops")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 400, "not valid JSON", raw=b"[1,")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 400, "empty", raw=b"")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", [1, 2], 400, "JSON object")
+    expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "sampler_name": "warp9"}, 400,
+                 "unknown sampler 'warp9'")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", {"sample_params": {"scheduler": "nope"}}, 400,
+                 "unknown scheduler 'nope'")
+    expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "steps": "ten"}, 400,
+                 "field 'steps' must be an integer, got a string")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", {"sample_params": {"sample_steps": -3}}, 400,
+                 "sample_params.sample_steps' must be from 1")
+    expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100000, "height": 64},
+                 400, "--max-image-side")
+    expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100, "height": 64},
+                 400, "multiple of 8")
+    expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "batch_size": 500}, 400,
+                 "--max-batch")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", {"promt": "typo"}, 400, "unknown field 'promt'")
+    expect_error(server, "POST", "/sdapi/v1/img2img", {"prompt": "x", "init_images": ["%%%"]}, 400,
+                 "'init_images[0]' is not base64")
+    expect_error(server, "POST", "/sdapi/v1/img2img",
+                 {"prompt": "x", "init_images": [base64.b64encode(b"not an image").decode()]},
+                 400, "'init_images[0]' is not a readable image")
+    expect_error(server, "POST", "/sdapi/v1/img2img", {"prompt": "x"}, 400, "'init_images' is required")
+    expect_error(server, "POST", "/v1/images/generations", {"size": "64x64"}, 400, "'prompt' is required")
+    expect_error(server, "POST", "/v1/images/generations", {"prompt": "x", "size": "big"}, 400,
+                 "WIDTHxHEIGHT")
+    expect_error(server, "POST", "/v1/images/edits", {"prompt": "x"}, 400, "multipart/form-data")
+    for name in ["../../etc/passwd", "/etc/passwd"]:
+        expect_error(server, "POST", "/sdcpp/v1/img_gen", {"lora": [{"path": name}]}, 400, "LoRA")
+    expect_error(server, "GET", "/sdcpp/v1/jobs/job_nope", None, 404, "no job 'job_nope'")
+    expect_error(server, "POST", "/sdcpp/v1/jobs/job_nope/cancel", None, 404, "no job")
+    expect_error(server, "GET", "/no/such/endpoint", None, 404, "no endpoint GET /no/such/endpoint")
+    expect_error(server, "POST", "/sdapi/v1/txt2img", None, 413, "--max-body-mb",
+                 raw=b'{"prompt": "' + b"x" * (2 << 20) + b'"}')
+    status, _, _ = server.json("GET", "/sdcpp/v1/capabilities")
+    check(status == 200, "still serving after bad input")
+
+    # --- a client hanging up mid-job does not stop the server or the job
+    try:
+        server.request("POST", "/sdapi/v1/txt2img",
+                       {"prompt": "x", "width": 64, "height": 64, "steps": 4}, timeout=0.3)
+    except Exception:
+        pass
+    status, _, _ = server.json("GET", "/sdapi/v1/options")
+    check(status == 200, "serving after a client hung up")
+
+    # --- queue limits: one running, one waiting (--max-queue 1), the next refused
+    long_job = {"prompt": "slow", "width": 256, "height": 256, "sample_params": {"sample_steps": 2000}}
+    _, _, running = server.json("POST", "/sdcpp/v1/img_gen", long_job)
+    wait_job(server, running["id"], ["generating"])
+    _, _, waiting = server.json("POST", "/sdcpp/v1/img_gen", long_job)
+    # The hung-up client's job may still hold the worker; wait for the long one to run.
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        status, headers, answer = server.json("POST", "/sdcpp/v1/img_gen", long_job)
+        if status == 429:
+            break
+        if status == 202:
+            server.json("POST", f"/sdcpp/v1/jobs/{answer['id']}/cancel")
+        time.sleep(0.2)
+    check(status == 429 and int(headers.get("Retry-After", "0")) >= 1 and
+          "queue is full" in answer["error"]["message"], f"queue full: {status} {headers} {answer}")
+    _, _, job = server.json("GET", "/sdcpp/v1/jobs/" + waiting["id"])
+    check(job["status"] == "queued" and job["queue_position"] == 1, f"waiting job: {job}")
+    status, _, answer = server.json("POST", f"/sdcpp/v1/jobs/{waiting['id']}/cancel")
+    check(status == 200 and answer["status"] == "cancelled", f"cancel waiting: {status} {answer}")
+    expect_error(server, "POST", f"/sdcpp/v1/jobs/{waiting['id']}/cancel", None, 409, "already finished")
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        _, _, job = server.json("GET", "/sdcpp/v1/jobs/" + running["id"])
+        if job["progress"]["step"] >= 1:
+            break
+        time.sleep(0.05)
+    check(job["progress"]["steps"] == 2000 and job["progress"]["step"] >= 1,
+          f"running job progress: {job['progress']}")
+    started = time.time()
+    status, _, _ = server.json("POST", f"/sdcpp/v1/jobs/{running['id']}/cancel")
+    job = wait_job(server, running["id"], ["cancelled", "completed", "failed"], timeout=60)
+    check(job["status"] == "cancelled" and job["error"]["code"] == "cancelled" and
+          job["progress"]["step"] < 2000, f"cancel running: {job}")
+    print(f"a running job stopped {time.time() - started:.2f}s after its cancel", flush=True)
+
+    # --- SIGTERM with a job running: the waiting client is told, the process exits 0
+    _, _, running = server.json("POST", "/sdcpp/v1/img_gen", long_job)
+    wait_job(server, running["id"], ["generating"])
+    sync_answer = {}
+    def sync_call():
+        try:
+            sync_answer["status"], _, sync_answer["body"] = server.json(
+                "POST", "/sdapi/v1/txt2img", {"prompt": "queued", "width": 64, "height": 64})
+        except Exception as e:  # the connection may close first
+            sync_answer["exception"] = repr(e)
+    caller = threading.Thread(target=sync_call)
+    caller.start()
+    time.sleep(0.5)
+    started = time.time()
+    code = server.stop()
+    caller.join(30)
+    check(code == 0, f"exit status after SIGTERM: {code}")
+    check(time.time() - started < 30, "SIGTERM took too long")
+    check(sync_answer.get("status") == 503 or "exception" in sync_answer,
+          f"client waiting at SIGTERM: {sync_answer}")
+    check("stopping" in "".join(server.log), "the log says it is stopping")
+finally:
+    server.stop()
+    if failures:
+        print("".join(server.log[-40:]))
+
+# --- the token, beyond loopback and on it; CORS
+result = subprocess.run([SERVER, "-m", MODEL, "--listen-ip", "0.0.0.0", "--listen-port", "0"],
+                        env=ENV, capture_output=True, text=True, timeout=60)
+check(result.returncode != 0 and "without a token" in result.stderr and "--insecure" in result.stderr,
+      f"open address without a token: {result.returncode} {result.stderr}")
+token_env = dict(ENV, SD_SERVER_TOKEN="s3cret-token")
+secured = Server("--cors-origins", "http://app.example", env=token_env)
+try:
+    expect_error(secured, "GET", "/sdcpp/v1/capabilities", None, 401, "Authorization: Bearer")
+    expect_error(secured, "GET", "/v1/models", None, 401, "token",
+                 headers={"Authorization": "Bearer wrong-token!"})
+    status, _, _ = secured.json("GET", "/v1/models", headers={"Authorization": "Bearer s3cret-token"})
+    check(status == 200, f"right token: {status}")
+    status, _, _ = secured.request("GET", "/")
+    check(status == 200, "the page itself needs no token")
+    status, headers, _ = secured.request("OPTIONS", "/sdcpp/v1/img_gen", headers={
+        "Origin": "http://app.example", "Access-Control-Request-Method": "POST"})
+    check(status == 204 and headers.get("Access-Control-Allow-Origin") == "http://app.example",
+          f"CORS preflight allowed: {status} {headers}")
+    status, headers, _ = secured.request("GET", "/v1/models", headers={
+        "Origin": "http://evil.example", "Authorization": "Bearer s3cret-token"})
+    check("Access-Control-Allow-Origin" not in headers, "no CORS header for other origins")
+    expect_error(secured, "OPTIONS", "/sdcpp/v1/img_gen", None, 403, "--cors-origins",
+                 headers={"Origin": "http://evil.example"})
+finally:
+    check(secured.stop() == 0, "token server exits 0")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("all checks passed")

@@ -1,0 +1,54 @@
+// The one loaded model behind the server: a C API context made from sd-cli's options once
+// at start, and the call that turns a request into encoded images. Used by the job queue's
+// worker only, one request at a time (the C API's progress callback is process-wide).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "cli/args.h"
+#include "cli/input_images.h"
+#include "io/image.h"
+#include "server/job_queue.h"
+#include "stable-diffusion.h"
+
+namespace sd::server {
+
+// One request, checked and with its input images decoded.
+struct GenRequest {
+  cli::GenerationOptions generation;  // resolved and validated
+  cli::InputImages images;
+  io::ImageFormat format = io::ImageFormat::Png;
+  int quality = 90;  // JPEG and WebP
+};
+
+class Generator {
+ public:
+  // Loads the model as sd-cli would for `args` (resolved). Throws sd::Error when the
+  // context cannot be created.
+  explicit Generator(const cli::Arguments& args);
+  ~Generator();
+
+  JobResult run(GenRequest& request, const ProgressFn& progress);
+  // Stops the generation in progress at its next model call; any thread.
+  void cancel();
+
+  sample_method_t default_sample_method() const { return default_method_; }
+  scheduler_t default_scheduler(sample_method_t method) const;
+  const cli::ContextOptions& context() const { return args_.context; }
+
+ private:
+  static void on_progress(int step, int steps, float seconds, void* data);
+  static void on_log(sd_log_level_t level, const char* text, void* data);
+
+  cli::Arguments args_;
+  sd_ctx_t* ctx_ = nullptr;
+  sample_method_t default_method_ = SAMPLE_METHOD_COUNT;
+  const ProgressFn* progress_ = nullptr;  // of the request running now
+  std::mutex error_mutex_;
+  std::string last_error_;  // the engine's last error message in this request
+};
+
+}  // namespace sd::server

@@ -1,0 +1,137 @@
+// sd-server: one model, loaded once, behind the OpenAI, AUTOMATIC1111 and native async
+// image APIs and a web page. Takes sd-cli's model, placement and generation flags (the
+// generation flags become every request's defaults) plus the listening options.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <httplib.h>
+
+#include "cli/args.h"
+#include "cli/cli_log.h"
+#include "server/generator.h"
+#include "server/job_queue.h"
+#include "server/routes.h"
+#include "server/server_options.h"
+#include "server/web_page.h"
+#include "stable-diffusion.h"
+#include "tensor/error.h"
+
+#ifndef SD_VERSION
+#define SD_VERSION "unknown"
+#endif
+
+namespace {
+
+using namespace sd;
+
+std::string read_page(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  SD_CHECK(in, "--serve-html-path: cannot read '%s'", path.c_str());
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+int run(int argc, char** argv) {
+  server::ServerOptions so;
+  const std::vector<cli::Section> extra = {server::server_section(so)};
+  cli::Arguments a = cli::parse_arguments(argc, argv, extra);
+  if (a.cli.help) {
+    std::printf("sd-server version %s\n%s", SD_VERSION, cli::usage(argv[0], extra).c_str());
+    return 0;
+  }
+  if (a.cli.version) {
+    std::printf("sd-server version %s\n", SD_VERSION);
+    return 0;
+  }
+  server::resolve(so);
+  cli::set_log_style(a.cli.verbose, a.cli.color);
+  // Requests start from the flags as given: a seed of -1 must draw a new seed per request.
+  const cli::GenerationOptions defaults = a.generation;
+  cli::resolve_and_validate(a);
+
+  server::ServerState state;
+  state.options = &so;
+  state.requests.defaults = defaults;
+  state.requests.context = a.context;
+  state.requests.max_image_side = so.max_image_side;
+  state.requests.max_batch = so.max_batch;
+  state.index_html = so.serve_html_path.empty() ? server::kWebPage : read_page(so.serve_html_path);
+
+  // SIGINT/SIGTERM are taken by one thread that stops the server in order; every other
+  // thread (created below) inherits the blocked mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the process
+
+  server::Generator generator(a);
+  server::JobQueue queue(so.max_queue, so.job_history, [&generator] { generator.cancel(); });
+  state.generator = &generator;
+  state.queue = &queue;
+
+  httplib::Server http;
+  // Synchronous API calls hold a thread while their job waits; leave room for polling.
+  const size_t threads = 8 + static_cast<size_t>(std::min(so.max_queue, 56));
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http.set_payload_max_length(static_cast<size_t>(so.max_body_mb) << 20);
+  server::install_routes(http, state);
+  int port = so.listen_port;
+  if (port == 0) {
+    port = http.bind_to_any_port(so.listen_ip);
+  } else if (!http.bind_to_port(so.listen_ip, port)) {
+    port = -1;
+  }
+  SD_CHECK(port > 0,
+           "cannot listen on %s:%d: %s (is another server using the port? choose "
+           "another with --listen-port)",
+           so.listen_ip.c_str(), so.listen_port, std::strerror(errno));
+  std::printf("sd-server listening on http://%s:%d%s\n", so.listen_ip.c_str(), port,
+              so.token.empty() ? "" : " (token required)");
+  std::fflush(stdout);
+
+  std::atomic<bool> listen_ended{false};
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    if (listen_ended) return;  // the listener failed on its own and woke us
+    cli::log_message(SD_LOG_INFO, "stopping (%s): cancelling the jobs, then closing",
+                     strsignal(sig));
+    state.stopping = true;
+    queue.shutdown();  // the running job stops at its next step; waiting ones are cancelled
+    // A signal right after binding can come before the listener runs; stop() would miss it.
+    for (int i = 0; i < 500 && !http.is_running() && !listen_ended; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    http.stop();
+  });
+  const bool ok = http.listen_after_bind();
+  listen_ended = true;
+  if (!ok && !state.stopping) {
+    pthread_kill(stopper.native_handle(), SIGTERM);  // wake the stopper so it can end
+  }
+  stopper.join();
+  SD_CHECK(ok || state.stopping, "the HTTP listener stopped unexpectedly");
+  cli::log_message(SD_LOG_INFO, "stopped");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "sd-server: error: %s\n", sd::escape_control_chars(e.what()).c_str());
+    return 1;
+  }
+}

@@ -1,0 +1,376 @@
+#include "server/request.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <mutex>
+#include <random>
+
+#include "io/folder_lookup.h"
+#include "server/base64.h"
+#include "tensor/error.h"
+
+namespace sd::server {
+
+namespace {
+
+const std::vector<std::string> kLoraExtensions = {".safetensors", ".gguf", ".pt", ".ckpt"};
+constexpr double kBig = 1e9;
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+std::string sampler_list() {
+  std::string out;
+  for (int i = 0; i < SAMPLE_METHOD_COUNT; ++i)
+    out += (i ? ", " : "") + std::string(sd_sample_method_name(sample_method_t(i)));
+  return out;
+}
+
+std::string scheduler_list() {
+  std::string out;
+  for (int i = 0; i < SCHEDULER_COUNT; ++i)
+    out += (i ? ", " : "") + std::string(sd_scheduler_name(scheduler_t(i)));
+  return out;
+}
+
+int round_up_to_8(int v) {
+  return (v + 7) / 8 * 8;
+}
+
+void apply_output_format(RequestDraft& d, const std::string& format, const std::string& field) {
+  const std::string f = lower(format);
+  if (f == "png" || f == "jpeg" || f == "webp") {
+    d.output_format = f;
+  } else if (f == "jpg") {
+    d.output_format = "jpeg";
+  } else {
+    throw BadRequest("field '" + field + "': unknown output format '" + format +
+                     "'; valid: png, jpeg, webp");
+  }
+}
+
+void apply_loras(const nlohmann::json& list, const std::string& field, RequestDraft& d) {
+  if (!list.is_array()) throw BadRequest("field '" + field + "' must be an array of objects");
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    JsonFields entry(list[i], at + ".");
+    entry.reject_unknown({"path", "name", "multiplier", "is_high_noise"});
+    std::optional<std::string> name = entry.text("path");
+    if (!name) name = entry.text("name");
+    if (!name || name->empty())
+      throw BadRequest("field '" + at + ".path' is required: a LoRA name from /sdapi/v1/loras");
+    if (entry.boolean("is_high_noise").value_or(false))
+      throw BadRequest("field '" + at + ".is_high_noise': this model has no high-noise stage");
+    d.loras.emplace_back(*name,
+                         static_cast<float>(entry.number("multiplier", -kBig, kBig).value_or(1.0)));
+  }
+}
+
+}  // namespace
+
+RequestDraft new_draft(const RequestContext& rc) {
+  RequestDraft d;
+  d.g = rc.defaults;
+  return d;
+}
+
+io::Image decode_image_bytes(const std::string& bytes, const std::string& field) {
+  try {
+    return io::decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), field);
+  } catch (const std::exception& e) {
+    throw BadRequest("field '" + field +
+                     "' is not a readable image (PNG, JPEG, WebP or BMP): " + e.what());
+  }
+}
+
+io::Image decode_image_field(const std::string& text, const std::string& field) {
+  const std::optional<std::string> bytes = base64_decode(text);
+  if (!bytes || bytes->empty())
+    throw BadRequest("field '" + field +
+                     "' is not base64; send the image file's bytes in base64 or as a data URL "
+                     "(data:image/png;base64,...)");
+  return decode_image_bytes(*bytes, field);
+}
+
+sample_method_t parse_sampler(const std::string& name, const std::string& field) {
+  const sample_method_t exact = str_to_sample_method(name.c_str());
+  if (exact != SAMPLE_METHOD_COUNT) return exact;
+  // AUTOMATIC1111's display names and k-diffusion's function names, as its clients send.
+  static const std::vector<std::pair<const char*, sample_method_t>> aliases = {
+      {"euler a", EULER_A_SAMPLE_METHOD},
+      {"k_euler_a", EULER_A_SAMPLE_METHOD},
+      {"k_euler", EULER_SAMPLE_METHOD},
+      {"k_heun", HEUN_SAMPLE_METHOD},
+      {"k_dpm_2", DPM2_SAMPLE_METHOD},
+      {"dpm++ 2s a", DPMPP2S_A_SAMPLE_METHOD},
+      {"k_dpmpp_2s_a", DPMPP2S_A_SAMPLE_METHOD},
+      {"dpm++ 2m", DPMPP2M_SAMPLE_METHOD},
+      {"k_dpmpp_2m", DPMPP2M_SAMPLE_METHOD},
+      {"dpm++ 2m sde", DPMPP2M_SDE_SAMPLE_METHOD},
+      {"k_dpmpp_2m_sde", DPMPP2M_SDE_SAMPLE_METHOD},
+      {"ddim", DDIM_TRAILING_SAMPLE_METHOD},
+      {"k_lms", LMS_SAMPLE_METHOD},
+  };
+  const std::string l = lower(name);
+  for (const auto& [alias, method] : aliases)
+    if (l == alias) return method;
+  const sample_method_t lowered = str_to_sample_method(l.c_str());
+  if (lowered != SAMPLE_METHOD_COUNT) return lowered;
+  throw BadRequest("field '" + field + "': unknown sampler '" + name +
+                   "'; valid samplers: " + sampler_list() + " (GET /sdapi/v1/samplers)");
+}
+
+scheduler_t parse_scheduler(const std::string& name, const std::string& field) {
+  const std::string l = lower(name);
+  if (l == "normal" || l == "automatic")
+    return l == "normal" ? DISCRETE_SCHEDULER : SCHEDULER_COUNT;
+  const scheduler_t s = str_to_scheduler(l.c_str());
+  if (s != SCHEDULER_COUNT) return s;
+  throw BadRequest("field '" + field + "': unknown scheduler '" + name +
+                   "'; valid schedulers: " + scheduler_list() + " (GET /sdapi/v1/schedulers)");
+}
+
+std::optional<nlohmann::json> take_extra_args(std::string& prompt) {
+  static const std::string open = "<sd_cpp_extra_args>", close = "</sd_cpp_extra_args>";
+  const size_t begin = prompt.find(open);
+  if (begin == std::string::npos) return std::nullopt;
+  const size_t end = prompt.find(close, begin);
+  if (end == std::string::npos)
+    throw BadRequest("prompt: <sd_cpp_extra_args> has no closing </sd_cpp_extra_args>");
+  const std::string text = prompt.substr(begin + open.size(), end - begin - open.size());
+  prompt.erase(begin, end + close.size() - begin);
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw BadRequest("prompt: the text inside <sd_cpp_extra_args> is not a JSON object");
+  return j;
+}
+
+void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
+  cli::GenerationOptions& g = d.g;
+  if (strict) {
+    f.reject_unknown({"prompt",
+                      "negative_prompt",
+                      "clip_skip",
+                      "width",
+                      "height",
+                      "strength",
+                      "seed",
+                      "batch_count",
+                      "embed_image_metadata",
+                      "init_image",
+                      "mask_image",
+                      "ref_images",
+                      "sample_params",
+                      "lora",
+                      "hires",
+                      "vae_tiling_params",
+                      "cache_mode",
+                      "cache_option",
+                      "output_format",
+                      "output_compression",
+                      "auto_resize_ref_image",
+                      "increase_ref_index",
+                      "control_image",
+                      "control_strength",
+                      "ip_adapter_image",
+                      "ip_adapter_strength",
+                      "scm_mask",
+                      "scm_policy_dynamic"});
+  }
+  if (auto v = f.text("prompt")) g.prompt = *v;
+  if (auto v = f.text("negative_prompt")) g.negative_prompt = *v;
+  if (auto v = f.integer("clip_skip", -1, 64)) g.clip_skip = static_cast<int>(*v);
+  if (auto v = f.integer("width", 1, 1 << 20)) g.width = static_cast<int>(*v);
+  if (auto v = f.integer("height", 1, 1 << 20)) g.height = static_cast<int>(*v);
+  if (auto v = f.number("strength", 0, 1)) g.strength = static_cast<float>(*v);
+  if (auto v = f.integer("seed", std::numeric_limits<int64_t>::min(),
+                         std::numeric_limits<int64_t>::max()))
+    g.seed = *v;
+  if (auto v = f.integer("batch_count", 1, 1 << 20)) g.batch_count = static_cast<int>(*v);
+  if (auto v = f.boolean("embed_image_metadata")) g.embed_image_metadata = *v;
+  if (auto v = f.boolean("auto_resize_ref_image")) g.auto_resize_ref_image = *v;
+  if (auto v = f.boolean("increase_ref_index")) g.increase_ref_index = *v;
+  if (auto v = f.number("control_strength", 0, kBig)) g.control_strength = static_cast<float>(*v);
+  if (auto v = f.number("ip_adapter_strength", 0, kBig))
+    g.ip_adapter_strength = static_cast<float>(*v);
+  if (f.get("control_image") || f.get("ip_adapter_image"))
+    throw BadRequest(
+        "fields 'control_image' and 'ip_adapter_image' are not supported by this "
+        "server yet; leave them out");
+  if (auto v = f.text("init_image")) d.init = decode_image_field(*v, f.path("init_image"));
+  if (auto v = f.text("mask_image")) d.mask = decode_image_field(*v, f.path("mask_image"));
+  if (auto v = f.texts("ref_images")) {
+    for (size_t i = 0; i < v->size(); ++i)
+      d.refs.push_back(
+          decode_image_field((*v)[i], f.path("ref_images") + "[" + std::to_string(i) + "]"));
+  }
+  if (const nlohmann::json* v = f.get("lora")) apply_loras(*v, f.path("lora"), d);
+  if (auto v = f.text("cache_mode")) g.cache_mode = *v == "disabled" ? "" : *v;
+  if (auto v = f.text("cache_option")) g.cache_option = *v;
+  if (auto v = f.text("scm_mask")) g.scm_mask = *v;
+  if (auto v = f.boolean("scm_policy_dynamic")) g.scm_policy_dynamic = *v;
+  if (auto v = f.text("output_format")) apply_output_format(d, *v, f.path("output_format"));
+  if (auto v = f.integer("output_compression", 0, 100)) d.quality = std::max<int>(1, *v);
+
+  if (auto s = f.object("sample_params")) {
+    if (strict)
+      s->reject_unknown({"scheduler", "sample_method", "sample_steps", "eta", "shifted_timestep",
+                         "custom_sigmas", "flow_shift", "guidance"});
+    sd_sample_params_t& p = g.sample_params;
+    if (auto v = s->text("sample_method"))
+      p.sample_method = parse_sampler(*v, s->path("sample_method"));
+    if (auto v = s->text("scheduler")) p.scheduler = parse_scheduler(*v, s->path("scheduler"));
+    if (auto v = s->integer("sample_steps", 1, 10000)) p.sample_steps = static_cast<int>(*v);
+    if (auto v = s->number("eta", -kBig, kBig)) p.eta = static_cast<float>(*v);
+    if (auto v = s->integer("shifted_timestep", 0, 1000)) p.shifted_timestep = static_cast<int>(*v);
+    if (auto v = s->number("flow_shift", -kBig, kBig)) p.flow_shift = static_cast<float>(*v);
+    if (auto v = s->numbers("custom_sigmas")) g.custom_sigmas.assign(v->begin(), v->end());
+    if (auto guidance = s->object("guidance")) {
+      if (strict) guidance->reject_unknown({"txt_cfg", "img_cfg", "distilled_guidance", "slg"});
+      if (auto v = guidance->number("txt_cfg", 0, kBig))
+        p.guidance.txt_cfg = static_cast<float>(*v);
+      if (auto v = guidance->number("img_cfg", 0, kBig))
+        p.guidance.img_cfg = static_cast<float>(*v);
+      if (auto v = guidance->number("distilled_guidance", 0, kBig))
+        p.guidance.distilled_guidance = static_cast<float>(*v);
+      if (auto slg = guidance->object("slg")) {
+        if (auto v = slg->numbers("layers")) g.skip_layers.assign(v->begin(), v->end());
+        if (auto v = slg->number("layer_start", 0, 1))
+          p.guidance.slg.layer_start = static_cast<float>(*v);
+        if (auto v = slg->number("layer_end", 0, 1))
+          p.guidance.slg.layer_end = static_cast<float>(*v);
+        if (auto v = slg->number("scale", 0, kBig)) p.guidance.slg.scale = static_cast<float>(*v);
+      }
+    }
+  }
+  if (auto h = f.object("hires")) {
+    if (strict)
+      h->reject_unknown({"enabled", "upscaler", "scale", "target_width", "target_height", "steps",
+                         "denoising_strength", "custom_sigmas", "upscale_tile_size"});
+    if (auto v = h->boolean("enabled")) g.hires_enabled = *v;
+    if (auto v = h->text("upscaler")) g.hires_upscaler = *v;
+    if (auto v = h->number("scale", 0, 16)) g.hires_scale = static_cast<float>(*v);
+    if (auto v = h->integer("target_width", 0, 1 << 20)) g.hires_width = static_cast<int>(*v);
+    if (auto v = h->integer("target_height", 0, 1 << 20)) g.hires_height = static_cast<int>(*v);
+    if (auto v = h->integer("steps", 0, 10000)) g.hires_steps = static_cast<int>(*v);
+    if (auto v = h->number("denoising_strength", 0, 1))
+      g.hires_denoising_strength = static_cast<float>(*v);
+    if (auto v = h->numbers("custom_sigmas")) g.hires_custom_sigmas.assign(v->begin(), v->end());
+    if (auto v = h->integer("upscale_tile_size", 1, 1 << 16))
+      g.hires_upscale_tile_size = static_cast<int>(*v);
+  }
+  if (auto t = f.object("vae_tiling_params")) {
+    sd_tiling_params_t& p = g.vae_tiling_params;
+    if (auto v = t->boolean("enabled")) p.enabled = *v;
+    if (auto v = t->integer("tile_size_x", 0, 1 << 16)) p.tile_size_x = static_cast<int>(*v);
+    if (auto v = t->integer("tile_size_y", 0, 1 << 16)) p.tile_size_y = static_cast<int>(*v);
+    if (auto v = t->number("target_overlap", 0, 1)) p.target_overlap = static_cast<float>(*v);
+    if (auto v = t->number("rel_size_x", 0, kBig)) p.rel_size_x = static_cast<float>(*v);
+    if (auto v = t->number("rel_size_y", 0, kBig)) p.rel_size_y = static_cast<float>(*v);
+    if (auto v = t->text("extra_tiling_args")) g.extra_tiling_args = *v;
+  }
+}
+
+GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
+  cli::GenerationOptions& g = d.g;
+  // Checked before the engine sees them: a size or count a client can set never reaches
+  // an allocation the machine cannot hold.
+  if (g.width > rc.max_image_side || g.height > rc.max_image_side)
+    throw BadRequest("width and height must be at most " + std::to_string(rc.max_image_side) +
+                     " (the server's --max-image-side), got " + std::to_string(g.width) + "x" +
+                     std::to_string(g.height));
+  if (g.batch_count > rc.max_batch)
+    throw BadRequest("at most " + std::to_string(rc.max_batch) +
+                     " images per request (the server's --max-batch), got " +
+                     std::to_string(g.batch_count));
+
+  GenRequest r;
+  // The size follows the first image when the request names none, as sd-cli does.
+  const io::Image* sizing = d.init ? &*d.init : (d.refs.empty() ? nullptr : &d.refs.front());
+  if (sizing && !g.size_is_set()) {
+    g.width = round_up_to_8(sizing->width);
+    g.height = round_up_to_8(sizing->height);
+    if (g.width > rc.max_image_side || g.height > rc.max_image_side)
+      throw BadRequest("the input image is " + std::to_string(sizing->width) + "x" +
+                       std::to_string(sizing->height) + ", larger than the server's " +
+                       "--max-image-side " + std::to_string(rc.max_image_side) +
+                       "; give a smaller width and height");
+  }
+
+  // LoRAs come from the structured field only, confined to --lora-model-dir; prompt tags
+  // are left in the prompt (a client's text must not pick files).
+  // sd-cli draws a random seed from the clock; requests in the same second must differ.
+  if (g.seed < 0) {
+    static std::mutex mutex;
+    static std::mt19937 rng{std::random_device{}()};
+    std::lock_guard<std::mutex> lock(mutex);
+    g.seed = static_cast<int64_t>(rng() & 0x7fffffff);
+  }
+  cli::ContextOptions context = rc.context;
+  context.lora_model_dir.clear();
+  context.confine_model_dirs = true;
+  try {
+    cli::resolve_and_validate_generation(g, context, cli::Mode::ImgGen);
+  } catch (const Error& e) {
+    // sd-cli's messages name flags; a client sends fields.
+    std::string message = e.what();
+    static const std::pair<const char*, const char*> kFields[] = {
+        {"--width", "width"},          {"--height", "height"},
+        {"--steps", "steps"},          {"--strength", "strength"},
+        {"--cfg-scale", "cfg scale"},  {"--batch-count", "batch count"},
+        {"--hires-", "hires "},        {"--cache-option", "cache_option"},
+        {"--cache-mode", "cache_mode"}};
+    for (const auto& [flag, field] : kFields) {
+      for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))
+        message.replace(at, std::strlen(flag), field);
+    }
+    throw BadRequest("invalid request: " + message);
+  }
+  for (const auto& [name, multiplier] : d.loras) {
+    if (rc.context.lora_model_dir.empty())
+      throw BadRequest("LoRA '" + name + "': the server has no --lora-model-dir");
+    const io::FolderMatch m =
+        io::find_in_folder(name, rc.context.lora_model_dir, kLoraExtensions, true);
+    if (!m.refused.empty())
+      throw BadRequest("LoRA '" + name + "' is refused: " + m.refused +
+                       "; name a file inside the server's LoRA folder (GET /sdapi/v1/loras)");
+    if (m.path.empty())
+      throw BadRequest("LoRA '" + name + "' is not in the server's LoRA folder; " +
+                       "GET /sdapi/v1/loras lists the names");
+    g.lora_map[m.path] += multiplier;
+  }
+
+  const int width = g.resolved_width(), height = g.resolved_height();
+  if (d.init) r.images.init = io::fit_to_size(io::to_channels(*d.init, 3), width, height);
+  for (auto& ref : d.refs) r.images.refs.push_back(io::to_channels(ref, 3));
+  if (d.mask) {
+    r.images.mask = io::fit_to_size(io::to_channels(*d.mask, 1), width, height);
+  } else {
+    r.images.mask.width = width;
+    r.images.mask.height = height;
+    r.images.mask.channels = 1;
+    r.images.mask.pixels.assign(static_cast<size_t>(width) * height, 255);
+  }
+  if (d.invert_mask)
+    for (auto& p : r.images.mask.pixels) p = static_cast<uint8_t>(255 - p);
+  r.format = d.output_format == "jpeg"   ? io::ImageFormat::Jpeg
+             : d.output_format == "webp" ? io::ImageFormat::Webp
+                                         : io::ImageFormat::Png;
+  r.quality = d.quality;
+  r.generation = std::move(g);
+  return r;
+}
+
+GenRequest parse_native_request(const nlohmann::json& body, const RequestContext& rc) {
+  RequestDraft d = new_draft(rc);
+  apply_native_fields(JsonFields(body, ""), d, true);
+  return finish_request(std::move(d), rc);
+}
+
+}  // namespace sd::server

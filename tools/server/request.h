@@ -1,0 +1,67 @@
+// From a request body of any of the three APIs to a checked GenRequest. Every API first
+// fills a RequestDraft (the command line's generation flags are its defaults), then
+// finish_request checks it the way sd-cli checks its flags, plus the server's limits, and
+// prepares the input images as sd-cli prepares image files.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/args.h"
+#include "io/image.h"
+#include "server/generator.h"
+#include "server/json_fields.h"
+
+namespace sd::server {
+
+struct RequestContext {
+  cli::GenerationOptions defaults;  // the command line's generation flags, unresolved
+  cli::ContextOptions context;      // resolved
+  int max_image_side = 2048;
+  int max_batch = 8;
+};
+
+struct RequestDraft {
+  cli::GenerationOptions g;
+  std::optional<io::Image> init, mask;
+  bool invert_mask = false;
+  std::vector<io::Image> refs;
+  std::vector<std::pair<std::string, float>> loras;  // names inside --lora-model-dir
+  std::string output_format = "png";
+  int quality = 90;
+};
+
+RequestDraft new_draft(const RequestContext& rc);
+GenRequest finish_request(RequestDraft draft, const RequestContext& rc);
+
+// An image sent as base64 or a data URL; BadRequest naming `field` when it is not one.
+io::Image decode_image_field(const std::string& text, const std::string& field);
+io::Image decode_image_bytes(const std::string& bytes, const std::string& field);
+
+// Names as sd-cli takes them, plus AUTOMATIC1111's sampler names ("Euler a", "DPM++ 2M").
+sample_method_t parse_sampler(const std::string& name, const std::string& field);
+scheduler_t parse_scheduler(const std::string& name, const std::string& field);
+
+// The native schema (POST /sdcpp/v1/img_gen), also what sd_cpp_extra_args holds.
+void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict);
+GenRequest parse_native_request(const nlohmann::json& body, const RequestContext& rc);
+
+// POST /sdapi/v1/txt2img and img2img.
+GenRequest parse_sdapi_request(const nlohmann::json& body, const RequestContext& rc, bool img2img);
+
+// POST /v1/images/generations (JSON) and /v1/images/edits (form fields, images decoded).
+struct OpenAiForm {
+  nlohmann::json fields = nlohmann::json::object();  // text fields as strings or numbers
+  std::vector<io::Image> images;
+  std::optional<io::Image> mask;
+};
+GenRequest parse_openai_request(const OpenAiForm& form, const RequestContext& rc);
+
+// Moves "<sd_cpp_extra_args>{...}</sd_cpp_extra_args>" out of a prompt; nullopt if none.
+std::optional<nlohmann::json> take_extra_args(std::string& prompt);
+
+}  // namespace sd::server

@@ -1,0 +1,533 @@
+#include "server/routes.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <thread>
+
+#include "backend/rpc/server/server.h"
+#include "server/base64.h"
+#include "tensor/error.h"
+
+namespace sd::server {
+
+namespace {
+
+using httplib::Request;
+using httplib::Response;
+using nlohmann::json;
+
+const char* kJson = "application/json";
+
+void send_json(Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(), kJson);
+}
+
+void send_error(Response& res, int status, const std::string& code, const std::string& message) {
+  send_json(res, status, {{"error", {{"code", code}, {"message", message}}}});
+}
+
+const char* code_for(int status) {
+  switch (status) {
+    case 400:
+      return "invalid_request";
+    case 401:
+      return "unauthorized";
+    case 403:
+      return "forbidden";
+    case 404:
+      return "not_found";
+    case 405:
+      return "method_not_allowed";
+    case 409:
+      return "conflict";
+    case 413:
+      return "request_too_large";
+    case 429:
+      return "queue_full";
+    case 503:
+      return "unavailable";
+    default:
+      return status >= 500 ? "server_error" : "error";
+  }
+}
+
+// Runs a handler, turning a client's mistake into 400 and anything else into 500, so no
+// request can take the server down.
+template <typename F>
+httplib::Server::Handler guarded(F f) {
+  return [f](const Request& req, Response& res) {
+    try {
+      f(req, res);
+    } catch (const BadRequest& e) {
+      send_error(res, e.status(), code_for(e.status()), e.what());
+    } catch (const std::exception& e) {
+      send_error(res, 500, "server_error", std::string("internal error: ") + e.what());
+    }
+  };
+}
+
+json job_json(const JobState& s, bool with_images) {
+  json j = {{"id", s.id},
+            {"kind", s.kind},
+            {"status", job_status_name(s.status)},
+            {"created", s.created},
+            {"started", s.started ? json(s.started) : json(nullptr)},
+            {"completed", s.completed ? json(s.completed) : json(nullptr)},
+            {"queue_position", s.queue_position},
+            {"progress",
+             {{"step", s.progress.step},
+              {"steps", s.progress.steps},
+              {"seconds_per_step", s.progress.seconds_per_step}}},
+            {"result", nullptr},
+            {"error", nullptr}};
+  if (s.status == JobStatus::Completed) {
+    json images = json::array();
+    for (size_t i = 0; i < s.result.images.size(); ++i) {
+      json image = {{"index", i}, {"seed", s.result.seeds[i]}};
+      if (with_images) image["b64_json"] = base64_encode(s.result.images[i]);
+      images.push_back(image);
+    }
+    j["result"] = {{"output_format", s.result.output_format}, {"images", images}};
+  }
+  if (!s.error_code.empty()) j["error"] = {{"code", s.error_code}, {"message", s.error_message}};
+  return j;
+}
+
+// Seconds a refused client should wait: the queue's length times the last job's time.
+std::string retry_after(ServerState& s) {
+  const int64_t seconds =
+      std::clamp<int64_t>(s.queue->last_run_seconds() * (s.queue->waiting() + 1), 1, 3600);
+  return std::to_string(seconds);
+}
+
+Work make_work(ServerState& s, GenRequest request) {
+  Generator* generator = s.generator;
+  auto shared = std::make_shared<GenRequest>(std::move(request));
+  return
+      [generator, shared](const ProgressFn& progress) { return generator->run(*shared, progress); };
+}
+
+// Submits and, for the synchronous APIs, waits. Returns nullopt after answering an error.
+std::optional<JobState> submit(ServerState& s, GenRequest request, Response& res, bool wait) {
+  JobQueue::Submitted submitted = s.queue->submit("img_gen", make_work(s, std::move(request)));
+  if (submitted.refusal == JobQueue::Refusal::Full) {
+    res.set_header("Retry-After", retry_after(s));
+    send_error(res, 429, "queue_full",
+               "the job queue is full (" + std::to_string(s.queue->max_waiting()) +
+                   " waiting behind the running job); retry after the Retry-After seconds");
+    return std::nullopt;
+  }
+  if (submitted.refusal == JobQueue::Refusal::Stopping) {
+    send_error(res, 503, "shutdown", "the server is shutting down; retry on its next start");
+    return std::nullopt;
+  }
+  if (!wait) return submitted.job;
+  std::optional<JobState> done = s.queue->wait_finished(submitted.job->id);
+  if (!done) {
+    send_error(res, 500, "server_error", "the job was lost before it finished");
+    return std::nullopt;
+  }
+  if (done->status == JobStatus::Completed) return done;
+  const int status =
+      done->status == JobStatus::Cancelled ? (done->error_code == "shutdown" ? 503 : 409) : 500;
+  send_error(res, status, done->error_code, done->error_message);
+  return std::nullopt;
+}
+
+std::string file_stem(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+std::string model_path(const ServerState& s) {
+  const cli::ContextOptions& c = s.requests.context;
+  return c.model_path.empty() ? c.diffusion_model_path : c.model_path;
+}
+
+bool has_model_extension(const std::filesystem::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  return ext == ".safetensors" || ext == ".gguf" || ext == ".ckpt" || ext == ".pt" || ext == ".pth";
+}
+
+// LoRA files under --lora-model-dir, by path relative to it (bounded: the folder may be
+// large, and this runs per request).
+json list_loras(const ServerState& s) {
+  namespace fs = std::filesystem;
+  json out = json::array();
+  const std::string& dir = s.requests.context.lora_model_dir;
+  std::error_code ec;
+  if (dir.empty() || !fs::is_directory(dir, ec)) return out;
+  int seen = 0;
+  for (auto it =
+           fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator() && seen < 10000; it.increment(ec), ++seen) {
+    if (ec) break;
+    if (it.depth() > 3) it.disable_recursion_pending();
+    if (!it->is_regular_file(ec) || !has_model_extension(it->path())) continue;
+    out.push_back({{"name", file_stem(it->path().string())},
+                   {"path", fs::relative(it->path(), dir, ec).string()}});
+  }
+  return out;
+}
+
+json list_samplers() {
+  json out = json::array();
+  for (int i = 0; i < SAMPLE_METHOD_COUNT; ++i) {
+    const char* name = sd_sample_method_name(sample_method_t(i));
+    out.push_back({{"name", name}, {"aliases", {name}}, {"options", json::object()}});
+  }
+  return out;
+}
+
+json list_schedulers() {
+  json out = json::array();
+  for (int i = 0; i < SCHEDULER_COUNT; ++i) {
+    const char* name = sd_scheduler_name(scheduler_t(i));
+    out.push_back({{"name", name}, {"label", name}});
+  }
+  return out;
+}
+
+json defaults_json(const ServerState& s) {
+  const cli::GenerationOptions& g = s.requests.defaults;
+  const sample_method_t method = g.sample_params.sample_method == SAMPLE_METHOD_COUNT
+                                     ? s.generator->default_sample_method()
+                                     : g.sample_params.sample_method;
+  const scheduler_t scheduler = g.sample_params.scheduler == SCHEDULER_COUNT
+                                    ? s.generator->default_scheduler(method)
+                                    : g.sample_params.scheduler;
+  return {{"prompt", g.prompt},
+          {"negative_prompt", g.negative_prompt},
+          {"clip_skip", g.clip_skip},
+          {"width", g.resolved_width()},
+          {"height", g.resolved_height()},
+          {"strength", g.strength},
+          {"seed", g.seed},
+          {"batch_count", g.batch_count},
+          {"sample_params",
+           {{"scheduler", sd_scheduler_name(scheduler)},
+            {"sample_method", sd_sample_method_name(method)},
+            {"sample_steps", g.sample_params.sample_steps},
+            {"guidance", {{"txt_cfg", g.sample_params.guidance.txt_cfg}}}}},
+          {"output_format", "png"},
+          {"output_compression", 100}};
+}
+
+json capabilities(const ServerState& s) {
+  json samplers = json::array(), schedulers = json::array();
+  for (int i = 0; i < SAMPLE_METHOD_COUNT; ++i)
+    samplers.push_back(sd_sample_method_name(sample_method_t(i)));
+  for (int i = 0; i < SCHEDULER_COUNT; ++i) schedulers.push_back(sd_scheduler_name(scheduler_t(i)));
+  const json features = {{"init_image", true},
+                         {"mask_image", true},
+                         {"control_image", false},
+                         {"ip_adapter_image", false},
+                         {"ref_images", true},
+                         {"lora", true},
+                         {"vae_tiling", true},
+                         {"hires", true},
+                         {"cache", true},
+                         {"cancel_queued", true},
+                         {"cancel_generating", true},
+                         {"progress", true},
+                         {"events", true}};
+  const json formats = {"png", "jpeg", "webp"};
+  const json defaults = defaults_json(s);
+  json upscalers = json::array();
+  for (const char* name :
+       {"None", "Lanczos", "Nearest", "Latent", "Latent (nearest)", "Latent (nearest-exact)",
+        "Latent (antialiased)", "Latent (bicubic)", "Latent (bicubic antialiased)"})
+    upscalers.push_back({{"name", name}});
+  const std::string path = model_path(s);
+  return {{"model",
+           {{"name", std::filesystem::path(path).filename().string()},
+            {"stem", file_stem(path)},
+            {"path", path}}},
+          {"current_mode", "img_gen"},
+          {"supported_modes", {"img_gen"}},
+          {"defaults", defaults},
+          {"output_formats", formats},
+          {"features", features},
+          {"defaults_by_mode", {{"img_gen", defaults}}},
+          {"output_formats_by_mode", {{"img_gen", formats}}},
+          {"features_by_mode", {{"img_gen", features}}},
+          {"samplers", samplers},
+          {"schedulers", schedulers},
+          {"loras", list_loras(s)},
+          {"upscalers", upscalers},
+          {"limits",
+           {{"min_width", 8},
+            {"max_width", s.requests.max_image_side},
+            {"min_height", 8},
+            {"max_height", s.requests.max_image_side},
+            {"max_batch_count", s.requests.max_batch},
+            {"max_queue_size", s.queue->max_waiting()},
+            {"max_body_bytes", static_cast<int64_t>(s.options->max_body_mb) << 20}}}};
+}
+
+// The multipart form of /v1/images/edits.
+OpenAiForm read_edit_form(const Request& req) {
+  if (!req.is_multipart_form_data())
+    throw BadRequest(
+        "/v1/images/edits takes multipart/form-data with 'prompt' and 'image' "
+        "fields (curl -F)");
+  OpenAiForm form;
+  for (const auto& [name, part] : req.files) {
+    if (name == "image" || name == "image[]") {
+      form.images.push_back(decode_image_bytes(part.content, name));
+    } else if (name == "mask") {
+      form.mask = decode_image_bytes(part.content, name);
+    } else if (name == "n" || name == "output_compression") {
+      char* end = nullptr;
+      const long long v = std::strtoll(part.content.c_str(), &end, 10);
+      if (part.content.empty() || *end != '\0')
+        throw BadRequest("field '" + name + "' must be a whole number, got '" + part.content + "'");
+      form.fields[name] = v;
+    } else {
+      form.fields[name] = part.content;
+    }
+  }
+  if (form.images.empty())
+    throw BadRequest("field 'image' is required: the image to edit, as a file part");
+  return form;
+}
+
+json openai_response(const JobState& job) {
+  json data = json::array();
+  for (const auto& image : job.result.images) data.push_back({{"b64_json", base64_encode(image)}});
+  return {{"created", static_cast<int64_t>(std::time(nullptr))},
+          {"output_format", job.result.output_format},
+          {"data", data}};
+}
+
+json sdapi_response(const JobState& job, const json& body) {
+  json images = json::array();
+  for (const auto& image : job.result.images) images.push_back(base64_encode(image));
+  json info = {{"all_seeds", job.result.seeds},
+               {"seed", job.result.seeds.empty() ? json(nullptr) : json(job.result.seeds[0])},
+               {"infotexts", job.result.infotexts}};
+  return {{"images", images}, {"parameters", body}, {"info", info.dump()}};
+}
+
+bool authorized(const ServerState& s, const Request& req) {
+  if (s.options->token.empty()) return true;
+  const std::string header = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (header.compare(0, prefix.size(), prefix) != 0) return false;
+  return rpc::same_secret(header.substr(prefix.size()), s.options->token);
+}
+
+}  // namespace
+
+void install_routes(httplib::Server& svr, ServerState& s) {
+  // CORS and the token, before any route: a browser's preflight carries no token.
+  svr.set_pre_routing_handler([&s](const Request& req, Response& res) {
+    const std::string origin = req.get_header_value("Origin");
+    const auto& allowed = s.options->allowed_origins;
+    const bool origin_ok =
+        !origin.empty() && std::find(allowed.begin(), allowed.end(), origin) != allowed.end();
+    if (origin_ok) {
+      res.set_header("Access-Control-Allow-Origin", origin);
+      res.set_header("Vary", "Origin");
+    }
+    if (req.method == "OPTIONS") {
+      if (!origin_ok) {
+        send_error(res, 403, "forbidden",
+                   "origin '" + origin +
+                       "' may not call this server; start it with "
+                       "--cors-origins " +
+                       (origin.empty() ? "ORIGIN" : origin));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+      res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+      res.set_header("Access-Control-Max-Age", "600");
+      res.status = 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (req.path != "/" && !authorized(s, req)) {
+      res.set_header("WWW-Authenticate", "Bearer");
+      send_error(res, 401, "unauthorized",
+                 "missing or wrong API token; send 'Authorization: Bearer TOKEN' with the "
+                 "server's token");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Errors httplib answers itself (unknown path, body too large) get a JSON body too.
+  svr.set_error_handler([&s](const Request& req, Response& res) {
+    if (!res.body.empty()) return;
+    std::string message;
+    if (res.status == 404) {
+      message = "no endpoint " + req.method + " " + req.path + "; see GET /sdcpp/v1/capabilities";
+    } else if (res.status == 413) {
+      message = "the request body is larger than the server's limit of " +
+                std::to_string(s.options->max_body_mb) + " MiB (--max-body-mb)";
+    } else {
+      message = "HTTP " + std::to_string(res.status);
+    }
+    send_error(res, res.status, code_for(res.status), message);
+  });
+  svr.set_exception_handler([](const Request&, Response& res, std::exception_ptr) {
+    send_error(res, 500, "server_error", "internal error");
+  });
+
+  svr.Get("/", [&s](const Request&, Response& res) {
+    res.set_content(s.index_html, "text/html; charset=utf-8");
+  });
+
+  // OpenAI
+  svr.Get("/v1/models", guarded([&s](const Request&, Response& res) {
+            send_json(res, 200,
+                      {{"object", "list"},
+                       {"data",
+                        {{{"id", "sd-cpp-local"},
+                          {"object", "model"},
+                          {"owned_by", "local"},
+                          {"name", file_stem(model_path(s))}}}}});
+          }));
+  svr.Post("/v1/images/generations", guarded([&s](const Request& req, Response& res) {
+             OpenAiForm form;
+             form.fields = parse_json_body(req.body);
+             GenRequest r = parse_openai_request(form, s.requests);
+             if (auto job = submit(s, std::move(r), res, true))
+               send_json(res, 200, openai_response(*job));
+           }));
+  svr.Post("/v1/images/edits", guarded([&s](const Request& req, Response& res) {
+             GenRequest r = parse_openai_request(read_edit_form(req), s.requests);
+             if (auto job = submit(s, std::move(r), res, true))
+               send_json(res, 200, openai_response(*job));
+           }));
+
+  // AUTOMATIC1111
+  for (const bool img2img : {false, true}) {
+    svr.Post(img2img ? "/sdapi/v1/img2img" : "/sdapi/v1/txt2img",
+             guarded([&s, img2img](const Request& req, Response& res) {
+               const json body = parse_json_body(req.body);
+               GenRequest r = parse_sdapi_request(body, s.requests, img2img);
+               json echoed = body;
+               for (const char* key : {"init_images", "mask", "extra_images"})
+                 echoed.erase(key);  // the client has them; echoing doubles the answer
+               if (auto job = submit(s, std::move(r), res, true))
+                 send_json(res, 200, sdapi_response(*job, echoed));
+             }));
+  }
+  svr.Get("/sdapi/v1/loras",
+          guarded([&s](const Request&, Response& res) { send_json(res, 200, list_loras(s)); }));
+  svr.Get("/sdapi/v1/upscalers", guarded([](const Request&, Response& res) {
+            json out = json::array();
+            for (const char* name : {"None", "Lanczos", "Nearest"})
+              out.push_back({{"name", name},
+                             {"model_name", nullptr},
+                             {"model_path", nullptr},
+                             {"model_url", nullptr},
+                             {"scale", 4}});
+            send_json(res, 200, out);
+          }));
+  svr.Get("/sdapi/v1/latent-upscale-modes", guarded([](const Request&, Response& res) {
+            json out = json::array();
+            for (const char* name :
+                 {"Latent", "Latent (nearest)", "Latent (nearest-exact)", "Latent (antialiased)",
+                  "Latent (bicubic)", "Latent (bicubic antialiased)"})
+              out.push_back({{"name", name}});
+            send_json(res, 200, out);
+          }));
+  svr.Get("/sdapi/v1/samplers",
+          guarded([](const Request&, Response& res) { send_json(res, 200, list_samplers()); }));
+  svr.Get("/sdapi/v1/schedulers",
+          guarded([](const Request&, Response& res) { send_json(res, 200, list_schedulers()); }));
+  svr.Get("/sdapi/v1/sd-models", guarded([&s](const Request&, Response& res) {
+            const std::string path = model_path(s);
+            send_json(res, 200,
+                      json::array({{{"title", file_stem(path)},
+                                    {"model_name", file_stem(path)},
+                                    {"filename", std::filesystem::path(path).filename().string()},
+                                    {"hash", ""},
+                                    {"sha256", ""},
+                                    {"config", nullptr}}}));
+          }));
+  svr.Get("/sdapi/v1/options", guarded([&s](const Request&, Response& res) {
+            send_json(
+                res, 200,
+                {{"samples_format", "png"}, {"sd_model_checkpoint", file_stem(model_path(s))}});
+          }));
+
+  // Native, asynchronous
+  svr.Get("/sdcpp/v1/capabilities",
+          guarded([&s](const Request&, Response& res) { send_json(res, 200, capabilities(s)); }));
+  svr.Post("/sdcpp/v1/img_gen", guarded([&s](const Request& req, Response& res) {
+             GenRequest r = parse_native_request(parse_json_body(req.body), s.requests);
+             if (auto job = submit(s, std::move(r), res, false)) {
+               send_json(res, 202,
+                         {{"id", job->id},
+                          {"kind", job->kind},
+                          {"status", job_status_name(job->status)},
+                          {"created", job->created},
+                          {"queue_position", job->queue_position},
+                          {"poll_url", "/sdcpp/v1/jobs/" + job->id},
+                          {"events_url", "/sdcpp/v1/jobs/" + job->id + "/events"}});
+             }
+           }));
+  static const char* kUnknownJob =
+      "no job '%s' (finished jobs are kept for the last --job-history jobs only)";
+  auto unknown_job = [](Response& res, const std::string& id) {
+    send_error(res, 404, "not_found", format(kUnknownJob, id.c_str()));
+  };
+  svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+))",
+          guarded([&s, unknown_job](const Request& req, Response& res) {
+            const std::string id = req.matches[1];
+            const std::optional<JobState> job = s.queue->find(id);
+            if (!job) return unknown_job(res, id);
+            send_json(res, 200, job_json(*job, true));
+          }));
+  svr.Post(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/cancel)",
+           guarded([&s, unknown_job](const Request& req, Response& res) {
+             const std::string id = req.matches[1];
+             switch (s.queue->cancel(id)) {
+               case JobQueue::CancelOutcome::NotFound:
+                 return unknown_job(res, id);
+               case JobQueue::CancelOutcome::AlreadyFinished:
+                 send_error(res, 409, "conflict", "job '" + id + "' has already finished");
+                 return;
+               default:
+                 break;
+             }
+             send_json(res, 200, job_json(*s.queue->find(id), false));
+           }));
+  // Server-Sent Events: one "progress" event per change, then "done" with the result.
+  svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/events)",
+          guarded([&s, unknown_job](const Request& req, Response& res) {
+            const std::string id = req.matches[1];
+            if (!s.queue->find(id)) return unknown_job(res, id);
+            auto version = std::make_shared<uint64_t>(~uint64_t{0});
+            res.set_header("Cache-Control", "no-cache");
+            res.set_chunked_content_provider(
+                "text/event-stream", [&s, id, version](size_t, httplib::DataSink& sink) {
+                  const std::optional<JobState> job = s.queue->wait_changed(id, *version, 1000);
+                  if (!job || s.stopping) {
+                    sink.done();
+                    return true;
+                  }
+                  const bool done = job->status == JobStatus::Completed ||
+                                    job->status == JobStatus::Failed ||
+                                    job->status == JobStatus::Cancelled;
+                  std::string event;
+                  if (job->version == *version) {
+                    event = ": waiting\n\n";  // keeps proxies from closing an idle stream
+                  } else {
+                    event = std::string("event: ") + (done ? "done" : "progress") +
+                            "\ndata: " + job_json(*job, done).dump() + "\n\n";
+                  }
+                  *version = job->version;
+                  if (!sink.write(event.data(), event.size())) return false;
+                  if (done) sink.done();
+                  return true;
+                });
+          }));
+}
+
+}  // namespace sd::server

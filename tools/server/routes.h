@@ -1,0 +1,29 @@
+// sd-server's HTTP surface: the OpenAI (/v1), AUTOMATIC1111 (/sdapi/v1) and native async
+// (/sdcpp/v1) endpoints, the web page at /, the token check and CORS. Every error is a
+// JSON object {"error": {"code", "message"}} whose message names the problem and the fix.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include <httplib.h>
+
+#include "server/generator.h"
+#include "server/job_queue.h"
+#include "server/request.h"
+#include "server/server_options.h"
+
+namespace sd::server {
+
+struct ServerState {
+  const ServerOptions* options = nullptr;
+  RequestContext requests;
+  Generator* generator = nullptr;
+  JobQueue* queue = nullptr;
+  std::string index_html;
+  std::atomic<bool> stopping{false};
+};
+
+void install_routes(httplib::Server& server, ServerState& state);
+
+}  // namespace sd::server

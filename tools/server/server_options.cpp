@@ -1,0 +1,98 @@
+#include "server/server_options.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "backend/rpc/server/server.h"
+#include "tensor/error.h"
+
+namespace sd::server {
+
+namespace {
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == '\r' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+int bounded(const std::string& flag, const std::string& text, int lo, int hi) {
+  const int v = cli::parse_int(flag, text);
+  SD_CHECK(v >= lo && v <= hi, "%s must be from %d to %d, got %d", flag.c_str(), lo, hi, v);
+  return v;
+}
+
+cli::Option bounded_option(std::string long_name, std::string description, int* target, int lo,
+                           int hi) {
+  cli::Option o = cli::int_option("", long_name, std::move(description), target);
+  o.apply = [=](const std::string& value) { *target = bounded(long_name, value, lo, hi); };
+  return o;
+}
+
+}  // namespace
+
+cli::Section server_section(ServerOptions& o) {
+  cli::Section s{"Server Options", {}};
+  auto& v = s.options;
+  v.push_back(cli::text_option("", "--listen-ip", "address to listen on (default: 127.0.0.1)",
+                               &o.listen_ip));
+  v.push_back(cli::text_option("", "--serve-html-path",
+                               "serve this HTML file at / instead of the built-in page",
+                               &o.serve_html_path));
+  v.push_back(cli::text_option("", "--token-file",
+                               "clients must send 'Authorization: Bearer TOKEN' with this "
+                               "file's token (or set SD_SERVER_TOKEN)",
+                               &o.token_file));
+  v.push_back(cli::text_option("", "--cors-origins",
+                               "origins allowed to call the API from a browser, comma-separated, "
+                               "e.g. http://localhost:3000 (default: none)",
+                               &o.cors_origins, ','));
+  v.push_back(bounded_option("--listen-port",
+                             "port to listen on; 0 picks a free one (default: 1234)",
+                             &o.listen_port, 0, 65535));
+  v.push_back(bounded_option("--max-body-mb", "largest request body in MiB (default: 32)",
+                             &o.max_body_mb, 1, 4096));
+  v.push_back(bounded_option("--max-queue",
+                             "jobs that may wait behind the running one; more get 429 (default: 4)",
+                             &o.max_queue, 0, 100000));
+  v.push_back(bounded_option("--max-image-side",
+                             "largest width or height a request may ask for (default: 2048)",
+                             &o.max_image_side, 64, 16384));
+  v.push_back(bounded_option("--max-batch", "most images one request may ask for (default: 8)",
+                             &o.max_batch, 1, 64));
+  v.push_back(bounded_option("--job-history", "finished jobs kept for polling (default: 64)",
+                             &o.job_history, 1, 100000));
+  v.push_back(cli::switch_option("", "--insecure",
+                                 "allow a non-loopback --listen-ip without a token", &o.insecure));
+  return s;
+}
+
+void resolve(ServerOptions& o) {
+  if (const char* t = std::getenv("SD_SERVER_TOKEN")) o.token = trimmed(t);
+  if (!o.token_file.empty()) {
+    std::ifstream in(o.token_file, std::ios::binary);
+    SD_CHECK(in, "--token-file: cannot read '%s'", o.token_file.c_str());
+    std::stringstream s;
+    s << in.rdbuf();
+    o.token = trimmed(s.str());
+    SD_CHECK(!o.token.empty(), "--token-file: '%s' is empty", o.token_file.c_str());
+  }
+  // Anyone who reaches the port could otherwise run work here and read every result.
+  SD_CHECK(rpc::is_loopback_host(o.listen_ip) || !o.token.empty() || o.insecure,
+           "sd-server would listen on %s without a token, so anyone who can reach it could use "
+           "this machine; give a token with --token-file (or SD_SERVER_TOKEN), or pass "
+           "--insecure",
+           o.listen_ip.c_str());
+  o.allowed_origins.clear();
+  for (size_t start = 0; start < o.cors_origins.size();) {
+    size_t end = o.cors_origins.find(',', start);
+    if (end == std::string::npos) end = o.cors_origins.size();
+    const std::string origin = o.cors_origins.substr(start, end - start);
+    SD_CHECK(origin != "*",
+             "--cors-origins: '*' would let every web page use this server; list the origins");
+    if (!origin.empty()) o.allowed_origins.push_back(origin);
+    start = end + 1;
+  }
+}
+
+}  // namespace sd::server
