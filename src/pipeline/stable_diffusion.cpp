@@ -215,6 +215,20 @@ struct StableDiffusion::Impl {
              "FLUX.1 needs its autoencoder: pass --vae FILE (ae.safetensors)");
   }
 
+  // The encoders' widths must be what the transformer reads: a T5 or CLIP file of another
+  // model fails here, naming the flag, before anything is loaded.
+  static void check_flux_widths(const Architecture& arch) {
+    SD_CHECK(arch.t5->model_dim == arch.flux->context_dim,
+             "the --t5xxl encoder gives %lld-wide tokens but the transformer reads %lld (a T5 "
+             "file of another model?)",
+             static_cast<long long>(arch.t5->model_dim),
+             static_cast<long long>(arch.flux->context_dim));
+    SD_CHECK(arch.text.hidden == arch.flux->vec_dim,
+             "the --clip_l encoder gives a %lld-value pooled vector but the transformer reads "
+             "%lld (a CLIP file of another model?)",
+             static_cast<long long>(arch.text.hidden), static_cast<long long>(arch.flux->vec_dim));
+  }
+
   // The networks of the detected model: the family's presets, with every dimension the
   // file states read from it where the family says so. A model this build cannot run is an
   // error naming the file.
@@ -249,6 +263,7 @@ struct StableDiffusion::Impl {
               clip_config_from_shapes(*arch.text2, family->text_encoders[1].scope, shape_of);
         arch.vae = vae_config_from_shapes(arch.vae, io::kVaeRoot, shape_of);
       }
+      if (arch.flux && arch.t5) check_flux_widths(arch);
       return arch;
     } catch (const Error& e) {
       fail("%s: %s", file.c_str(), e.what());
