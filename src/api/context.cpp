@@ -87,7 +87,6 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   o.taesd_preview_only = p.tae_preview_only;
   if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
   if (given(p.t5xxl_path)) o.t5xxl = p.t5xxl_path;
-  if (const char* t5 = std::getenv("SD_T5_TOKENIZER")) o.t5_tokenizer = t5;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
   o.use_mmap = p.enable_mmap;
