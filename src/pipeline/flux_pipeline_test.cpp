@@ -66,6 +66,12 @@ TEST_F(TinyFlux, GeneratesWithAndWithoutClassifierFreeGuidance) {
   ASSERT_EQ(a.size(), 1u);
   EXPECT_EQ(a[0].width, 16);
   EXPECT_EQ(a[0].height, 16);
+  // Both encoders and the transformer are in their modules: weights on disk, same image.
+  ModelOptions on_disk = options_;
+  on_disk.params_backend = "disk";
+  StableDiffusion sd_disk(on_disk);
+  EXPECT_EQ(sd_disk.generate(request_)[0].pixels, a[0].pixels);
+  EXPECT_EQ(sd_disk.resident_weight_bytes(), 0u);
   // Another guidance strength gives another image; so does CFG with a negative prompt.
   ImageRequest r = request_;
   r.guidance = 7.0f;
