@@ -55,12 +55,13 @@ class FakeBufferType final : public BufferType {
 
 class FakeDevice final : public Device {
  public:
-  explicit FakeDevice(std::string name, DeviceKind kind = DeviceKind::Gpu)
-      : name_(std::move(name)), kind_(kind), type_(*this) {}
+  explicit FakeDevice(std::string name, DeviceKind kind = DeviceKind::Gpu,
+                      size_t memory = size_t{1} << 30)
+      : name_(std::move(name)), kind_(kind), memory_(memory), type_(*this) {}
   std::string name() const override { return name_; }
   std::string description() const override { return "test device"; }
   DeviceKind kind() const override { return kind_; }
-  DeviceMemory memory() const override { return {1u << 30, 1u << 30}; }
+  DeviceMemory memory() const override { return {memory_, memory_}; }
   DeviceCaps caps() const override { return {}; }
   BufferType& buffer_type() override { return type_; }
   std::unique_ptr<Backend> create_backend(const BackendOptions&) override {
@@ -73,6 +74,7 @@ class FakeDevice final : public Device {
  private:
   std::string name_;
   DeviceKind kind_;
+  size_t memory_;
   FakeBufferType type_;
 };
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # sd-cli with modules on sd-rpc-server processes over loopback, on the full-size random
 # SD 1.5 checkpoint ($SD_TEST_SD15_MODEL): the same image as the local CPU for every
-# placement, cached weights on the second run, two servers in one generation, a wrong
+# placement, cached weights on the second run, a server too small for the UNet used
+# through --max-vram cuts, two servers in one generation, a wrong
 # token refused, and a server killed mid-generation failing the client cleanly.
 # Usage: rpc_cli_test.sh SD_CLI SD_RPC_SERVER SHARED_DIR. Exit 77: skipped.
 set -uo pipefail
@@ -23,7 +24,7 @@ start_server() {
   pid=$!
   pids+=("$pid")
   for _ in $(seq 50); do
-    port=$(sed -n 's/^sd-rpc-server listening on .*:\([0-9]*\)$/\1/p' "$log.out")
+    port=$(sed -n 's/^sd-rpc-server listening on .*:\([0-9]*\)$/\1/p' "$log.out" 2>/dev/null)
     [ -n "$port" ] && return 0
     sleep 0.1
   done
@@ -57,6 +58,27 @@ esac
 
 "$cli" --rpc-servers "127.0.0.1:$a" --list-devices >"$work/list.txt" 2>&1
 grep -q "^RPC0	.*127.0.0.1:$a.*GiB free" "$work/list.txt" || fail "--list-devices: $(cat "$work/list.txt")"
+
+# A device too small for the UNet's weights (1.7 GB into a 1 GiB server): --max-vram cuts
+# the graph into segments whose weights take turns on it, with and without prefetch; the
+# image is the same, and the client holds none of the UNet's weights for long.
+start_server --mem 1024
+m=$port
+for stream in "" --stream-layers; do
+  "$cli" "${gen[@]}" -o "$work/cut$stream.png" --rpc-servers "127.0.0.1:$m" \
+    --backend diffusion=RPC0 --params-backend diffusion=cpu --max-vram 1 $stream \
+    >"$work/cut$stream.log" 2>&1 || fail "--max-vram 1 $stream: $(tail -3 "$work/cut$stream.log")"
+  cmp -s "$work/local.png" "$work/cut$stream.png" || fail "--max-vram 1 $stream: image differs"
+  grep -q "diffusion: [2-9] segments on RPC0 within 1.00 GiB" "$work/cut$stream.log" ||
+    fail "--max-vram 1 $stream did not cut: $(grep -i segment "$work/cut$stream.log")"
+  echo "cut $stream: $(grep -o 'diffusion: [0-9]* segments.*' "$work/cut$stream.log")"
+done
+grep -q "(prefetch)" "$work/cut--stream-layers.log" || fail "--stream-layers did not prefetch"
+# Without the cut the same placement cannot run there, and says why.
+"$cli" "${gen[@]}" -o "$work/nocut.png" --rpc-servers "127.0.0.1:$m" --backend diffusion=RPC0 \
+  >"$work/nocut.log" 2>&1 && fail "the UNet fit a 1 GiB server without --max-vram"
+grep -q "mem" "$work/nocut.log" || fail "no --mem in the refusal: $(tail -2 "$work/nocut.log")"
+[ -e "$work/nocut.png" ] && fail "an image was written although the UNet did not fit"
 
 # Two servers, different modules in one generation.
 start_server

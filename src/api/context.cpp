@@ -55,21 +55,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
       {p.photo_maker_path, "--photo-maker"},
       {p.pulid_weights_path, "--pulid"},
   };
-  // GPU memory budgets mean nothing without a GPU: said, not silently dropped.
-  bool has_gpu = false;
-  for (const auto& d : sd::DeviceRegistry::instance().devices())
-    has_gpu = has_gpu || d->kind() == sd::DeviceKind::Gpu;
-  if (!has_gpu) {
-    // "0" is the CLI's default: no budget.
-    if (given(p.max_vram) && std::strcmp(p.max_vram, "0") != 0)
-      sd::api::log(SD_LOG_WARN, "--max-vram budgets GPU memory; no GPU here, so it is ignored");
-    if (p.stream_layers)
-      sd::api::log(SD_LOG_WARN, "--stream-layers streams weights into a GPU; no GPU here, ignored");
-    if (p.auto_fit)
-      sd::api::log(SD_LOG_WARN,
-                   "--auto-fit places modules by free GPU memory; no GPU here, so "
-                   "every module runs on the CPU");
-  }
   for (const Field& f : unsupported)
     SD_CHECK(!given(f.value),
              "%s is not supported by this build (SD 1.x/2.x/SDXL and FLUX.1 image generation)",
@@ -93,6 +78,10 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.backend)) o.backend = p.backend;
   if (given(p.params_backend)) o.params_backend = p.params_backend;
   o.eager_load = p.eager_load;
+  if (given(p.max_vram)) o.max_vram = p.max_vram;
+  o.stream_layers = p.stream_layers;
+  o.auto_fit = p.auto_fit;
+  o.note = [](const std::string& text) { sd::api::log(SD_LOG_INFO, "%s", text.c_str()); };
   using LoraMode = sd::weights::ModelManagerOptions::LoraMode;
   o.lora_mode = p.lora_apply_mode == LORA_APPLY_IMMEDIATELY  ? LoraMode::Merge
                 : p.lora_apply_mode == LORA_APPLY_AT_RUNTIME ? LoraMode::AtRuntime

@@ -84,6 +84,15 @@ struct BackendOptions {
   int threads = 0;  // 0: all cores
 };
 
+// How much of a device's memory the graphs run through one of its backends may take
+// (--max-vram): compute buffer and staged weights together. A module whose weights do not
+// fit beside its compute buffer runs segment by segment, each segment's weights staged in
+// just before it runs (backend/weight_streamer.h).
+struct MemoryBudget {
+  size_t bytes = 0;       // 0: no budget
+  bool prefetch = false;  // --stream-layers: upload the next segment while one computes
+};
+
 class Device {
  public:
   virtual ~Device() = default;
@@ -110,7 +119,10 @@ class Backend {
   virtual void get_tensor_async(const Tensor& t, void* data, size_t offset, size_t size);
   // Runs every node of `graph`; all tensors must already have memory. May return before
   // the work is done on async devices. Throws sd::Error on unsupported ops.
-  virtual void compute(const Graph& graph) = 0;
+  void compute(const Graph& graph) { compute_nodes(graph, 0, graph.nodes.size()); }
+  // Runs nodes [first, end) of `graph` only: what earlier nodes computed is read from
+  // where they left it. A graph whose weights take turns in device memory runs this way.
+  virtual void compute_nodes(const Graph& graph, size_t first, size_t end) = 0;
   virtual void synchronize() {}
   // Later compute() calls stop with an sd::Error once this time has passed (checked
   // between nodes); time_point::max() (the default) never stops them. A server bounds how
@@ -120,6 +132,12 @@ class Backend {
   // scratch); later calls rebuild what they need. Called when a phase ends so the next one
   // has the memory.
   virtual void release_caches() {}
+
+  void set_memory_budget(const MemoryBudget& budget) { budget_ = budget; }
+  const MemoryBudget& memory_budget() const { return budget_; }
+
+ private:
+  MemoryBudget budget_;
 };
 
 // Synchronous data transfer of a whole tensor or a byte range of it, bounds-checked.

@@ -2,6 +2,7 @@
 
 #include <cctype>
 
+#include "backend/max_vram.h"
 #include "tensor/error.h"
 
 namespace sd {
@@ -79,14 +80,76 @@ Device& BackendManager::resolve(const std::string& name, const char* flag, Modul
 Backend& BackendManager::backend(Module m) {
   Device* d = placement_.at(m).compute;
   std::unique_ptr<Backend>& b = backends_[d];
-  if (!b) b = d->create_backend(options_);
+  if (!b) {
+    b = d->create_backend(options_);
+    if (auto it = budgets_.find(d); it != budgets_.end()) b->set_memory_budget(it->second);
+  }
   return *b;
+}
+
+std::vector<std::string> BackendManager::set_memory_budgets(std::string_view max_vram,
+                                                            bool stream_layers) {
+  SD_CHECK(backends_.empty(), "[plan] memory budgets are set before any backend is made");
+  const MaxVram spec = parse_max_vram(max_vram);
+  std::vector<std::string> notes;
+  for (const auto& [name, gib] : spec.by_device) {
+    SD_CHECK(registry_.find(name),
+             "--max-vram: unknown device '%s'; devices: %s (see --list-devices)", name.c_str(),
+             registry_.names().c_str());
+  }
+  if (spec.empty()) {
+    if (stream_layers)
+      notes.push_back(
+          "--stream-layers streams weights within a --max-vram budget; without one it does "
+          "nothing");
+    return notes;
+  }
+  Device* host = nullptr;
+  for (const auto& d : registry_.devices())
+    if (d->kind() == DeviceKind::Cpu) host = d.get();
+  SD_CHECK(host, "[plan] --max-vram needs the CPU device to hold the weights");
+  std::string in_place;
+  bool applied = false;
+  for (Module m : all_modules()) {
+    Placement& p = placement_.at(m);
+    const size_t bytes = spec.bytes_for(*p.compute);
+    if (bytes == 0) continue;
+    if (p.compute->caps().host_addressable) {
+      // Reads mapped weights where they are: nothing to budget. Said once per device.
+      if (in_place.find(p.compute->name()) == std::string::npos)
+        in_place += (in_place.empty() ? "" : ", ") + p.compute->name();
+      continue;
+    }
+    applied = true;
+    budgets_[p.compute] = MemoryBudget{bytes, stream_layers};
+    if (p.params.kind == Residency::Kind::Compute) {
+      p.params.kind = Residency::Kind::Device;
+      p.params.device = host;
+    } else if (p.params.kind == Residency::Kind::Disk) {
+      p.params.device = host;
+    }
+    p.params.streamed = true;
+  }
+  if (!in_place.empty())
+    notes.push_back("--max-vram: " + in_place +
+                    " reads the weights where they are (mapped from the file), so no budget "
+                    "applies there; it budgets GPU and remote devices");
+  if (stream_layers && !applied)
+    notes.push_back(
+        "--stream-layers: no module computes on a budgeted GPU or remote device; nothing to "
+        "stream");
+  return notes;
 }
 
 std::string BackendManager::describe(Module m) const {
   const Placement& p = placement_.at(m);
   std::string s = std::string(module_name(m)) + ": " + p.compute->name();
   if (p.params.kind != Residency::Kind::Compute) s += ", weights " + residency_name(p.params);
+  if (p.params.streamed) {
+    auto it = budgets_.find(p.compute);
+    s += format(", streamed within %.2f GiB%s", static_cast<double>(it->second.bytes) / (1 << 30),
+                it->second.prefetch ? " with prefetch" : "");
+  }
   return s;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "backend/backend.h"
 #include "backend/placement.h"
@@ -22,7 +23,11 @@ struct Residency {
     Disk,     // read from the model file when a phase needs them, freed when it ends
   };
   Kind kind = Kind::Compute;
-  Device* device = nullptr;  // Kind::Device only
+  Device* device = nullptr;  // Kind::Device, and Kind::Disk when streamed
+  // The compute device has a memory budget (--max-vram): the weights stay in host memory
+  // (mapped where they can be) and the graph runner stages them segment by segment
+  // (backend/weight_streamer.h), instead of the weights manager staging a whole graph's.
+  bool streamed = false;
 };
 
 // "CPU", "disk" or "on its compute device", for messages.
@@ -45,6 +50,11 @@ class BackendManager {
   Backend& backend(Module m);
   // "diffusion: CPU, weights on disk" for the log.
   std::string describe(Module m) const;
+  // --max-vram and --stream-layers: budgets for the devices modules compute on. A module
+  // on a budgeted device that holds its own copy of the weights (a GPU, a remote device)
+  // gets its weights streamed from host memory within the budget. Call before backend().
+  // Returns notes for the log (budgets that apply to nothing, prefetch without a budget).
+  std::vector<std::string> set_memory_budgets(std::string_view max_vram, bool stream_layers);
   // Every created backend's caches (Backend::release_caches).
   void release_caches();
 
@@ -59,6 +69,7 @@ class BackendManager {
   BackendOptions options_;
   std::map<Module, Placement> placement_;
   std::map<Device*, std::unique_ptr<Backend>> backends_;
+  std::map<Device*, MemoryBudget> budgets_;
 };
 
 }  // namespace sd

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "backend/auto_fit.h"
 #include "backend/backend_manager.h"
 #include "backend/cpu/cpu_device.h"
+#include "backend/max_vram.h"
 #include "fake_device.h"
 #include "tensor/error.h"
 
@@ -140,6 +142,118 @@ TEST_F(Manager, UnknownDeviceListsTheDevices) {
   EXPECT_NE(e.find("'cuda9'"), std::string::npos) << e;
   EXPECT_NE(e.find("CPU, CUDA0, CUDA1"), std::string::npos) << e;
   EXPECT_NE(e.find("disk"), std::string::npos) << e;
+}
+
+TEST(MaxVram, ParsesOneBudgetOrBudgetsByDevice) {
+  EXPECT_TRUE(parse_max_vram("").empty());
+  EXPECT_TRUE(parse_max_vram("0").empty());
+  const MaxVram one = parse_max_vram(" 6 ");
+  ASSERT_TRUE(one.all.has_value());
+  EXPECT_EQ(*one.all, 6.0);
+  const MaxVram named = parse_max_vram("RPC0=1.5, cuda0=6,*=2");
+  EXPECT_EQ(named.by_device.at("rpc0"), 1.5);
+  EXPECT_EQ(named.by_device.at("cuda0"), 6.0);
+  EXPECT_EQ(*named.all, 2.0);
+  test::FakeDevice rpc0("RPC0", DeviceKind::Remote);
+  EXPECT_EQ(named.bytes_for(rpc0), size_t{3} << 29);
+  test::FakeDevice other("CUDA1");
+  EXPECT_EQ(named.bytes_for(other), size_t{2} << 30);
+  // Negative: the device's free memory (1 GiB for the test device) less that much.
+  EXPECT_EQ(parse_max_vram("-0.25").bytes_for(other), size_t{3} << 28);
+}
+
+TEST(MaxVram, BadValuesSayWhatIsExpected) {
+  for (const char* bad : {"six", "RPC0=", "=4", "4GB", "nan"}) {
+    const std::string e = error_of([&] { parse_max_vram(bad); });
+    EXPECT_NE(e.find("--max-vram"), std::string::npos) << bad << ": " << e;
+  }
+  test::FakeDevice gpu("CUDA0");
+  const std::string e = error_of([&] { parse_max_vram("-2").bytes_for(gpu); });
+  EXPECT_NE(e.find("1.00 GiB free"), std::string::npos) << e;
+}
+
+TEST_F(Manager, BudgetedDevicesStreamWeightsFromHostMemory) {
+  BackendManager m("te=cpu,diffusion=cuda0,vae=cuda1", "vae=disk", {}, registry_);
+  const std::vector<std::string> notes = m.set_memory_budgets("CUDA0=2,cpu=4", true);
+  const Residency d = m.residency(Module::Diffusion);
+  EXPECT_EQ(d.kind, Residency::Kind::Device);
+  EXPECT_EQ(d.device, &dev("CPU"));
+  EXPECT_TRUE(d.streamed);
+  EXPECT_FALSE(m.residency(Module::Vae).streamed);  // CUDA1 has no budget
+  EXPECT_EQ(m.describe(Module::Diffusion),
+            "diffusion: CUDA0, weights on CPU, streamed within 2.00 GiB with prefetch");
+  // The CPU reads weights in place: its budget is said to apply to nothing.
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("CPU reads the weights where they are"), std::string::npos) << notes[0];
+}
+
+TEST_F(Manager, DiskWeightsOfABudgetedDeviceAreReadIntoHostMemory) {
+  BackendManager m("cuda0", "disk", {}, registry_);
+  m.set_memory_budgets("1", false);
+  const Residency r = m.residency(Module::Vae);
+  EXPECT_EQ(r.kind, Residency::Kind::Disk);
+  EXPECT_EQ(r.device, &dev("CPU"));
+  EXPECT_TRUE(r.streamed);
+}
+
+TEST_F(Manager, UnknownBudgetDeviceAndLoneStreamLayersAreSaid) {
+  BackendManager m("cuda0", "", {}, registry_);
+  const std::string e = error_of([&] { m.set_memory_budgets("cuda7=2", false); });
+  EXPECT_NE(e.find("unknown device 'cuda7'"), std::string::npos) << e;
+  const std::vector<std::string> notes = m.set_memory_budgets("0", true);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("without one it does nothing"), std::string::npos) << notes[0];
+}
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+TEST(AutoFit, BiggestModuleFirstOntoTheDeviceWithTheMostRoom) {
+  DeviceRegistry r;
+  r.add(std::make_unique<CpuDevice>());
+  r.add(std::make_unique<test::FakeDevice>("CUDA0", DeviceKind::Gpu, 4 * kGiB));
+  r.add(std::make_unique<test::FakeDevice>("RPC0", DeviceKind::Remote, 8 * kGiB));
+  const FitPlan p = plan_auto_fit(
+      {{Module::TextEncoder, kGiB / 4}, {Module::Diffusion, 5 * kGiB / 2}, {Module::Vae, kGiB / 8}},
+      r, MaxVram{});
+  // diffusion takes RPC0 (7.5 GiB budget, 5 left); te then has most room there too.
+  EXPECT_EQ(p.backend, "te=RPC0,diffusion=RPC0,vae=RPC0");
+  EXPECT_EQ(p.params_backend, "");
+  EXPECT_EQ(p.max_vram, "");
+  ASSERT_EQ(p.lines.size(), 3u);
+  EXPECT_NE(p.lines[0].find("diffusion (2684 MB of weights) on RPC0: fits its 7.50 GiB"),
+            std::string::npos)
+      << p.lines[0];
+}
+
+TEST(AutoFit, AModuleNoDeviceHoldsIsStreamedWithinTheRoomiestOne) {
+  DeviceRegistry r;
+  r.add(std::make_unique<CpuDevice>());
+  r.add(std::make_unique<test::FakeDevice>("CUDA0", DeviceKind::Gpu, 3 * kGiB));
+  const FitPlan p = plan_auto_fit(
+      {{Module::TextEncoder, kGiB / 4}, {Module::Diffusion, 5 * kGiB}, {Module::Vae, kGiB / 8}}, r,
+      MaxVram{}, kGiB / 2);
+  // The UNet streams on CUDA0, which then holds nothing else whole: the others stream too.
+  EXPECT_EQ(p.backend, "te=CUDA0,diffusion=CUDA0,vae=CUDA0");
+  EXPECT_EQ(p.params_backend, "diffusion=cpu,te=cpu,vae=cpu");
+  EXPECT_EQ(p.max_vram, "CUDA0=2.500");
+  EXPECT_NE(p.lines[0].find("weights streamed from RAM within its 2.50 GiB"), std::string::npos)
+      << p.lines[0];
+}
+
+TEST(AutoFit, BudgetsComeFromMaxVramAndTheCpuTakesWhatFitsNowhere) {
+  DeviceRegistry r;
+  r.add(std::make_unique<CpuDevice>());
+  r.add(std::make_unique<test::FakeDevice>("CUDA0", DeviceKind::Gpu, 16 * kGiB));
+  // --max-vram 0.75 leaves no room beside a 1 GiB compute reserve for anything.
+  const FitPlan p = plan_auto_fit({{Module::Diffusion, kGiB}, {Module::Vae, kGiB / 8}}, r,
+                                  parse_max_vram("0.75"));
+  EXPECT_EQ(p.backend, "diffusion=CPU,vae=CPU");
+  EXPECT_NE(p.lines[0].find("no GPU or remote device has room"), std::string::npos) << p.lines[0];
+  DeviceRegistry cpu_only;
+  cpu_only.add(std::make_unique<CpuDevice>());
+  const FitPlan q = plan_auto_fit({{Module::Diffusion, kGiB}}, cpu_only, MaxVram{});
+  EXPECT_EQ(q.backend, "diffusion=CPU");
+  EXPECT_NE(q.lines[0].find("no GPU or remote device here"), std::string::npos) << q.lines[0];
 }
 
 TEST(BackendManagerCpu, OneBackendPerDeviceSharedByModules) {

@@ -15,7 +15,7 @@ Tensor* GraphCall::input(const std::string& name, DType type, const Shape& ne, c
 }
 
 GraphRunner::GraphRunner(Backend& backend)
-    : backend_(backend), memory_(backend.device().buffer_type()) {}
+    : backend_(backend), memory_(backend.device().buffer_type()), streamer_(backend) {}
 
 std::vector<std::vector<float>> GraphRunner::run(GraphCall& call,
                                                  const std::vector<Tensor*>& outputs) {
@@ -30,11 +30,16 @@ std::vector<std::vector<float>> GraphRunner::run(GraphCall& call,
   }
   Graph graph = Graph::build(results);
   check_supported(backend_.device(), graph);
+  const std::vector<Tensor*> staged = WeightStreamer::off_device_weights(graph, backend_.device());
   memory_.allocate(graph);
+  if (!staged.empty()) streamer_.bind(graph, staged, memory_.capacity());
   // An input the graph does not read has no memory; there is nothing to upload.
   for (auto& [t, data] : call.inputs())
     if (t->data) tensor_set(*t, data);
-  backend_.compute(graph);
+  if (staged.empty())
+    backend_.compute(graph);
+  else
+    streamer_.run(graph);
   backend_.synchronize();
   std::vector<std::vector<float>> values;
   for (Tensor* r : results) {

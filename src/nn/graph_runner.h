@@ -1,6 +1,8 @@
 // Runs a graph that model code built for one call on one backend: places intermediates
 // in a compute buffer kept across calls (same shape: no allocation), uploads the call's
-// inputs, computes and reads the outputs back as f32.
+// inputs, computes and reads the outputs back as f32. Weights the device cannot read
+// where they live are staged segment by segment within its memory budget
+// (backend/weight_streamer.h).
 #pragma once
 
 #include <memory>
@@ -10,6 +12,7 @@
 
 #include "backend/backend.h"
 #include "backend/compute_buffer.h"
+#include "backend/weight_streamer.h"
 #include "tensor/context.h"
 
 namespace sd::nn {
@@ -43,12 +46,20 @@ class GraphRunner {
 
   Backend& backend() { return backend_; }
   size_t compute_buffer_size() const { return memory_.capacity(); }
-  // Frees the compute buffer (when a phase ends); the next run allocates again.
-  void release() { memory_.release(); }
+  // Frees the compute buffer and the weight slots (when a phase ends); the next run
+  // allocates again.
+  void release() {
+    memory_.release();
+    streamer_.release();
+  }
+  // How weights were streamed since this runner was made; "" when they were not.
+  std::string streaming_report() const { return streamer_.describe(); }
+  const StreamStats& streaming_stats() const { return streamer_.stats(); }
 
  private:
   Backend& backend_;
   ComputeBuffer memory_;
+  WeightStreamer streamer_;
 };
 
 }  // namespace sd::nn

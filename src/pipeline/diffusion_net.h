@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "nn/param_recorder.h"
@@ -24,6 +25,8 @@ class DiffusionNet {
 
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
   virtual std::vector<nn::ParamDecl> parameters() const = 0;
+  // How weights were streamed within a --max-vram budget since the last release().
+  virtual std::string streaming_report() const = 0;
   // Frees the compute buffer (sampling is over).
   virtual void release() = 0;
   // The latent's width and height must be multiples of this (UNet: one halving per level

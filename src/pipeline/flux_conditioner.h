@@ -32,6 +32,7 @@ class FluxConditioner final : public PromptEncoder {
 
   Conditioning encode(const std::string& prompt, int clip_skip = 0) override;
   std::vector<nn::ParamDecl> parameters() const override;
+  std::string streaming_report() const override { return runner_.streaming_report(); }
   void release() override { runner_.release(); }
 
   // The canonical scopes of the two encoders (--clip_l and --t5xxl files land there).

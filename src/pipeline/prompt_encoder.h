@@ -17,6 +17,8 @@ class PromptEncoder {
   virtual Conditioning encode(const std::string& prompt, int clip_skip) = 0;
   // Every weight the encoders read, with its shape (graph built, nothing computed).
   virtual std::vector<nn::ParamDecl> parameters() const = 0;
+  // How weights were streamed within a --max-vram budget since the last release().
+  virtual std::string streaming_report() const = 0;
   // Frees the compute buffers (the text phase is over).
   virtual void release() = 0;
 };

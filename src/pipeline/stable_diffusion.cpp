@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
+#include "backend/auto_fit.h"
 #include "backend/registry.h"
 #include "io/name_conversion.h"
 #include "models/clip_text.h"
@@ -32,6 +34,12 @@ namespace sd::pipeline {
 namespace {
 
 using io::ModelVersion;
+
+// Says how a phase's weights were streamed within a --max-vram budget, if they were.
+void report_streaming(const std::function<void(const std::string&)>& info, const char* module,
+                      const std::string& report) {
+  if (info && !report.empty()) info(std::string(module) + ": " + report);
+}
 
 // Reports how long each phase took.
 class PhaseTimer {
@@ -106,13 +114,18 @@ struct StableDiffusion::Impl {
              "no model given: pass -m MODEL (a .safetensors, .gguf, .ckpt file or a diffusers "
              "folder)");
     // Placement first: a mistyped device fails before any file is read.
-    backends =
-        std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
+    if (!o.auto_fit)
+      backends =
+          std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
     if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
     if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
     if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
+    // --auto-fit places the modules once their sizes are known from the files.
+    const std::string max_vram = o.auto_fit ? fit_placement() : o.max_vram;
+    for (const std::string& n : backends->set_memory_budgets(max_vram, o.stream_layers))
+      if (o.note) o.note(n);
     Architecture arch = o.architecture ? *o.architecture : detect_architecture();
     if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
@@ -227,6 +240,38 @@ struct StableDiffusion::Impl {
              "the --clip_l encoder gives a %lld-value pooled vector but the transformer reads "
              "%lld (a CLIP file of another model?)",
              static_cast<long long>(arch.text.hidden), static_cast<long long>(arch.flux->vec_dim));
+  }
+
+  // --auto-fit: chooses placements from the modules' weight sizes and the devices' memory,
+  // says the plan, and makes the BackendManager from it. Returns the --max-vram to use.
+  std::string fit_placement() {
+    // FLUX.1's T5 sits under its own root, in the text-encoder module.
+    const std::tuple<Module, std::string_view, std::string_view> roots[] = {
+        {Module::TextEncoder, io::kTextEncoderRoot, io::kT5xxlRoot},
+        {Module::Diffusion, io::kUnetRoot, {}},
+        {Module::Vae, io::kVaeRoot, {}}};
+    std::vector<ModuleSize> sizes;
+    for (const auto& [module, root, root2] : roots) {
+      ModuleSize size{module, 0};
+      for (const auto& [name, source] : loader.tensors())
+        if (name.compare(0, root.size(), root) == 0 ||
+            (!root2.empty() && name.compare(0, root2.size(), root2) == 0))
+          size.weight_bytes += row_size(source.stored, source.ne[0]) *
+                               static_cast<size_t>(source.ne[1] * source.ne[2] * source.ne[3]);
+      sizes.push_back(size);
+    }
+    const FitPlan plan =
+        plan_auto_fit(sizes, DeviceRegistry::instance(), parse_max_vram(options.max_vram));
+    auto note = [&](const std::string& text) {
+      if (options.note) options.note("auto-fit: " + text);
+    };
+    if (!options.backend.empty() || !options.params_backend.empty())
+      note("--backend and --params-backend are not read with --auto-fit");
+    for (const std::string& line : plan.lines) note(line);
+    backends = std::make_unique<BackendManager>(plan.backend, plan.params_backend,
+                                                BackendOptions{options.threads});
+    if (plan.max_vram.empty()) return options.max_vram;
+    return options.max_vram.empty() ? plan.max_vram : options.max_vram + "," + plan.max_vram;
   }
 
   // The networks of the detected model: the family's presets, with every dimension the
@@ -645,6 +690,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     cond.vector = sdxl_vector(cond.pooled, r.width, r.height);
     if (!uncond.pooled.empty()) uncond.vector = sdxl_vector(uncond.pooled, r.width, r.height);
   }
+  report_streaming(r.info, "text encoders", m.text->streaming_report());
   m.text->release();
   m.phase_done(Module::TextEncoder);
   m.diffusion->set_distilled_guidance(r.guidance);
@@ -657,6 +703,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     if (stop || b + 1 == r.batch_count) {
       // Each phase gives its memory back before the next starts: peak memory is the
       // largest phase's, not their sum.
+      report_streaming(r.info, "diffusion", m.diffusion->streaming_report());
       m.diffusion->release();
       m.phase_done(Module::Diffusion);
     }
@@ -671,6 +718,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     images.push_back(planes_to_image(planes.data(), r.width, r.height, 3));
     timer.done("decoding");
   }
+  report_streaming(r.info, "vae", m.vae->streaming_report());
   m.vae->release();
   m.phase_done(Module::Vae);
   return images;

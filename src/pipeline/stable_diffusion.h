@@ -60,6 +60,15 @@ struct ModelOptions {
   std::string backend;         // --backend
   std::string params_backend;  // --params-backend
   bool eager_load = false;     // read every weight when the model is opened
+  // --max-vram (backend/max_vram.h) and --stream-layers: device memory budgets, within
+  // which weights of modules on GPU or remote devices are streamed segment by segment.
+  std::string max_vram;
+  bool stream_layers = false;
+  // --auto-fit: placements chosen from the modules' sizes and the devices' free memory
+  // (backend/auto_fit.h); --backend and --params-backend are then not read.
+  bool auto_fit = false;
+  // Told about placement decisions when the model is opened (budgets, auto-fit's plan).
+  std::function<void(const std::string&)> note;
   // --lora-apply-mode: merged on load, added in each graph, or auto (at runtime for
   // quantized weights only).
   weights::ModelManagerOptions::LoraMode lora_mode = weights::ModelManagerOptions::LoraMode::Auto;

@@ -56,6 +56,7 @@ class TextConditioner final : public PromptEncoder {
   // Every weight the encoder reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const override;
   // Frees the encoder's compute buffer (the text phase is over).
+  std::string streaming_report() const override { return runner_.streaming_report(); }
   void release() override { runner_.release(); }
 
   // The weight scope of the (first) text encoder in canonical checkpoints: HF CLIP names

@@ -44,6 +44,8 @@ class VaeRunner {
   std::vector<nn::ParamDecl> parameters() const;
   std::vector<nn::ParamDecl> taesd_parameters() const;
   // Frees the compute buffer (decoding is over).
+  // How weights were streamed within a --max-vram budget since the last release().
+  std::string streaming_report() const { return runner_.streaming_report(); }
   void release() { runner_.release(); }
   static constexpr const char* kScope = io::kVaeRoot.data();
   static constexpr const char* kTaesdScope = "tae.";

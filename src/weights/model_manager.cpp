@@ -66,7 +66,8 @@ ModelManager::~ModelManager() = default;
 
 void ModelManager::add_module(ModuleSpec spec) {
   SD_CHECK(spec.compute, "[weights] module %s has no compute device", spec.name.c_str());
-  SD_CHECK(spec.residency.kind != Residency::Kind::Device || spec.residency.device,
+  SD_CHECK((spec.residency.kind != Residency::Kind::Device && !spec.residency.streamed) ||
+               spec.residency.device,
            "[weights] module %s keeps its weights on a device but names none", spec.name.c_str());
   SD_CHECK(!find_module(spec.name), "[weights] module %s is registered twice", spec.name.c_str());
   modules_.push_back(Module{std::move(spec), {}, false});
@@ -94,8 +95,10 @@ ModelManager::Module& ModelManager::module_of(const std::string& name) {
 }
 
 Device& ModelManager::params_device(const Module& m) const {
-  return m.spec.residency.kind == Residency::Kind::Device ? *m.spec.residency.device
-                                                          : *m.spec.compute;
+  const Residency& r = m.spec.residency;
+  const bool elsewhere =
+      r.kind == Residency::Kind::Device || (r.kind == Residency::Kind::Disk && r.streamed);
+  return elsewhere ? *r.device : *m.spec.compute;
 }
 
 void ModelManager::declare(const std::string& module, const std::vector<nn::ParamDecl>& params) {
@@ -216,7 +219,9 @@ Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne
     it = resident_.emplace(name, std::move(r)).first;
   }
   const Resident* use = &it->second;
-  if (!readable_by(*use->buffer, *m.spec.compute)) {
+  // Streamed weights stay where they live: the graph runner stages them segment by
+  // segment within the device's budget.
+  if (!readable_by(*use->buffer, *m.spec.compute) && !m.spec.residency.streamed) {
     auto st = staged_.find(name);
     if (st == staged_.end()) {
       Resident copy;

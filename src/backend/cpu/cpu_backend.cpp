@@ -18,13 +18,16 @@ void CpuBackend::set_threads(int threads) {
   ctx_.threads = threads > 0 ? threads : omp_get_num_procs();
 }
 
-void CpuBackend::compute(const Graph& graph) {
+void CpuBackend::compute_nodes(const Graph& graph, size_t first, size_t end) {
+  SD_CHECK(first <= end && end <= graph.nodes.size(),
+           "[CPU] nodes %zu..%zu are outside a graph of %zu nodes", first, end, graph.nodes.size());
   check_supported(device_, graph);
   // oneDNN's OpenMP runtime and our kernels both take the thread count from here.
   omp_set_num_threads(ctx_.threads);
   const bool timed = deadline_ != std::chrono::steady_clock::time_point::max();
-  size_t done = 0;
-  for (Tensor* node : graph.nodes) {
+  size_t done = first;
+  for (size_t i = first; i < end; ++i) {
+    Tensor* node = graph.nodes[i];
     ++done;
     if (is_view_op(node->op)) continue;
     SD_CHECK(!timed || std::chrono::steady_clock::now() < deadline_,

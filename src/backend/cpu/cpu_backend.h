@@ -13,7 +13,7 @@ class CpuBackend final : public Backend {
   CpuBackend(CpuDevice& device, const BackendOptions& options, CpuKernels kernels);
   Device& device() override { return device_; }
   void set_threads(int threads) override;
-  void compute(const Graph& graph) override;
+  void compute_nodes(const Graph& graph, size_t first, size_t end) override;
   void release_caches() override;
   void set_deadline(std::chrono::steady_clock::time_point deadline) override {
     deadline_ = deadline;

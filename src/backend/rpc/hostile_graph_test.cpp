@@ -27,6 +27,21 @@ TEST_F(HostileGraphs, AGraphOverAFreedBufferIsForgottenNotRunOnFreedMemory) {
                         static_cast<unsigned long long>(params)));
 }
 
+TEST_F(HostileGraphs, ANodeRangeOutsideTheGraphIsRefused) {
+  wire::ComputeRequest req = base_;
+  const uint32_t nodes = static_cast<uint32_t>(req.graph().tensors_size());
+  req.set_first_node(2);
+  req.set_end_node(1);
+  expect_refused(client_->compute(req), StatusCode::INVALID_ARGUMENT, "compute names nodes 2..1");
+  req.set_first_node(0);
+  req.set_end_node(nodes + 5);
+  expect_refused(client_->compute(req), StatusCode::INVALID_ARGUMENT, "of a graph of");
+  req.set_first_node(0xffffffffu);
+  req.set_end_node(0);
+  expect_refused(client_->compute(req), StatusCode::INVALID_ARGUMENT, "compute names nodes");
+  expect_base_computes(false);
+}
+
 TEST_F(HostileGraphs, BuffersOfAnotherSessionAreNotReachable) {
   RawClient other(address());
   wire::ComputeRequest req = base_;

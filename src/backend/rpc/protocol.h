@@ -12,7 +12,8 @@
 namespace sd::rpc {
 
 // Raised whenever the wire format or a call's meaning changes.
-constexpr uint32_t kProtocolVersion = 2;  // 2: GroupNorm params[2] fuses an activation
+// 2: GroupNorm params[2] fuses an activation; 3: compute runs a range of nodes.
+constexpr uint32_t kProtocolVersion = 3;
 constexpr const char* kLayout = "ne4-nb4-le";
 constexpr int kDefaultPort = 50052;
 

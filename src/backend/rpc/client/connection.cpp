@@ -421,18 +421,25 @@ void Connection::read(uint64_t buffer, uint64_t offset, void* data, size_t size)
 }
 
 void Connection::compute(uint32_t device, uint64_t graph_hash, const wire::GraphDesc& graph,
-                         const std::vector<wire::Range>& reads) {
-  std::lock_guard lock(mutex_);
+                         const std::vector<wire::Range>& reads, size_t first, size_t end) {
   wire::ComputeRequest req;
   req.set_device(device);
   req.set_graph_hash(graph_hash);
-  for (wire::InlineWrite& w : queued_) *req.add_writes() = std::move(w);
-  stats_.bytes_sent += queued_bytes_;
-  queued_.clear();
-  queued_bytes_ = 0;
-  outputs_.clear();
+  req.set_first_node(static_cast<uint32_t>(first));
+  req.set_end_node(static_cast<uint32_t>(end));
   for (const wire::Range& r : reads) *req.add_reads() = r;
-  bool with_graph = !known_graphs_.count(graph_hash);
+  bool with_graph;
+  {
+    // The queued small writes ride with this call. The lock is not held during the call:
+    // another thread may upload the weights of the next nodes meanwhile.
+    std::lock_guard lock(mutex_);
+    for (wire::InlineWrite& w : queued_) *req.add_writes() = std::move(w);
+    stats_.bytes_sent += queued_bytes_;
+    queued_.clear();
+    queued_bytes_ = 0;
+    outputs_.clear();
+    with_graph = !known_graphs_.count(graph_hash);
+  }
   wire::ComputeReply rep;
   for (;;) {
     if (with_graph) *req.mutable_graph() = graph;
@@ -447,6 +454,7 @@ void Connection::compute(uint32_t device, uint64_t graph_hash, const wire::Graph
     if (!s.ok()) fail("compute", s.error_code(), s.error_message());
     break;
   }
+  std::lock_guard lock(mutex_);
   known_graphs_.insert(graph_hash);
   ++stats_.compute_calls;
   if (with_graph) ++stats_.graphs_sent;

@@ -74,9 +74,10 @@ class Connection {
   // `cacheable`: whole weights, sent by content hash through the server's cache.
   void write(uint64_t buffer, uint64_t offset, const void* data, size_t size, bool cacheable);
   void read(uint64_t buffer, uint64_t offset, void* data, size_t size);
-  // Runs a described graph; `reads` are read back with the reply (the outputs).
+  // Runs nodes [first, end) of a described graph; `reads` are read back with the reply
+  // (the outputs). Other calls (uploads of weights for later nodes) may run meanwhile.
   void compute(uint32_t device, uint64_t graph_hash, const wire::GraphDesc& graph,
-               const std::vector<wire::Range>& reads);
+               const std::vector<wire::Range>& reads, size_t first, size_t end);
 
   TrafficStats stats() const;
 

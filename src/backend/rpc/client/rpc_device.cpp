@@ -23,7 +23,10 @@ class RpcBackend final : public Backend {
   explicit RpcBackend(RpcDevice& device) : device_(device) {}
   Device& device() override { return device_; }
 
-  void compute(const Graph& graph) override {
+  void compute_nodes(const Graph& graph, size_t first, size_t end) override {
+    SD_CHECK(first <= end && end <= graph.nodes.size(),
+             "[%s] nodes %zu..%zu are outside a graph of %zu nodes", device_.name().c_str(), first,
+             end, graph.nodes.size());
     check_supported(device_, graph);
     const Connection& mine = device_.connection();
     auto locate = [&](const Tensor& t) -> std::pair<uint64_t, uint64_t> {
@@ -41,7 +44,9 @@ class RpcBackend final : public Backend {
     const uint64_t hash = XXH3_64bits_withSeed(bytes.data(), bytes.size(), device_.index());
     std::vector<wire::Range> reads;
     size_t read_bytes = 0;
-    for (const Tensor* t : graph.nodes) {
+    // Outputs this range computes come back with the reply.
+    for (size_t i = first; i < end; ++i) {
+      const Tensor* t = graph.nodes[i];
       if (!t->has_flag(kFlagOutput) || t->view_src || read_bytes + t->nbytes() > kOutputsWithReply)
         continue;
       auto [buffer, offset] = locate(*t);
@@ -52,7 +57,7 @@ class RpcBackend final : public Backend {
       reads.push_back(r);
       read_bytes += t->nbytes();
     }
-    device_.connection().compute(device_.index(), hash, desc, reads);
+    device_.connection().compute(device_.index(), hash, desc, reads, first, end);
   }
 
  private:

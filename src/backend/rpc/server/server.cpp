@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "backend/registry.h"
@@ -46,11 +47,16 @@ struct ServedDevice {
   size_t limit;
 };
 
-// One client's state. Calls of one session are serialized by its mutex; sessions run
-// side by side.
+// One client's state. Calls of one session are serialized by its mutex, except that a
+// compute runs without it: meanwhile other calls may use the buffers its graph does not
+// (a client uploads the next segment's weights while one computes), and wait for those
+// it does. Sessions run side by side.
 struct Session {
   std::string id, peer;
   std::mutex mutex;
+  std::condition_variable idle;  // a compute ended
+  bool computing = false;
+  std::set<uint64_t> computing_buffers;  // the running compute's graph's buffers
   struct Held {
     std::unique_ptr<Buffer> buffer;
     uint32_t device;
@@ -251,6 +257,7 @@ class RemoteService final : public wire::Remote::Service {
   Status Clear(ServerContext* ctx, const wire::ClearRequest* req, wire::Empty*) override {
     return call(ctx, "clear", [&](rpc::Session& s) {
       SD_CHECK(req->value() < 256, "[RPC] clear value %u is not a byte", req->value());
+      wait_for_buffer(s, req->buffer());
       buffer(s, req->buffer()).clear(static_cast<uint8_t>(req->value()));
       s.buffers[req->buffer()].weight.reset();
       return Status::OK;
@@ -347,6 +354,7 @@ class RemoteService final : public wire::Remote::Service {
   Status Compute(ServerContext* ctx, const wire::ComputeRequest* req,
                  wire::ComputeReply* rep) override {
     return call(ctx, "compute", [&](rpc::Session& s) {
+      wait_for_compute(s);
       ServedDevice& d = device(req->device());
       for (const wire::InlineWrite& w : req->writes()) {
         Buffer& b = checked_range(s, w.range());
@@ -378,8 +386,28 @@ class RemoteService final : public wire::Remote::Service {
           timed ? std::chrono::steady_clock::now() + std::chrono::seconds(options_.compute_timeout)
                 : std::chrono::steady_clock::time_point::max();
       backend->set_deadline(deadline);
+      const size_t nodes = graph->graph.nodes.size();
+      const size_t first = req->first_node();
+      const size_t end = req->end_node() == 0 ? nodes : req->end_node();
+      SD_CHECK(first <= end && end <= nodes,
+               "[RPC] compute names nodes %zu..%zu of a graph of %zu nodes", first, end, nodes);
       try {
-        backend->compute(graph->graph);
+        // Without the session's lock: other calls may use the buffers this graph does not.
+        s.computing = true;
+        s.computing_buffers = graph->buffers;
+        struct Reacquire {
+          rpc::Session& s;
+          std::unique_lock<std::mutex>& lock;
+          ~Reacquire() {
+            lock.lock();
+            s.computing = false;
+            s.computing_buffers.clear();
+            s.idle.notify_all();
+          }
+        } reacquire{s, *held_};
+        held_->unlock();
+        backend->compute_nodes(graph->graph, first, end);
+        backend->synchronize();
       } catch (const sd::Error&) {
         if (!timed || std::chrono::steady_clock::now() < deadline) throw;
         return error(StatusCode::RESOURCE_EXHAUSTED,
@@ -389,7 +417,6 @@ class RemoteService final : public wire::Remote::Service {
                             options_.compute_timeout));
       }
       ++s.computes;
-      backend->synchronize();
       size_t reply_bytes = 0;
       for (const wire::Range& r : req->reads()) {
         Buffer& b = checked_range(s, r);
@@ -440,8 +467,10 @@ class RemoteService final : public wire::Remote::Service {
       return error(StatusCode::FAILED_PRECONDITION,
                    "unknown session: the server restarted or closed it; connect again");
     }
-    std::lock_guard lock(session->mutex);
+    std::unique_lock lock(session->mutex);
+    held_ = &lock;
     Status status = guarded(name, [&] { return body(*session); });
+    held_ = nullptr;
     if (!status.ok() && (options_.verbose || status.error_code() != StatusCode::NOT_FOUND))
       log("session %.8s: %s failed: %s", session->id.c_str(), name, status.error_message().c_str());
     return status;
@@ -470,7 +499,16 @@ class RemoteService final : public wire::Remote::Service {
     return *it->second.buffer;
   }
 
+  // Inside a call: waits until the running compute (if any) no longer uses buffer `id`.
+  static void wait_for_buffer(rpc::Session& s, uint64_t id) {
+    s.idle.wait(*held_, [&] { return !s.computing_buffers.count(id); });
+  }
+  static void wait_for_compute(rpc::Session& s) {
+    s.idle.wait(*held_, [&] { return !s.computing; });
+  }
+
   Buffer& checked_range(rpc::Session& s, const wire::Range& r) {
+    wait_for_buffer(s, r.buffer());
     Buffer& b = buffer(s, r.buffer());
     SD_CHECK(r.offset() <= b.size() && r.size() <= b.size() - r.offset(),
              "[RPC] bytes [%llu, +%llu) are outside buffer %llu of %zu bytes",
@@ -480,6 +518,7 @@ class RemoteService final : public wire::Remote::Service {
   }
 
   void free_buffer(rpc::Session& s, uint64_t id) {
+    wait_for_buffer(s, id);
     auto it = s.buffers.find(id);
     SD_CHECK(it != s.buffers.end(), "[RPC] buffer %llu does not exist in this session",
              static_cast<unsigned long long>(id));
@@ -494,6 +533,7 @@ class RemoteService final : public wire::Remote::Service {
   // Graphs that use the buffer are forgotten, and backends drop what they derived from its
   // bytes (packed weights), before its memory goes.
   void forget_uses(rpc::Session& s, uint64_t id) {
+    wait_for_compute(s);  // the backends' caches may be in use
     s.graphs.remove_if([id](const auto& g) { return g.second->buffers.count(id) > 0; });
     for (auto& [dev, backend] : s.backends) backend->release_caches();
   }
@@ -542,7 +582,8 @@ class RemoteService final : public wire::Remote::Service {
       std::lock_guard lock(sessions_mutex_);
       sessions_.erase(session->id);
     }
-    std::lock_guard lock(session->mutex);
+    std::unique_lock lock(session->mutex);
+    session->idle.wait(lock, [&] { return !session->computing; });
     const size_t n = session->buffers.size(), bytes = session->bytes_held;
     session->graphs.clear();
     session->backends.clear();
@@ -565,12 +606,17 @@ class RemoteService final : public wire::Remote::Service {
     return format("%08x%08x%08x%08x", rd(), rd(), rd(), rd());
   }
 
+  // The session lock of the call this thread serves (each call runs on its own thread).
+  static thread_local std::unique_lock<std::mutex>* held_;
+
   const ServerOptions& options_;
   WeightCache cache_;
   std::vector<std::unique_ptr<ServedDevice>> devices_;
   mutable std::mutex sessions_mutex_;
   std::map<std::string, std::shared_ptr<rpc::Session>> sessions_;
 };
+
+thread_local std::unique_lock<std::mutex>* RemoteService::held_ = nullptr;
 
 struct Server::Impl {
   ServerOptions options;

@@ -1,0 +1,144 @@
+#include "nn/graph_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backend/cpu/cpu_device.h"
+#include "limited_device.h"
+#include "tensor/error.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/unary.h"
+
+namespace sd::nn {
+namespace {
+
+constexpr int64_t kDim = 128;
+constexpr size_t kWeightBytes = kDim * kDim * 4;  // 64 KiB
+constexpr int kLayers = 8;
+
+// Weights in host RAM, as the weights manager keeps a streamed module's.
+class HostWeights {
+ public:
+  HostWeights() {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal(0.0f, 0.1f);
+    for (int i = 0; i < kLayers; ++i) {
+      std::vector<float> values(kDim * kDim);
+      for (float& v : values) v = normal(rng);
+      Tensor t;
+      t.type = DType::F32;
+      t.ne = {kDim, kDim, 1, 1};
+      t.nb = contiguous_strides(DType::F32, t.ne);
+      t.name = "layer" + std::to_string(i) + ".weight";
+      buffers_.push_back(cpu_.buffer_type().allocate(t.nbytes()));
+      bind_tensor(t, *buffers_.back(), 0);
+      tensor_set(t, values.data());
+      tensors_.push_back(t);
+    }
+  }
+  // A leaf of `ctx` reading weight i where it lives.
+  Tensor* leaf(Context& ctx, int i) {
+    const Tensor& w = tensors_[static_cast<size_t>(i)];
+    Tensor* t = ctx.new_tensor(w.type, w.ne, w.name);
+    t->flags |= kFlagParam;
+    t->buffer = w.buffer;
+    t->data = w.data;
+    return t;
+  }
+
+ private:
+  CpuDevice cpu_;
+  std::vector<std::unique_ptr<Buffer>> buffers_;
+  std::vector<Tensor> tensors_;
+};
+
+// Eight layers h = gelu(W h); layer 3 reads layer 2's weight again.
+std::vector<float> run_mlp(GraphRunner& runner, HostWeights& weights) {
+  std::vector<float> x(kDim * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) * 0.1f - 0.3f;
+  GraphCall call;
+  Tensor* h = call.input_f32("x", make_shape({kDim, 4}), x.data());
+  for (int i = 0; i < kLayers; ++i)
+    h = gelu(call.ctx(), matmul(call.ctx(), weights.leaf(call.ctx(), i == 3 ? 2 : i), h));
+  return runner.run(call, h);
+}
+
+class Streaming : public ::testing::Test {
+ protected:
+  std::vector<float> reference() {
+    CpuDevice cpu;
+    std::unique_ptr<Backend> backend = cpu.create_backend(BackendOptions{2});
+    GraphRunner runner(*backend);
+    return run_mlp(runner, weights_);
+  }
+  HostWeights weights_;
+};
+
+TEST_F(Streaming, CutGraphGivesTheSameValuesWithinTheBudget) {
+  const std::vector<float> expected = reference();
+  for (bool prefetch : {false, true}) {
+    test::LimitedDevice device(size_t{1} << 30);
+    std::unique_ptr<Backend> backend = device.create_backend(BackendOptions{2});
+    // Room for the compute buffer and three of the seven distinct weights.
+    const size_t budget = 3 * kWeightBytes + 64 * 1024;
+    backend->set_memory_budget(MemoryBudget{budget, prefetch});
+    GraphRunner runner(*backend);
+    EXPECT_EQ(run_mlp(runner, weights_), expected) << "prefetch " << prefetch;
+    EXPECT_LE(device.peak_bytes(), budget) << "prefetch " << prefetch;
+    const StreamStats& s = runner.streaming_stats();
+    EXPECT_GE(s.segments, prefetch ? 4u : 3u) << "prefetch " << prefetch;
+    EXPECT_EQ(s.bytes_uploaded, 7 * kWeightBytes);
+    EXPECT_NE(runner.streaming_report().find("segments on LIMITED0"), std::string::npos)
+        << runner.streaming_report();
+    // Every weight is sent again each run: the slots take turns.
+    EXPECT_EQ(run_mlp(runner, weights_), expected);
+    EXPECT_EQ(runner.streaming_stats().bytes_uploaded, 14 * kWeightBytes);
+    runner.release();
+    EXPECT_EQ(device.live_bytes(), 0u);
+  }
+}
+
+TEST_F(Streaming, WeightsThatFitAreSentOnce) {
+  const std::vector<float> expected = reference();
+  test::LimitedDevice device(size_t{1} << 30);
+  std::unique_ptr<Backend> backend = device.create_backend(BackendOptions{2});
+  GraphRunner runner(*backend);  // no budget: everything in one slot
+  EXPECT_EQ(run_mlp(runner, weights_), expected);
+  EXPECT_EQ(run_mlp(runner, weights_), expected);
+  EXPECT_EQ(runner.streaming_stats().segments, 2u);
+  EXPECT_EQ(runner.streaming_stats().bytes_uploaded, 7 * kWeightBytes);
+}
+
+TEST_F(Streaming, ABudgetTooSmallIsAnErrorThatSaysWhatToRaise) {
+  test::LimitedDevice device(size_t{1} << 30);
+  std::unique_ptr<Backend> backend = device.create_backend(BackendOptions{2});
+  GraphRunner runner(*backend);
+  backend->set_memory_budget(MemoryBudget{1024, false});  // not even the compute buffer
+  try {
+    run_mlp(runner, weights_);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("compute buffer"), std::string::npos) << m;
+    EXPECT_NE(m.find("raise --max-vram"), std::string::npos) << m;
+  }
+  // Room for half a weight beside the compute buffer.
+  test::LimitedDevice unlimited(size_t{1} << 30);
+  std::unique_ptr<Backend> measure = unlimited.create_backend(BackendOptions{2});
+  GraphRunner measured(*measure);
+  run_mlp(measured, weights_);
+  backend->set_memory_budget(
+      MemoryBudget{measured.compute_buffer_size() + kWeightBytes / 2, false});
+  try {
+    run_mlp(runner, weights_);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("cannot be split"), std::string::npos) << m;
+    EXPECT_NE(m.find("LIMITED0"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace sd::nn
