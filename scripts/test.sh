@@ -34,9 +34,20 @@ if [ -f "$generator" ]; then
   export SD_TEST_SD2_MODEL=$PWD/build/fidelity/sd2_rand_f16.safetensors
   export SD_TEST_SDXL_MODEL=$PWD/build/fidelity/sdxl_rand_f16.safetensors
 fi
+# A tiny random FLUX.1 dev as its four files (400 MB, seconds to make).
+flux_generator=../shared/tools/make_random_flux.py
+if [ -f "$flux_generator" ]; then
+  flux_dir=build/fidelity/flux_tiny
+  if [ ! -f "$flux_dir/ae.safetensors" ]; then
+    echo "making $flux_dir (random weights)"
+    /usr/bin/python3 "$flux_generator" --out "$flux_dir.tmp" --seed 1
+    rm -rf "$flux_dir" && mv "$flux_dir.tmp" "$flux_dir"
+  fi
+  export SD_TEST_FLUX_DIR=$PWD/$flux_dir
+fi
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
-unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL
+unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

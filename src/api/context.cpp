@@ -43,7 +43,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   const Field unsupported[] = {
       {p.clip_g_path, "--clip_g"},
       {p.clip_vision_path, "--clip_vision"},
-      {p.t5xxl_path, "--t5xxl"},
       {p.llm_path, "--llm"},
       {p.llm_vision_path, "--llm_vision"},
       {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
@@ -57,7 +56,8 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
       {p.pulid_weights_path, "--pulid"},
   };
   for (const Field& f : unsupported)
-    SD_CHECK(!given(f.value), "%s is not supported by this build (SD 1.x/2.x image generation)",
+    SD_CHECK(!given(f.value),
+             "%s is not supported by this build (SD 1.x/2.x/SDXL and FLUX.1 image generation)",
              f.flag);
   SD_CHECK(!given(p.tensor_type_rules),
            "--tensor-type-rules applies to -M convert in this build; convert the model first");
@@ -71,6 +71,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.taesd_path)) o.taesd = p.taesd_path;
   o.taesd_preview_only = p.tae_preview_only;
   if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
+  if (given(p.t5xxl_path)) o.t5xxl = p.t5xxl_path;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
   o.use_mmap = p.enable_mmap;
@@ -244,6 +245,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     r.height = p->height;
     r.steps = s.sample_steps;
     r.cfg_scale = s.guidance.txt_cfg;
+    r.guidance = s.guidance.distilled_guidance;
+    if (std::isfinite(s.flow_shift)) r.flow_shift = s.flow_shift;
     if (s.sample_method != SAMPLE_METHOD_COUNT)
       r.method = sd::sampling::parse_sample_method(sd_sample_method_name(s.sample_method));
     if (s.scheduler != SCHEDULER_COUNT)

@@ -144,7 +144,6 @@ ClipTextOutputs clip_text_forward_pooled(const nn::Scope& text_model, const Clip
                                          Tensor* token_ids, Tensor* causal_mask, int clip_skip,
                                          int64_t pooled_token, Tensor* custom_embeddings) {
   Context& ctx = text_model.ctx();
-  SD_CHECK(c.projection_dim > 0, "[clip] this text encoder has no text_projection");
   SD_CHECK(pooled_token >= 0 && pooled_token < c.max_positions,
            "[clip] pooled token %lld is outside the %lld-token window",
            static_cast<long long>(pooled_token), static_cast<long long>(c.max_positions));
@@ -161,10 +160,13 @@ ClipTextOutputs clip_text_forward_pooled(const nn::Scope& text_model, const Clip
     }
   }
   // The pooled vector: the EOS token of the last layer, normalized, projected.
-  Tensor* eos = slice(ctx, final_norm(text_model, c, x), 1, pooled_token, pooled_token + 1);
-  Tensor* projection = text_model.param("text_projection", {c.hidden, c.projection_dim});
-  out.pooled = set_name(matmul(ctx, projection, cont(ctx, eos)),  // [proj, 1, N]
-                        text_model.prefix() + "pooled");
+  Tensor* eos = cont(ctx, slice(ctx, final_norm(text_model, c, x), 1, pooled_token,
+                                pooled_token + 1));  // [hidden, 1, N]
+  if (c.projection_dim > 0) {
+    Tensor* projection = text_model.param("text_projection", {c.hidden, c.projection_dim});
+    eos = matmul(ctx, projection, eos);  // [proj, 1, N]
+  }
+  out.pooled = set_name(eos, text_model.prefix() + "pooled");
   return out;
 }
 

@@ -73,10 +73,11 @@ Tensor* clip_text_forward(const nn::Scope& text_model, const ClipTextConfig& con
 // Both outputs of an encoder with a projection, from one pass over the layers.
 struct ClipTextOutputs {
   Tensor* hidden = nullptr;  // f32 [hidden, 77, N], as clip_text_forward
-  Tensor* pooled = nullptr;  // f32 [projection_dim, 1, N]
+  Tensor* pooled = nullptr;  // f32 [projection_dim (or hidden without one), 1, N]
 };
 // As clip_text_forward, plus the pooled vector: the last layer's state at token
-// `pooled_token` (the first EOS) after the final LayerNorm, times text_projection.
+// `pooled_token` (the first EOS) after the final LayerNorm, times text_projection when the
+// encoder has one (FLUX.1 takes CLIP-L's without a projection).
 ClipTextOutputs clip_text_forward_pooled(const nn::Scope& text_model, const ClipTextConfig& config,
                                          Tensor* token_ids, Tensor* causal_mask, int clip_skip,
                                          int64_t pooled_token, Tensor* custom_embeddings = nullptr);

@@ -20,6 +20,15 @@ VaeConfig VaeConfig::sd() {
   return VaeConfig{};
 }
 
+VaeConfig VaeConfig::flux() {
+  VaeConfig c;
+  c.z_channels = c.embed_dim = 16;
+  c.scale_factor = 0.3611f;
+  c.shift_factor = 0.1159f;
+  c.use_quant_conv = false;
+  return c;
+}
+
 namespace {
 
 // LDM's Normalize(): GroupNorm(32, C, eps=1e-6).
@@ -171,7 +180,8 @@ Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z) {
   Context& ctx = vae.ctx();
   // sd.cpp's diffusion_to_vae_latents: z / scale_factor + shift_factor.
   z = scale(ctx, z, 1.0f / cfg.scale_factor, cfg.shift_factor);
-  z = nn::conv2d(vae["post_quant_conv"], z, cfg.embed_dim, cfg.z_channels, 1);
+  if (cfg.use_quant_conv)
+    z = nn::conv2d(vae["post_quant_conv"], z, cfg.embed_dim, cfg.z_channels, 1);
   return set_name(decoder(vae["decoder"], cfg, z), "vae_image");
 }
 
@@ -182,7 +192,8 @@ Tensor* vae_encode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* image) {
            "[vae] encode needs an RGB image [W, H, 3, N] with W and H multiples of %lld, got %s",
            static_cast<long long>(f), image->shape_string().c_str());
   Tensor* moments = encoder(vae["encoder"], cfg, image);
-  moments = nn::conv2d(vae["quant_conv"], moments, 2 * cfg.z_channels, 2 * cfg.embed_dim, 1);
+  if (cfg.use_quant_conv)
+    moments = nn::conv2d(vae["quant_conv"], moments, 2 * cfg.z_channels, 2 * cfg.embed_dim, 1);
   return set_name(moments, "vae_moments");
 }
 

@@ -27,18 +27,23 @@ struct VaeConfig {
   int64_t z_channels = 4, embed_dim = 4;
   // The latent the sampler sees is (vae_latent - shift_factor) * scale_factor.
   float scale_factor = 0.18215f, shift_factor = 0.0f;
+  // quant_conv / post_quant_conv around the latent (SD's VAE; FLUX.1's and SD3's have none).
+  bool use_quant_conv = true;
 
   // SD 1.x / 2.x: ddconfig of v1-inference.yaml and v2-inference.yaml, scale factor
   // 0.18215 (sd.cpp uses the same for both).
   static VaeConfig sd();
+  // FLUX.1's autoencoder (black-forest-labs/flux AutoEncoderParams): 16 latent channels,
+  // no quant convs, scale factor 0.3611 and shift factor 0.1159.
+  static VaeConfig flux();
   // Pixels per latent pixel along each side: 2^(levels - 1).
   int64_t downscale() const { return int64_t{1} << (ch_mult.size() - 1); }
 };
 
 // z: the sampler's latent [w, h, z_channels, N]. Divides by scale_factor and adds
-// shift_factor itself (sd.cpp's diffusion_to_vae_latents), then post_quant_conv and the
-// decoder. -> image f32 [w * downscale, h * downscale, 3, N], nominally in [-1, 1] and not
-// clamped: sd.cpp then maps it with clamp((x + 1) / 2, 0, 1).
+// shift_factor itself (sd.cpp's diffusion_to_vae_latents), then post_quant_conv (when the
+// config has one) and the decoder. -> image f32 [w * downscale, h * downscale, 3, N], nominally in
+// [-1, 1] and not clamped: sd.cpp then maps it with clamp((x + 1) / 2, 0, 1).
 Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z);
 
 // image [W, H, 3, N] in [-1, 1] (sd.cpp maps [0, 1] pixels with 2 x - 1), W and H multiples

@@ -2,7 +2,8 @@
 // ../shared/golden: the same random-weight checkpoint, flags and seed must give the same
 // image (PSNR >= 40 dB). The checkpoints are 2-7 GB, made by ../shared/tools/make_random_sd.py;
 // tests find them through SD_TEST_SD15_MODEL / SD_TEST_SD2_MODEL / SD_TEST_SDXL_MODEL and
-// skip without them.
+// skip without them. The tiny FLUX.1 (../shared/tools/make_random_flux.py --seed 1, four
+// files) is found through SD_TEST_FLUX_DIR.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -37,11 +38,27 @@ struct GoldenCase {
   int steps = 4;
 };
 
+void expect_golden(const io::Image& image, const std::string& golden) {
+  const std::string golden_path = test::shared_dir() + "/golden/" + golden;
+  const io::Image expected = io::read_image(golden_path);
+  ASSERT_EQ(expected.width, image.width);
+  ASSERT_EQ(expected.height, image.height);
+  const io::Image got = io::to_channels(image, expected.channels);
+  const double db = psnr(got, expected);
+  ::testing::Test::RecordProperty("psnr_db", std::to_string(db));
+  std::printf("PSNR %.2f dB against %s\n", db, golden.c_str());
+  if (const char* out = std::getenv("SD_TEST_OUTPUT_DIR")) {
+    std::string name = golden;  // "<set>/<image>.png" -> "<set>_<image>.png"
+    std::replace(name.begin(), name.end(), '/', '_');
+    io::write_image(std::string(out) + "/" + name, got, "");
+  }
+  EXPECT_GE(db, 40.0) << "against " << golden_path;
+}
+
 void run_golden(const GoldenCase& g) {
   const char* model = std::getenv(g.model_env);
   const std::string shared = test::shared_dir();
   if (!model || shared.empty()) GTEST_SKIP() << g.model_env << " or ../shared not available";
-  const std::string golden_path = shared + "/golden/" + g.golden;
   ModelOptions options;
   options.model = model;
   options.clip_vocab = shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
@@ -56,19 +73,7 @@ void run_golden(const GoldenCase& g) {
   r.method = sampling::parse_sample_method(g.sampler);
   std::vector<io::Image> images = sd.generate(r);
   ASSERT_EQ(images.size(), 1u);
-  const io::Image expected = io::read_image(golden_path);
-  ASSERT_EQ(expected.width, images[0].width);
-  ASSERT_EQ(expected.height, images[0].height);
-  const io::Image got = io::to_channels(images[0], expected.channels);
-  const double db = psnr(got, expected);
-  ::testing::Test::RecordProperty("psnr_db", std::to_string(db));
-  std::printf("PSNR %.2f dB against %s\n", db, g.golden);
-  if (const char* out = std::getenv("SD_TEST_OUTPUT_DIR")) {
-    std::string name = g.golden;  // "<set>/<image>.png" -> "<set>_<image>.png"
-    std::replace(name.begin(), name.end(), '/', '_');
-    io::write_image(std::string(out) + "/" + name, got, "");
-  }
-  EXPECT_GE(db, 40.0) << "against " << golden_path;
+  expect_golden(images[0], g.golden);
 }
 
 TEST(Golden, Sd15EulerA) {
@@ -88,6 +93,37 @@ TEST(Golden, Sd2EulerAV) {
 // SDXL base layout at 512x512, 2 steps (../shared/golden/sdxl_rand/README.md).
 TEST(Golden, SdxlEulerA) {
   run_golden({"SD_TEST_SDXL_MODEL", "sdxl_rand/eulera_512.png", "euler_a", {}, 512, 2});
+}
+
+// FLUX.1 dev as four files (../shared/golden/flux_tiny/cases.txt): euler on the flux
+// schedule, distilled guidance 3.5, no CFG; T5 reads the synthetic vocabulary.
+TEST(Golden, FluxDevEuler) {
+  const char* dir = std::getenv("SD_TEST_FLUX_DIR");
+  const std::string shared = test::shared_dir();
+  if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_FLUX_DIR or ../shared not available";
+  const std::string d = dir;
+  ModelOptions options;
+  options.diffusion_model = d + "/flux_dit.safetensors";
+  options.clip_l = d + "/clip_l.safetensors";
+  options.t5xxl = d + "/t5xxl.safetensors";
+  options.vae = d + "/ae.safetensors";
+  options.clip_vocab = shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+  options.t5_tokenizer = shared + "/data/t5/tokenizer.json";
+  options.threads = 2;
+  StableDiffusion sd(options);
+  EXPECT_EQ(sd.version(), io::ModelVersion::Flux);
+  EXPECT_EQ(sd.default_scheduler(sampling::SampleMethod::Euler), sampling::Scheduler::Flux);
+  ImageRequest r;
+  r.prompt = "a photograph of an astronaut riding a horse";
+  r.seed = 42;
+  r.steps = 4;
+  r.width = r.height = 256;
+  r.cfg_scale = 1.0f;
+  r.guidance = 3.5f;
+  r.method = sampling::SampleMethod::Euler;
+  std::vector<io::Image> images = sd.generate(r);
+  ASSERT_EQ(images.size(), 1u);
+  expect_golden(images[0], "flux_tiny/euler_256.png");
 }
 
 }  // namespace

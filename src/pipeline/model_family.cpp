@@ -99,25 +99,66 @@ FamilyDescription sdxl() {
   return d;
 }
 
+models::FluxConfig flux_dit(ModelVersion v) {
+  switch (v) {
+    case ModelVersion::Flux:
+      return models::FluxConfig::dev();
+    case ModelVersion::FluxSchnell:
+      return models::FluxConfig::schnell();
+    default:
+      unsupported(v);  // Fill takes mask and image channels this build does not feed
+  }
+}
+
+// sd.cpp: 1.15 when the transformer has a guidance embedding (dev), else 1 (schnell).
+float flux_flow_shift(ModelVersion v) {
+  return v == ModelVersion::Flux ? 1.15f : 1.0f;
+}
+
+// FLUX.1 dev and schnell (black-forest-labs/flux): CLIP-L's pooled output and T5-XXL's
+// hidden states, the rectified-flow transformer, the 16-channel autoencoder (scale 0.3611,
+// shift 0.1159), euler on the resolution-shifted flux schedule. Dimensions from the files.
+FamilyDescription flux() {
+  FamilyDescription d;
+  d.family = io::ModelFamily::Flux;
+  d.text_encoders = {{models::ClipTextConfig::vit_l14, TextConditioner::kScope}};
+  d.conditioning = ConditioningKind::T5ContextClipVector;
+  d.flux = flux_dit;
+  d.vae = models::VaeConfig::flux;
+  d.latent_channels = 16;
+  d.scale_factor = 0.3611f;
+  d.shift_factor = 0.1159f;
+  d.sample_method = sampling::SampleMethod::Euler;
+  d.prediction = sampling::Prediction::FluxFlow;
+  d.scheduler = sampling::Scheduler::Flux;
+  d.flow_shift = flux_flow_shift;
+  d.shapes_from_file = true;
+  return d;
+}
+
 }  // namespace
 
 models::VaeConfig FamilyDescription::vae_config() const {
   models::VaeConfig c = vae();
   c.z_channels = latent_channels;
   c.scale_factor = scale_factor;
+  c.shift_factor = shift_factor;
   return c;
 }
 
 sampling::Scheduler FamilyDescription::default_scheduler(sampling::SampleMethod method,
                                                          sampling::Prediction p) const {
-  return sampling::default_scheduler(method, p);
+  const sampling::Scheduler s = sampling::default_scheduler(method, p);
+  // sd.cpp's order: LCM/TCD and ddim_trailing keep theirs, then the family's.
+  return s == sampling::Scheduler::Discrete && scheduler ? *scheduler : s;
 }
 
 const std::vector<const FamilyDescription*>& supported_families() {
   static const FamilyDescription kSd1 = sd1();
   static const FamilyDescription kSd2 = sd2();
   static const FamilyDescription kSdxl = sdxl();
-  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2, &kSdxl};
+  static const FamilyDescription kFlux = flux();
+  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2, &kSdxl, &kFlux};
   return kAll;
 }
 

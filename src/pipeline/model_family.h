@@ -11,6 +11,7 @@
 
 #include "io/model_version.h"
 #include "models/clip_text.h"
+#include "models/flux.h"
 #include "models/unet.h"
 #include "models/vae.h"
 #include "sampling/samplers.h"
@@ -28,6 +29,9 @@ enum class ConditioningKind {
   // plus a vector: the second encoder's pooled output and the image-size embeddings
   // (SDXL's label_emb input).
   ContextAndVector,
+  // T5-XXL's hidden states as the context and CLIP-L's pooled output as the vector
+  // (FLUX.1; pipeline/flux_conditioner.h).
+  T5ContextClipVector,
 };
 
 // A text encoder of the family and where its weights live (below io::kTextEncoderRoot
@@ -46,17 +50,25 @@ struct FamilyDescription {
   // The diffusion network for one version of the family (inpaint variants take more
   // input channels); an sd::Error for a version this build cannot run.
   models::UnetConfig (*diffusion)(io::ModelVersion version) = nullptr;
+  // Set instead of `diffusion` for families whose network is FLUX.1's transformer.
+  models::FluxConfig (*flux)(io::ModelVersion version) = nullptr;
   models::VaeConfig (*vae)() = nullptr;
 
   // The latent space: channels, and the factor the VAE latent is scaled by for sampling.
   int64_t latent_channels = 4;
   float scale_factor = 0.18215f;
+  float shift_factor = 0.0f;
 
   // Sampling defaults. prediction unset: the files do not say (SD 2.x 768-v and 512-base
   // have the same tensors), so the UNet is probed once before the first generation.
   sampling::SampleMethod sample_method = sampling::SampleMethod::EulerA;
   std::optional<sampling::Prediction> prediction;
   sampling::AysLevels ays_levels = sampling::AysLevels::None;
+  // The scheduler of samplers that have none of their own (sd.cpp: flux for FLUX.1);
+  // unset: discrete.
+  std::optional<sampling::Scheduler> scheduler;
+  // The flow schedule's shift for a version (flow predictions only); null: 3 (SD3's).
+  float (*flow_shift)(io::ModelVersion version) = nullptr;
 
   // The networks' dimensions come from the file (pipeline/model_shapes.h), the presets
   // giving only what tensors cannot tell.
@@ -72,6 +84,9 @@ struct FamilyDescription {
   // Without a --scheduler: the sampler's and prediction's choice, as sd.cpp makes it.
   sampling::Scheduler default_scheduler(sampling::SampleMethod method,
                                         sampling::Prediction prediction) const;
+  float default_flow_shift(io::ModelVersion version) const {
+    return flow_shift ? flow_shift(version) : 3.0f;
+  }
 };
 
 // The description of `version`'s family. Throws sd::Error naming the version for a

@@ -88,15 +88,39 @@ TEST(ModelFamily, TextEncodersLiveBelowTheTextEncoderRoot) {
           << io::family_name(f->family);
 }
 
+TEST(ModelFamily, FluxIsT5AndClipLAFlowTransformerAnd16Channels) {
+  const FamilyDescription& d = family_description(ModelVersion::FluxSchnell);
+  EXPECT_EQ(d.family, io::ModelFamily::Flux);
+  EXPECT_EQ(d.conditioning, ConditioningKind::T5ContextClipVector);
+  EXPECT_EQ(d.diffusion, nullptr);
+  EXPECT_TRUE(d.flux(ModelVersion::Flux).guidance_embed);
+  EXPECT_FALSE(d.flux(ModelVersion::FluxSchnell).guidance_embed);
+  EXPECT_THROW(d.flux(ModelVersion::FluxFill), Error);  // mask channels not fed yet
+  const models::VaeConfig v = d.vae_config();
+  EXPECT_EQ(v.z_channels, 16);
+  EXPECT_EQ(v.embed_dim, 16);
+  EXPECT_EQ(v.scale_factor, 0.3611f);
+  EXPECT_EQ(v.shift_factor, 0.1159f);
+  EXPECT_FALSE(v.use_quant_conv);
+  EXPECT_EQ(d.prediction, sampling::Prediction::FluxFlow);
+  EXPECT_EQ(d.sample_method, sampling::SampleMethod::Euler);
+  // sd.cpp: the flux scheduler unless the sampler brings its own; shift 1.15 for dev only.
+  using sampling::Scheduler;
+  EXPECT_EQ(d.default_scheduler(sampling::SampleMethod::Euler, *d.prediction), Scheduler::Flux);
+  EXPECT_EQ(d.default_scheduler(sampling::SampleMethod::Lcm, *d.prediction), Scheduler::Lcm);
+  EXPECT_EQ(d.default_flow_shift(ModelVersion::Flux), 1.15f);
+  EXPECT_EQ(d.default_flow_shift(ModelVersion::FluxSchnell), 1.0f);
+}
+
 TEST(ModelFamily, UnsupportedVersionsAreNamed) {
-  for (ModelVersion v : {ModelVersion::SD3, ModelVersion::Flux, ModelVersion::Unknown}) {
+  for (ModelVersion v : {ModelVersion::SD3, ModelVersion::Unknown}) {
     try {
       family_description(v);
       ADD_FAILURE() << io::version_name(v);
     } catch (const Error& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(io::version_name(v)), std::string::npos) << what;
-      EXPECT_NE(what.find("SD1.x, SD2.x and SDXL"), std::string::npos) << what;
+      EXPECT_NE(what.find("SD1.x, SD2.x, SDXL and Flux"), std::string::npos) << what;
     }
   }
   // A variant of a supported family this build cannot run.

@@ -135,4 +135,68 @@ models::VaeConfig vae_config_from_shapes(models::VaeConfig c, std::string_view s
   return c;
 }
 
+models::FluxConfig flux_config_from_shapes(models::FluxConfig c, std::string_view scope,
+                                           const ShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[flux] the model has no tensor '%s%s'", root.c_str(), name.c_str());
+    return *ne;
+  };
+  const std::array<int64_t, 4> img_in = need("img_in.weight");  // [in, hidden]
+  c.in_channels = img_in[0];
+  c.hidden = img_in[1];
+  c.out_channels = need("final_layer.linear.weight")[1];
+  c.context_dim = need("txt_in.weight")[0];
+  c.vec_dim = need("vector_in.in_layer.weight")[0];
+  c.guidance_embed = shape_of(root + "guidance_in.in_layer.weight").has_value();
+  c.depth = 0;
+  while (shape_of(root + "double_blocks." + std::to_string(c.depth) + ".img_attn.qkv.weight"))
+    ++c.depth;
+  c.depth_single = 0;
+  while (shape_of(root + "single_blocks." + std::to_string(c.depth_single) + ".linear1.weight"))
+    ++c.depth_single;
+  SD_CHECK(c.depth > 0, "[flux] %s: no double_blocks (not a FLUX.1 transformer)", root.c_str());
+  const int64_t head_dim =
+      c.depth > 0 ? need("double_blocks.0.img_attn.norm.query_norm.scale")[0] : c.head_dim();
+  SD_CHECK(head_dim > 0 && c.hidden % head_dim == 0,
+           "[flux] width %lld is not a multiple of the %lld-channel heads", ll(c.hidden),
+           ll(head_dim));
+  c.heads = c.hidden / head_dim;
+  c.mlp_hidden = need("double_blocks.0.img_mlp.0.weight")[1];
+  int64_t axes = 0;
+  for (int a : c.axes_dim) axes += a;
+  SD_CHECK(axes == head_dim,
+           "[flux] heads of %lld channels do not match the rotary axes (%lld channels)",
+           ll(head_dim), ll(axes));
+  return c;
+}
+
+models::T5Config t5_config_from_shapes(models::T5Config c, std::string_view scope,
+                                       const ShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[t5] the model has no tensor '%s%s'", root.c_str(), name.c_str());
+    return *ne;
+  };
+  const std::array<int64_t, 4> shared = need("shared.weight");  // [d_model, vocab]
+  c.model_dim = shared[0];
+  c.vocab_size = shared[1];
+  const std::string layer0 = "encoder.block.0.layer.";
+  c.inner_dim = need(layer0 + "0.SelfAttention.q.weight")[1];
+  const std::array<int64_t, 4> bias =
+      need(layer0 + "0.SelfAttention.relative_attention_bias.weight");  // [heads, buckets]
+  c.heads = bias[0];
+  c.relative_buckets = static_cast<int>(bias[1]);
+  c.ff_dim = need(layer0 + "1.DenseReluDense.wi_0.weight")[1];
+  c.layers = 0;
+  while (
+      shape_of(root + "encoder.block." + std::to_string(c.layers) + ".layer.0.layer_norm.weight"))
+    ++c.layers;
+  SD_CHECK(c.heads > 0 && c.inner_dim % c.heads == 0,
+           "[t5] %lld heads do not divide the attention width %lld", ll(c.heads), ll(c.inner_dim));
+  return c;
+}
+
 }  // namespace sd::pipeline

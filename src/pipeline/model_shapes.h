@@ -12,6 +12,8 @@
 #include <string_view>
 
 #include "models/clip_text.h"
+#include "models/flux.h"
+#include "models/t5.h"
 #include "models/unet.h"
 #include "models/vae.h"
 
@@ -36,5 +38,16 @@ models::ClipTextConfig clip_config_from_shapes(models::ClipTextConfig preset,
 // multipliers and res blocks per level. Latent channels, scale and shift stay the preset's.
 models::VaeConfig vae_config_from_shapes(models::VaeConfig preset, std::string_view scope,
                                          const ShapeOf& shape_of);
+
+// FLUX.1's transformer under `scope` (io::kUnetRoot): input, output, hidden, MLP, context
+// and vector widths, head width (from the QK norm scales), double and single block counts,
+// guidance embedding present or not. RoPE axes and theta stay the preset's.
+models::FluxConfig flux_config_from_shapes(models::FluxConfig preset, std::string_view scope,
+                                           const ShapeOf& shape_of);
+
+// The T5 encoder under `scope`: vocabulary, model, inner and feed-forward widths, layers and
+// heads (from the relative attention bias table).
+models::T5Config t5_config_from_shapes(models::T5Config preset, std::string_view scope,
+                                       const ShapeOf& shape_of);
 
 }  // namespace sd::pipeline

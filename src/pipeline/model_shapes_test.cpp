@@ -126,5 +126,75 @@ TEST(ModelShapes, ClipEncodersReadBackFromTheirTensors) {
   }
 }
 
+// FLUX.1 dev's released layout and a small schnell-like variant read back from their
+// tensors; T5-XXL and a small T5 likewise.
+TEST(ModelShapes, FluxAndT5ReadBackFromTheirTensors) {
+  models::FluxConfig small = models::FluxConfig::schnell();
+  small.hidden = 256;
+  small.heads = 2;
+  small.mlp_hidden = 512;
+  small.context_dim = 96;
+  small.vec_dim = 64;
+  small.depth = 2;
+  small.depth_single = 3;
+  for (const models::FluxConfig& want : {models::FluxConfig::dev(), small}) {
+    AnyWeights any;
+    nn::ParamRecorder rec(any);
+    Context ctx;
+    Tensor* img = ctx.new_tensor(DType::F32, {want.in_channels, 4, 1});
+    Tensor* txt = ctx.new_tensor(DType::F32, {want.context_dim, 4, 1});
+    Tensor* t = ctx.new_tensor(DType::F32, {1});
+    Tensor* g = want.guidance_embed ? ctx.new_tensor(DType::F32, {1}) : nullptr;
+    Tensor* y = ctx.new_tensor(DType::F32, {want.vec_dim, 1});
+    Tensor* rope = ctx.new_tensor(DType::F32, {1, want.head_dim() / 2, 8});
+    models::flux_forward(nn::Scope(ctx, rec, "model.diffusion_model."), want, img, txt, t, g, y,
+                         rope, rope);
+    Shapes shapes;
+    for (const nn::ParamDecl& p : rec.params()) shapes[p.name] = p.ne;
+    // From the other preset: everything must come from the tensors.
+    const models::FluxConfig got = flux_config_from_shapes(
+        want.guidance_embed ? models::FluxConfig::schnell() : models::FluxConfig::dev(),
+        "model.diffusion_model.", lookup(shapes));
+    EXPECT_EQ(got.hidden, want.hidden);
+    EXPECT_EQ(got.heads, want.heads);
+    EXPECT_EQ(got.mlp_hidden, want.mlp_hidden);
+    EXPECT_EQ(got.context_dim, want.context_dim);
+    EXPECT_EQ(got.vec_dim, want.vec_dim);
+    EXPECT_EQ(got.depth, want.depth);
+    EXPECT_EQ(got.depth_single, want.depth_single);
+    EXPECT_EQ(got.guidance_embed, want.guidance_embed);
+    EXPECT_EQ(got.in_channels, want.in_channels);
+    EXPECT_EQ(got.out_channels, want.out_channels);
+  }
+  models::T5Config small_t5;
+  small_t5.vocab_size = 8000;
+  small_t5.model_dim = 256;
+  small_t5.inner_dim = 256;
+  small_t5.heads = 4;
+  small_t5.ff_dim = 512;
+  small_t5.layers = 2;
+  for (const models::T5Config& want : {models::T5Config::xxl(), small_t5}) {
+    AnyWeights any;
+    nn::ParamRecorder rec(any);
+    Context ctx;
+    Tensor* ids = ctx.new_tensor(DType::I32, {4, 1});
+    Tensor* buckets = ctx.new_tensor(DType::I32, {16});
+    models::t5_encoder_forward(nn::Scope(ctx, rec, "text_encoders.t5xxl."), want, ids, buckets);
+    Shapes shapes;
+    for (const nn::ParamDecl& p : rec.params()) shapes[p.name] = p.ne;
+    const models::T5Config got =
+        t5_config_from_shapes(models::T5Config{}, "text_encoders.t5xxl.", lookup(shapes));
+    EXPECT_EQ(got.vocab_size, want.vocab_size);
+    EXPECT_EQ(got.model_dim, want.model_dim);
+    EXPECT_EQ(got.inner_dim, want.inner_dim);
+    EXPECT_EQ(got.heads, want.heads);
+    EXPECT_EQ(got.ff_dim, want.ff_dim);
+    EXPECT_EQ(got.layers, want.layers);
+  }
+  EXPECT_THROW(flux_config_from_shapes(models::FluxConfig::dev(), "model.diffusion_model.",
+                                       lookup(Shapes{})),
+               Error);
+}
+
 }  // namespace
 }  // namespace sd::pipeline

@@ -2,14 +2,18 @@
 
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "backend/auto_fit.h"
 #include "backend/registry.h"
 #include "io/name_conversion.h"
 #include "models/clip_text.h"
 #include "models/clip_tokenizer.h"
+#include "models/t5_tokenizer.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "pipeline/flux_conditioner.h"
+#include "pipeline/flux_runner.h"
 #include "pipeline/image_tensor.h"
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
@@ -84,8 +88,10 @@ struct StableDiffusion::Impl {
   std::unique_ptr<BackendManager> backends;
   std::unique_ptr<weights::ModelManager> weights;
   std::unique_ptr<weights::ModelManager> taesd_weights;
-  std::unique_ptr<TextConditioner> text;
-  std::unique_ptr<UnetRunner> unet;
+  std::unique_ptr<PromptEncoder> text;
+  std::unique_ptr<DiffusionNet> diffusion;
+  UnetRunner* unet = nullptr;  // `diffusion` when it is a UNet
+  float default_flow_shift = 3.0f;
   std::unique_ptr<VaeRunner> vae;
   sampling::DiscreteSchedule schedule;
 
@@ -114,6 +120,7 @@ struct StableDiffusion::Impl {
     if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
+    if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
     if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
     // --auto-fit places the modules once their sizes are known from the files.
     const std::string max_vram = o.auto_fit ? fit_placement() : o.max_vram;
@@ -122,6 +129,7 @@ struct StableDiffusion::Impl {
     Architecture arch = o.architecture ? *o.architecture : detect_architecture();
     if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
+    if (o.architecture && arch.t5) require_flux_files();
     const size_t encoders = family->conditioning == ConditioningKind::ContextAndVector ? 2 : 1;
     SD_CHECK(family->text_encoders.size() == encoders && arch.text2.has_value() == (encoders == 2),
              "%s: expected %zu text encoders", io::family_name(family->family), encoders);
@@ -129,13 +137,15 @@ struct StableDiffusion::Impl {
     const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
                                                        o.lora_mode};
     weights = std::make_unique<weights::ModelManager>(loader, manager_options);
-    auto add_module = [&](weights::ModelManager& manager, Module m, std::string_view prefix) {
-      manager.add_module(weights::ModuleSpec{module_name(m),
-                                             {std::string(prefix)},
-                                             &backends->compute_device(m),
-                                             backends->residency(m)});
+    auto add_module = [&](weights::ModelManager& manager, Module m, std::string_view prefix,
+                          std::string_view prefix2 = {}) {
+      std::vector<std::string> prefixes = {std::string(prefix)};
+      if (!prefix2.empty()) prefixes.emplace_back(prefix2);
+      manager.add_module(weights::ModuleSpec{module_name(m), std::move(prefixes),
+                                             &backends->compute_device(m), backends->residency(m)});
     };
-    add_module(*weights, Module::TextEncoder, io::kTextEncoderRoot);
+    add_module(*weights, Module::TextEncoder, io::kTextEncoderRoot,
+               arch.t5 ? io::kT5xxlRoot : std::string_view());
     add_module(*weights, Module::Diffusion, io::kUnetRoot);
     add_module(*weights, Module::Vae, io::kVaeRoot);
 
@@ -147,10 +157,29 @@ struct StableDiffusion::Impl {
     std::optional<TextEncoderSetup> second;
     if (arch.text2)
       second = TextEncoderSetup{*arch.text2, std::string(family->text_encoders[1].scope)};
-    text = std::make_unique<TextConditioner>(
-        tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir,
-        std::string(family->text_encoders.front().scope), second);
-    unet = std::make_unique<UnetRunner>(*weights, arch.unet, backends->backend(Module::Diffusion));
+    if (arch.t5) {
+      const std::string t5_vocab = models::find_t5_tokenizer(
+          o.t5_tokenizer,
+          loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..", o.t5xxl);
+      auto t5_tokenizer =
+          std::make_shared<const models::T5Tokenizer>(models::T5Tokenizer::from_file(t5_vocab));
+      text = std::make_unique<FluxConditioner>(tokenizer, arch.text, t5_tokenizer, *arch.t5,
+                                               *weights, backends->backend(Module::TextEncoder),
+                                               std::string(family->text_encoders.front().scope));
+    } else {
+      text = std::make_unique<TextConditioner>(
+          tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir,
+          std::string(family->text_encoders.front().scope), second);
+    }
+    if (arch.flux) {
+      diffusion =
+          std::make_unique<FluxRunner>(*weights, *arch.flux, backends->backend(Module::Diffusion));
+    } else {
+      auto u =
+          std::make_unique<UnetRunner>(*weights, arch.unet, backends->backend(Module::Diffusion));
+      unet = u.get();
+      diffusion = std::move(u);
+    }
 
     nn::Weights* tae = nullptr;
     if (!o.taesd.empty()) {
@@ -165,7 +194,7 @@ struct StableDiffusion::Impl {
     // Every weight each network reads, checked against the files now: a wrong or
     // incomplete file fails here, naming every problem, not halfway through a generation.
     weights->declare(module_name(Module::TextEncoder), text->parameters());
-    weights->declare(module_name(Module::Diffusion), unet->parameters());
+    weights->declare(module_name(Module::Diffusion), diffusion->parameters());
     weights->declare(module_name(Module::Vae), vae->parameters());
     if (taesd_weights)
       taesd_weights->declare(module_name(Module::Vae), strip_tae(vae->taesd_parameters()));
@@ -181,21 +210,52 @@ struct StableDiffusion::Impl {
       prediction = *family->prediction;
       prediction_probed = true;
     }
-    schedule = sampling::DiscreteSchedule(prediction);
+    default_flow_shift = family->default_flow_shift(version);
+    schedule = sampling::DiscreteSchedule(prediction, {}, default_flow_shift);
+  }
+
+  // FLUX.1 comes as four files; a missing one is named with its flag before any work.
+  void require_flux_files() const {
+    const std::string clip_token =
+        std::string(FluxConditioner::kClipScope) + "embeddings.token_embedding.weight";
+    const std::string t5_shared = std::string(FluxConditioner::kT5Scope) + "shared.weight";
+    const std::string vae_conv = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
+    SD_CHECK(loader.contains(t5_shared),
+             "FLUX.1 needs its T5-XXL text encoder: pass --t5xxl FILE (t5xxl_fp16.safetensors)");
+    SD_CHECK(loader.contains(clip_token),
+             "FLUX.1 needs its CLIP-L text encoder: pass --clip_l FILE (clip_l.safetensors)");
+    SD_CHECK(loader.contains(vae_conv),
+             "FLUX.1 needs its autoencoder: pass --vae FILE (ae.safetensors)");
+  }
+
+  // The encoders' widths must be what the transformer reads: a T5 or CLIP file of another
+  // model fails here, naming the flag, before anything is loaded.
+  static void check_flux_widths(const Architecture& arch) {
+    SD_CHECK(arch.t5->model_dim == arch.flux->context_dim,
+             "the --t5xxl encoder gives %lld-wide tokens but the transformer reads %lld (a T5 "
+             "file of another model?)",
+             static_cast<long long>(arch.t5->model_dim),
+             static_cast<long long>(arch.flux->context_dim));
+    SD_CHECK(arch.text.hidden == arch.flux->vec_dim,
+             "the --clip_l encoder gives a %lld-value pooled vector but the transformer reads "
+             "%lld (a CLIP file of another model?)",
+             static_cast<long long>(arch.text.hidden), static_cast<long long>(arch.flux->vec_dim));
   }
 
   // --auto-fit: chooses placements from the modules' weight sizes and the devices' memory,
   // says the plan, and makes the BackendManager from it. Returns the --max-vram to use.
   std::string fit_placement() {
-    const std::pair<Module, std::string_view> roots[] = {
-        {Module::TextEncoder, io::kTextEncoderRoot},
-        {Module::Diffusion, io::kUnetRoot},
-        {Module::Vae, io::kVaeRoot}};
+    // FLUX.1's T5 sits under its own root, in the text-encoder module.
+    const std::tuple<Module, std::string_view, std::string_view> roots[] = {
+        {Module::TextEncoder, io::kTextEncoderRoot, io::kT5xxlRoot},
+        {Module::Diffusion, io::kUnetRoot, {}},
+        {Module::Vae, io::kVaeRoot, {}}};
     std::vector<ModuleSize> sizes;
-    for (const auto& [module, root] : roots) {
+    for (const auto& [module, root, root2] : roots) {
       ModuleSize size{module, 0};
       for (const auto& [name, source] : loader.tensors())
-        if (name.compare(0, root.size(), root) == 0)
+        if (name.compare(0, root.size(), root) == 0 ||
+            (!root2.empty() && name.compare(0, root2.size(), root2) == 0))
           size.weight_bytes += row_size(source.stored, source.ne[0]) *
                                static_cast<size_t>(source.ne[1] * source.ne[2] * source.ne[3]);
       sizes.push_back(size);
@@ -223,7 +283,11 @@ struct StableDiffusion::Impl {
       Architecture arch;
       arch.version = io::detect_version(loader.canonical_infos());
       family = &family_description(arch.version);
-      arch.unet = family->diffusion(arch.version);
+      if (family->conditioning == ConditioningKind::T5ContextClipVector) require_flux_files();
+      if (family->flux) arch.flux = family->flux(arch.version);
+      if (family->diffusion) arch.unet = family->diffusion(arch.version);
+      if (family->conditioning == ConditioningKind::T5ContextClipVector)
+        arch.t5 = models::T5Config::xxl();
       arch.text = family->text_encoders.front().config();
       if (family->text_encoders.size() > 1) arch.text2 = family->text_encoders[1].config();
       arch.vae = family->vae_config();
@@ -233,13 +297,18 @@ struct StableDiffusion::Impl {
           if (loader.contains(name)) ne = loader.find(name).ne;
           return ne;
         };
-        arch.unet = unet_config_from_shapes(arch.unet, io::kUnetRoot, shape_of);
+        if (arch.flux)
+          arch.flux = flux_config_from_shapes(*arch.flux, io::kUnetRoot, shape_of);
+        else
+          arch.unet = unet_config_from_shapes(arch.unet, io::kUnetRoot, shape_of);
+        if (arch.t5) arch.t5 = t5_config_from_shapes(*arch.t5, FluxConditioner::kT5Scope, shape_of);
         arch.text = clip_config_from_shapes(arch.text, family->text_encoders[0].scope, shape_of);
         if (arch.text2)
           arch.text2 =
               clip_config_from_shapes(*arch.text2, family->text_encoders[1].scope, shape_of);
         arch.vae = vae_config_from_shapes(arch.vae, io::kVaeRoot, shape_of);
       }
+      if (arch.flux && arch.t5) check_flux_widths(arch);
       return arch;
     } catch (const Error& e) {
       fail("%s: %s", file.c_str(), e.what());
@@ -375,9 +444,8 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
     r.timestep_shift = 0;
   }
   // The UNet halves the latent at every level but the last: SD's 3 halvings after the
-  // VAE's 8x make 64 pixels the unit.
-  const int unit =
-      static_cast<int>(vae->config().downscale()) * (1 << (unet->config().channel_mult.size() - 1));
+  // VAE's 8x make 64 pixels the unit (FLUX.1's 2x2 patches: 16).
+  const int unit = static_cast<int>(vae->config().downscale() * diffusion->latent_multiple());
   const int aligned_w = (r.width + unit - 1) / unit * unit;
   const int aligned_h = (r.height + unit - 1) / unit * unit;
   if (aligned_w != r.width || aligned_h != r.height) {
@@ -419,8 +487,14 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   p.method = r.method.value_or(family->sample_method);
   const sampling::Scheduler scheduler =
       r.scheduler.value_or(family->default_scheduler(p.method, prediction));
+  if (sampling::is_flow(prediction))
+    schedule =
+        sampling::DiscreteSchedule(prediction, {}, r.flow_shift.value_or(default_flow_shift));
   sampling::SchedulerOptions scheduler_options;
   scheduler_options.ays_levels = family->ays_levels;
+  // sd.cpp's sequence length for the resolution-dependent shifts: latent pixels.
+  scheduler_options.image_seq_len = (r.width / static_cast<int>(vae->config().downscale())) *
+                                    (r.height / static_cast<int>(vae->config().downscale()));
   int sample_steps = r.steps;
   if (!r.custom_sigmas.empty()) {
     p.sigmas = r.custom_sigmas;
@@ -553,7 +627,7 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
         std::vector<const Conditioning*> conds = {&cond};
         if (with_uncond) conds.push_back(&uncond);
         const auto start = std::chrono::steady_clock::now();
-        auto out = unet->predict(x_in, p.w, p.h, timestep, conds, p.concat);
+        auto out = diffusion->predict(x_in, p.w, p.h, timestep, conds, p.concat);
         network_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         ++network_calls;
@@ -619,6 +693,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   report_streaming(r.info, "text encoders", m.text->streaming_report());
   m.text->release();
   m.phase_done(Module::TextEncoder);
+  m.diffusion->set_distilled_guidance(r.guidance);
   timer.done("text encoding");
 
   std::vector<std::vector<float>> latents;
@@ -628,8 +703,8 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     if (stop || b + 1 == r.batch_count) {
       // Each phase gives its memory back before the next starts: peak memory is the
       // largest phase's, not their sum.
-      report_streaming(r.info, "diffusion", m.unet->streaming_report());
-      m.unet->release();
+      report_streaming(r.info, "diffusion", m.diffusion->streaming_report());
+      m.diffusion->release();
       m.phase_done(Module::Diffusion);
     }
     if (stop) break;

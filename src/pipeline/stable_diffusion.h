@@ -1,4 +1,4 @@
-// Stable Diffusion 1.x / 2.x / SDXL image generation: text-to-image, image-to-image and
+// Stable Diffusion 1.x / 2.x / SDXL and FLUX.1 image generation: text-to-image, image-to-image and
 // inpainting, computing what stable-diffusion.cpp computes for the same request, seed and
 // RNG. Owns the loaded model (files, weights, runners) for as many requests as asked.
 #pragma once
@@ -14,6 +14,8 @@
 #include "io/image.h"
 #include "io/model_version.h"
 #include "models/clip_text.h"
+#include "models/flux.h"
+#include "models/t5.h"
 #include "models/tiling.h"
 #include "models/unet.h"
 #include "models/vae.h"
@@ -34,6 +36,8 @@ struct Architecture {
   models::UnetConfig unet;
   models::ClipTextConfig text;
   std::optional<models::ClipTextConfig> text2;  // SDXL's second encoder (with a projection)
+  std::optional<models::FluxConfig> flux;       // FLUX.1: its transformer instead of the UNet
+  std::optional<models::T5Config> t5;           // FLUX.1's T5-XXL encoder
   models::VaeConfig vae;
 };
 
@@ -44,6 +48,8 @@ struct ModelOptions {
   std::string taesd;                 // --taesd: decode (and encode) with TAESD instead
   bool taesd_preview_only = false;   // --taesd-preview-only: TAESD for previews only
   std::string clip_l;                // --clip_l: a separate text-encoder file
+  std::string t5xxl;                 // --t5xxl: T5-XXL's encoder (FLUX.1)
+  std::string t5_tokenizer;          // T5's tokenizer.json; empty: searched (t5_tokenizer.h)
   std::string embeddings_dir;        // --embd-dir: textual-inversion embeddings
   std::string clip_vocab;            // the CLIP merges file; empty: searched (clip_tokenizer.h)
   int threads = 0;                   // 0: all cores
@@ -78,6 +84,8 @@ struct ImageRequest {
   int width = 512, height = 512;
   int steps = 20;
   float cfg_scale = 7.0f;
+  float guidance = 3.5f;                         // --guidance: distilled guidance (FLUX.1 dev)
+  std::optional<float> flow_shift;               // --flow-shift; unset: the model's
   std::optional<sampling::SampleMethod> method;  // unset: the model's default
   std::optional<sampling::Scheduler> scheduler;  // unset: the sampler's default
   std::vector<float> custom_sigmas;              // --sigmas

@@ -21,18 +21,10 @@
 #include "nn/graph_runner.h"
 #include "nn/param_recorder.h"
 #include "nn/weights.h"
+#include "pipeline/conditioning.h"
+#include "pipeline/prompt_encoder.h"
 
 namespace sd::pipeline {
-
-// f32 [dim, tokens] (dim fastest): tokens = 77 per window. `vector`: the UNet's vector
-// conditioning (SDXL's label_emb input), empty for models without one.
-struct Conditioning {
-  std::vector<float> context;
-  int64_t dim = 0;
-  int64_t tokens = 0;
-  std::vector<float> pooled;  // SDXL: the second encoder's pooled, projected output
-  std::vector<float> vector;
-};
 
 // A text encoder: its shapes and the weight scope of its HF CLIP names.
 struct TextEncoderSetup {
@@ -40,7 +32,7 @@ struct TextEncoderSetup {
   std::string scope;
 };
 
-class TextConditioner {
+class TextConditioner final : public PromptEncoder {
  public:
   // `weights` holds the encoder under `scope` and must outlive this object, as must
   // `backend`. `embeddings_dir`: textual-inversion files (optional); a file is read the
@@ -55,18 +47,17 @@ class TextConditioner {
 
   // The context for one prompt. clip_skip <= 0 takes the config's default (SD1: 1,
   // SD2: 2).
-  Conditioning encode(const std::string& prompt, int clip_skip = 0);
+  Conditioning encode(const std::string& prompt, int clip_skip = 0) override;
 
   // The windows and weights encode() feeds the encoder (for tests and debugging).
   models::TokenChunks tokenize(const std::string& prompt);
 
   const models::ClipTextConfig& config() const { return config_; }
   // Every weight the encoder reads, with its shape (graph built, nothing computed).
-  std::vector<nn::ParamDecl> parameters() const;
+  std::vector<nn::ParamDecl> parameters() const override;
   // Frees the encoder's compute buffer (the text phase is over).
-  // How weights were streamed within a --max-vram budget since the last release().
-  std::string streaming_report() const { return runner_.streaming_report(); }
-  void release() { runner_.release(); }
+  std::string streaming_report() const override { return runner_.streaming_report(); }
+  void release() override { runner_.release(); }
 
   // The weight scope of the (first) text encoder in canonical checkpoints: HF CLIP names
   // below the text-encoder root.

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "io/io_test_util.h"
 #include "models/clip_text.h"
+#include "models/flux.h"
+#include "models/t5.h"
 #include "nn/random_weights.h"
 #include "pipeline/stable_diffusion.h"
 
@@ -114,6 +117,98 @@ inline std::string write_tiny_sdxl_checkpoint() {
   models::vae_decode(nn::Scope(ctx, w, "first_stage_model."), a.vae, z);
   w.save_safetensors(path);
   return path;
+}
+
+// A tiny FLUX.1 dev as the four files it is distributed as, with the released names and
+// layouts (BFL transformer, Hugging Face T5 and CLIP, LDM autoencoder) and a small T5
+// tokenizer.json next to the T5 file. 128-channel heads as released (the rotary axes need
+// them); every other dimension is tiny.
+struct TinyFluxFiles {
+  std::string dit, t5, clip_l, vae, dir;
+};
+
+inline models::FluxConfig tiny_flux_config() {
+  models::FluxConfig c = models::FluxConfig::dev();
+  c.hidden = 128;
+  c.heads = 1;
+  c.mlp_hidden = 128;
+  c.context_dim = 32;  // T5 width
+  c.vec_dim = 64;      // CLIP width
+  c.depth = 1;
+  c.depth_single = 1;
+  return c;
+}
+
+inline constexpr const char* kTinyT5TokenizerJson = R"({
+  "pre_tokenizer": {"type": "Metaspace", "replacement": "\u2581", "add_prefix_space": true},
+  "model": {"type": "Unigram", "unk_id": 2, "vocab": [
+    ["<pad>", 0.0], ["</s>", 0.0], ["<unk>", 0.0], ["\u2581", -2.0], ["a", -3.0],
+    ["\u2581a", -1.0], ["c", -3.0], ["t", -3.0], ["\u2581cat", -1.5], ["\u2581dog", -1.5]
+  ]}
+})";
+
+// `t5_width`: T5's d_model; a value other than tiny_flux_config().context_dim makes a T5
+// file that does not fit the transformer.
+inline TinyFluxFiles write_tiny_flux(const std::string& dir, int64_t t5_width = 32,
+                                     bool tokenizer = true) {
+  TinyFluxFiles f{dir + "/flux_dit.safetensors", dir + "/t5xxl.safetensors",
+                  dir + "/clip_l.safetensors", dir + "/ae.safetensors", dir};
+  std::filesystem::create_directories(dir);
+  const models::FluxConfig fc = tiny_flux_config();
+  Context ctx;
+  {
+    nn::RandomWeights w(DType::F16, 21);
+    Tensor* img = ctx.new_tensor(DType::F32, {fc.in_channels, 4, 1});
+    Tensor* txt = ctx.new_tensor(DType::F32, {fc.context_dim, 4, 1});
+    Tensor* t = ctx.new_tensor(DType::F32, {1});
+    Tensor* g = ctx.new_tensor(DType::F32, {1});
+    Tensor* y = ctx.new_tensor(DType::F32, {fc.vec_dim, 1});
+    Tensor* rope = ctx.new_tensor(DType::F32, {1, fc.head_dim() / 2, 8});
+    models::flux_forward(nn::Scope(ctx, w, ""), fc, img, txt, t, g, y, rope, rope);
+    w.save_safetensors(f.dit);
+  }
+  {
+    nn::RandomWeights w(DType::F16, 22);
+    models::T5Config tc;
+    tc.vocab_size = 16;
+    tc.model_dim = t5_width;
+    tc.inner_dim = 64;
+    tc.heads = 1;
+    tc.ff_dim = 48;
+    tc.layers = 1;
+    Tensor* ids = ctx.new_tensor(DType::I32, {4, 1});
+    Tensor* buckets = ctx.new_tensor(DType::I32, {16});
+    models::t5_encoder_forward(nn::Scope(ctx, w, ""), tc, ids, buckets);
+    w.save_safetensors(f.t5);
+  }
+  {
+    nn::RandomWeights w(DType::F16, 23);
+    models::ClipTextConfig cc = models::ClipTextConfig::vit_l14();
+    cc.hidden = fc.vec_dim;
+    cc.intermediate = 64;
+    cc.heads = 1;
+    cc.layers = 1;
+    Tensor* ids = ctx.new_tensor(DType::I32, {77, 1});
+    Tensor* mask = ctx.new_tensor(DType::F32, {77, 77});
+    models::clip_text_forward_pooled(nn::Scope(ctx, w, "text_model."), cc, ids, mask, 1, 0);
+    w.save_safetensors(f.clip_l);
+  }
+  {
+    nn::RandomWeights w(DType::F16, 24);
+    models::VaeConfig vc = models::VaeConfig::flux();
+    vc.ch = 32;
+    vc.ch_mult = {1, 2};
+    vc.num_res_blocks = 1;
+    Tensor* z = ctx.new_tensor(DType::F32, {4, 4, 16, 1});
+    models::vae_decode(nn::Scope(ctx, w, ""), vc, z);
+    Tensor* img = ctx.new_tensor(DType::F32, {8, 8, 3, 1});
+    models::vae_encode(nn::Scope(ctx, w, ""), vc, img);
+    w.save_safetensors(f.vae);
+  }
+  if (tokenizer) {
+    std::ofstream(dir + "/tokenizer.json") << kTinyT5TokenizerJson;
+  }
+  return f;
 }
 
 }  // namespace sd::pipeline::test

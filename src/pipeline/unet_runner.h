@@ -12,11 +12,11 @@
 #include "nn/graph_runner.h"
 #include "nn/param_recorder.h"
 #include "nn/weights.h"
-#include "pipeline/text_conditioner.h"
+#include "pipeline/diffusion_net.h"
 
 namespace sd::pipeline {
 
-class UnetRunner {
+class UnetRunner final : public DiffusionNet {
  public:
   UnetRunner(nn::Weights& weights, models::UnetConfig config, Backend& backend);
 
@@ -26,15 +26,18 @@ class UnetRunner {
   std::vector<std::vector<float>> predict(const std::vector<float>& x, int64_t w, int64_t h,
                                           float timestep,
                                           const std::vector<const Conditioning*>& conditionings,
-                                          const std::vector<float>& concat = {});
+                                          const std::vector<float>& concat = {}) override;
 
   const models::UnetConfig& config() const { return config_; }
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
-  std::vector<nn::ParamDecl> parameters() const;
+  std::vector<nn::ParamDecl> parameters() const override;
   // Frees the compute buffer (sampling is over).
-  // How weights were streamed within a --max-vram budget since the last release().
-  std::string streaming_report() const { return runner_.streaming_report(); }
-  void release() { runner_.release(); }
+  std::string streaming_report() const override { return runner_.streaming_report(); }
+  void release() override { runner_.release(); }
+  // SD's UNets halve the latent at every level but the last.
+  int64_t latent_multiple() const override {
+    return int64_t{1} << (config_.channel_mult.size() - 1);
+  }
   static constexpr const char* kScope = io::kUnetRoot.data();
 
  private:

@@ -64,7 +64,7 @@ std::unique_ptr<ModelFile> open_model_file(const std::string& path) {
            "'%s' is a folder, not a weight file (a diffusers pipeline folder needs "
            "model_index.json or unet/)",
            path.c_str());
-  char magic[4] = {};
+  char magic[9] = {};
   {
     std::ifstream f(path, std::ios::binary);
     if (!f) sd::fail("cannot open '%s': %s", path.c_str(), std::strerror(errno));
@@ -72,8 +72,12 @@ std::unique_ptr<ModelFile> open_model_file(const std::string& path) {
   }
   if (std::memcmp(magic, io::kGgufMagic, 4) == 0)
     return std::make_unique<MappedModelFile<io::GgufFile>>(path);
+  // A safetensors header whose length ends in byte 0x80 starts like a pickle; its JSON
+  // opens at byte 8.
+  const bool safetensors_json = magic[8] == '{';
   // A zip archive (torch.save since 1.6) or a raw pickle stream (legacy torch.save).
-  if (std::memcmp(magic, "PK\x03\x04", 4) == 0 || static_cast<uint8_t>(magic[0]) == 0x80) {
+  if (std::memcmp(magic, "PK\x03\x04", 4) == 0 ||
+      (static_cast<uint8_t>(magic[0]) == 0x80 && !safetensors_json)) {
     return std::make_unique<TorchModelFile>(path);
   }
   const std::string ext = lower(std::filesystem::path(path).extension().string());

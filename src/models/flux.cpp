@@ -1,0 +1,278 @@
+#include "models/flux.h"
+
+#include <cmath>
+#include <string>
+
+#include "nn/layers.h"
+#include "tensor/error.h"
+#include "tensor/ops/concat.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/generate.h"
+#include "tensor/ops/norm.h"
+#include "tensor/ops/unary.h"
+#include "tensor/ops/view.h"
+
+namespace sd::models {
+
+FluxConfig FluxConfig::dev() {
+  return FluxConfig{};
+}
+
+FluxConfig FluxConfig::schnell() {
+  FluxConfig c;
+  c.guidance_embed = false;
+  return c;
+}
+
+FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, int64_t patches_w) {
+  const int64_t half = c.head_dim() / 2;
+  const int64_t tokens = text_tokens + patches_h * patches_w;
+  FluxRope r;
+  r.cos.assign(static_cast<size_t>(half * tokens), 1.0f);
+  r.sin.assign(static_cast<size_t>(half * tokens), 0.0f);
+  for (int64_t t = text_tokens; t < tokens; ++t) {
+    const int64_t patch = t - text_tokens;
+    // Axis 0 is the image index (0 for the one image), 1 the row, 2 the column.
+    const float pos[3] = {0.0f, static_cast<float>(patch / patches_w),
+                          static_cast<float>(patch % patches_w)};
+    int64_t j0 = 0;
+    for (size_t axis = 0; axis < c.axes_dim.size(); ++axis) {
+      const int dim = c.axes_dim[axis];
+      for (int j = 0; j < dim / 2; ++j) {
+        // float arithmetic as the reference computes its tables
+        const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
+        const float angle = (axis < 3 ? pos[axis] : 0.0f) * omega;
+        r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(angle);
+        r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(angle);
+      }
+      j0 += dim / 2;
+    }
+  }
+  return r;
+}
+
+std::vector<float> flux_patchify(const std::vector<float>& latent, int64_t w, int64_t h, int64_t c,
+                                 int p) {
+  const int64_t pw = w / p, ph = h / p, width = c * p * p;
+  std::vector<float> tokens(static_cast<size_t>(width * pw * ph));
+  for (int64_t row = 0; row < ph; ++row)
+    for (int64_t col = 0; col < pw; ++col)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int dy = 0; dy < p; ++dy)
+          for (int dx = 0; dx < p; ++dx)
+            tokens[static_cast<size_t>((row * pw + col) * width + (ch * p + dy) * p + dx)] =
+                latent[static_cast<size_t>((ch * h + row * p + dy) * w + col * p + dx)];
+  return tokens;
+}
+
+std::vector<float> flux_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                   int64_t c, int p) {
+  const int64_t pw = w / p, ph = h / p, width = c * p * p;
+  std::vector<float> latent(static_cast<size_t>(w * h * c));
+  for (int64_t row = 0; row < ph; ++row)
+    for (int64_t col = 0; col < pw; ++col)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int dy = 0; dy < p; ++dy)
+          for (int dx = 0; dx < p; ++dx)
+            latent[static_cast<size_t>((ch * h + row * p + dy) * w + col * p + dx)] =
+                tokens[static_cast<size_t>((row * pw + col) * width + (ch * p + dy) * p + dx)];
+  return latent;
+}
+
+namespace {
+
+// Shift, scale and gate of one adaLN modulation, each f32 [hidden, 1, N].
+struct Modulation {
+  Tensor* shift;
+  Tensor* scale;
+  Tensor* gate;
+};
+
+// lin(silu(vec)) cut into `count` chunks of `hidden` ([hidden, 1, N] each).
+std::vector<Tensor*> modulation_chunks(const nn::Scope& lin, Tensor* vec, int64_t hidden,
+                                       int count) {
+  Context& ctx = lin.ctx();
+  Tensor* m = nn::linear(lin, silu(ctx, vec), hidden, count * hidden);  // [count * h, N]
+  std::vector<Tensor*> chunks;
+  for (int i = 0; i < count; ++i) {
+    Tensor* c = cont(ctx, slice(ctx, m, 0, i * hidden, (i + 1) * hidden));
+    chunks.push_back(reshape(ctx, c, {hidden, 1, vec->ne[1]}));
+  }
+  return chunks;
+}
+
+// LayerNorm without affine parameters, then (1 + scale) * x + shift.
+Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
+  Tensor* h = layer_norm(ctx, x, 1e-6f);
+  h = mul(ctx, h, scale(ctx, scale_, 1.0f, 1.0f));
+  return add(ctx, h, shift);
+}
+
+// MLPEmbedder: out_layer(silu(in_layer(x))).
+Tensor* mlp_embedder(const nn::Scope& s, Tensor* x, int64_t in, int64_t hidden) {
+  Context& ctx = s.ctx();
+  Tensor* h = silu(ctx, nn::linear(s["in_layer"], x, in, hidden));
+  return nn::linear(s["out_layer"], h, hidden, hidden);
+}
+
+// Rotary embedding of q or k [D, H, L, N]: each pair (2j, 2j + 1) rotated by its angle.
+Tensor* apply_rope(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {
+  const int64_t d = x->ne[0], heads = x->ne[1], tokens = x->ne[2] * x->ne[3];
+  Tensor* xr = reshape(ctx, x, {2, d / 2, heads, tokens});
+  Tensor* x0 = slice(ctx, xr, 0, 0, 1);
+  Tensor* x1 = slice(ctx, xr, 0, 1, 2);
+  Tensor* c = reshape(ctx, cos_t, {1, d / 2, 1, tokens});
+  Tensor* s = reshape(ctx, sin_t, {1, d / 2, 1, tokens});
+  Tensor* o0 = sub(ctx, mul(ctx, x0, c), mul(ctx, x1, s));
+  Tensor* o1 = add(ctx, mul(ctx, x0, s), mul(ctx, x1, c));
+  return reshape(ctx, concat(ctx, o0, o1, 0), {d, heads, x->ne[2], x->ne[3]});
+}
+
+// One of q, k, v from a fused projection [3 * hidden (+ more), L, N]: [D, H, L, N].
+Tensor* qkv_part(Context& ctx, Tensor* qkv, int part, const FluxConfig& c) {
+  const int64_t h = c.hidden;
+  Tensor* t = cont(ctx, slice(ctx, qkv, 0, part * h, (part + 1) * h));
+  return reshape(ctx, t, {c.head_dim(), c.heads, qkv->ne[1], qkv->ne[2]});
+}
+
+// QKNorm: RMS norm over each head's channels with a learned scale.
+Tensor* qk_norm(const nn::Scope& norm, const char* which, Tensor* x, int64_t d) {
+  return rms_norm(norm.ctx(), x, 1e-6f, norm[which].param("scale", {d}));
+}
+
+// Scaled dot-product attention over [D, H, L, N] q, k, v with RoPE: [hidden, L, N].
+Tensor* rope_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* cos_t, Tensor* sin_t,
+                       AttentionPrecision precision) {
+  const int64_t d = q->ne[0], heads = q->ne[1], len = q->ne[2], n = q->ne[3];
+  q = apply_rope(ctx, q, cos_t, sin_t);
+  k = apply_rope(ctx, k, cos_t, sin_t);
+  const std::array<int, kMaxDims> tokens_then_heads = {0, 2, 1, 3};
+  Tensor* out = attention(ctx, permute(ctx, q, tokens_then_heads),
+                          permute(ctx, k, tokens_then_heads), permute(ctx, v, tokens_then_heads),
+                          nullptr, 1.0f / std::sqrt(static_cast<float>(d)), precision);
+  return reshape(ctx, out, {d * heads, len, n});  // [D, H, L, N] -> [hidden, L, N]
+}
+
+// The image or text stream's half of a double block before attention.
+struct StreamQkv {
+  Tensor *q, *k, *v;
+};
+StreamQkv stream_qkv(const nn::Scope& attn, const FluxConfig& c, Tensor* x) {
+  Context& ctx = attn.ctx();
+  Tensor* qkv = nn::linear(attn["qkv"], x, c.hidden, 3 * c.hidden);
+  const nn::Scope norm = attn["norm"];
+  return {qk_norm(norm, "query_norm", qkv_part(ctx, qkv, 0, c), c.head_dim()),
+          qk_norm(norm, "key_norm", qkv_part(ctx, qkv, 1, c), c.head_dim()),
+          qkv_part(ctx, qkv, 2, c)};
+}
+
+// x + gate1 * proj(attn), then x + gate2 * mlp(modulate(x)), for one stream.
+Tensor* stream_after_attention(const nn::Scope& block, const std::string& side, const FluxConfig& c,
+                               Tensor* x, Tensor* attn_out, const std::vector<Tensor*>& mod) {
+  Context& ctx = block.ctx();
+  Tensor* h = nn::linear(block[side + "_attn"]["proj"], attn_out, c.hidden, c.hidden);
+  x = add(ctx, x, mul(ctx, h, mod[2]));
+  h = modulate(ctx, x, mod[3], mod[4]);
+  h = nn::linear(block[side + "_mlp"]["0"], h, c.hidden, c.mlp_hidden);
+  h = nn::linear(block[side + "_mlp"]["2"], gelu(ctx, h), c.mlp_hidden, c.hidden);
+  return add(ctx, x, mul(ctx, h, mod[5]));
+}
+
+// Double-stream block: image and text keep their own weights and attend jointly.
+void double_block(const nn::Scope& block, const FluxConfig& c, Tensor*& img, Tensor*& txt,
+                  Tensor* vec, Tensor* cos_t, Tensor* sin_t) {
+  Context& ctx = block.ctx();
+  const std::vector<Tensor*> img_mod = modulation_chunks(block["img_mod"]["lin"], vec, c.hidden, 6);
+  const std::vector<Tensor*> txt_mod = modulation_chunks(block["txt_mod"]["lin"], vec, c.hidden, 6);
+  const StreamQkv iq = stream_qkv(block["img_attn"], c, modulate(ctx, img, img_mod[0], img_mod[1]));
+  const StreamQkv tq = stream_qkv(block["txt_attn"], c, modulate(ctx, txt, txt_mod[0], txt_mod[1]));
+  // Joint sequence: text tokens first, as the positions were made.
+  Tensor* q = concat(ctx, tq.q, iq.q, 2);
+  Tensor* k = concat(ctx, tq.k, iq.k, 2);
+  Tensor* v = concat(ctx, tq.v, iq.v, 2);
+  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t,
+                                nn::attention_precision_for(block["img_attn"]["qkv"].param(
+                                    "weight", {c.hidden, 3 * c.hidden})));
+  const int64_t lt = txt->ne[1], li = img->ne[1];
+  Tensor* txt_attn = cont(ctx, slice(ctx, attn, 1, 0, lt));
+  Tensor* img_attn = cont(ctx, slice(ctx, attn, 1, lt, lt + li));
+  img = stream_after_attention(block, "img", c, img, img_attn, img_mod);
+  txt = stream_after_attention(block, "txt", c, txt, txt_attn, txt_mod);
+  img = set_name(img, block.prefix() + "img_out");
+  txt = set_name(txt, block.prefix() + "txt_out");
+}
+
+// Single-stream block: one fused linear gives q, k, v and the MLP input; attention and MLP
+// run in parallel and one linear maps both back.
+Tensor* single_block(const nn::Scope& block, const FluxConfig& c, Tensor* x, Tensor* vec,
+                     Tensor* cos_t, Tensor* sin_t) {
+  Context& ctx = block.ctx();
+  const std::vector<Tensor*> mod = modulation_chunks(block["modulation"]["lin"], vec, c.hidden, 3);
+  Tensor* h = modulate(ctx, x, mod[0], mod[1]);
+  Tensor* fused = nn::linear(block["linear1"], h, c.hidden, 3 * c.hidden + c.mlp_hidden);
+  const nn::Scope norm = block["norm"];
+  Tensor* q = qk_norm(norm, "query_norm", qkv_part(ctx, fused, 0, c), c.head_dim());
+  Tensor* k = qk_norm(norm, "key_norm", qkv_part(ctx, fused, 1, c), c.head_dim());
+  Tensor* v = qkv_part(ctx, fused, 2, c);
+  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t,
+                                nn::attention_precision_for(block["linear1"].param(
+                                    "weight", {c.hidden, 3 * c.hidden + c.mlp_hidden})));
+  Tensor* mlp =
+      gelu(ctx, cont(ctx, slice(ctx, fused, 0, 3 * c.hidden, 3 * c.hidden + c.mlp_hidden)));
+  Tensor* out =
+      nn::linear(block["linear2"], concat(ctx, attn, mlp, 0), c.hidden + c.mlp_hidden, c.hidden);
+  return set_name(add(ctx, x, mul(ctx, out, mod[2])), block.prefix() + "out");
+}
+
+}  // namespace
+
+Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Tensor* txt,
+                     Tensor* timesteps, Tensor* guidance, Tensor* y, Tensor* rope_cos,
+                     Tensor* rope_sin) {
+  Context& ctx = dit.ctx();
+  SD_CHECK(c.heads > 0 && c.hidden % c.heads == 0 && c.head_dim() % 2 == 0,
+           "[flux] %lld heads do not split a width of %lld into even head widths",
+           static_cast<long long>(c.heads), static_cast<long long>(c.hidden));
+  SD_CHECK(img->ne[0] == c.in_channels && txt->ne[0] == c.context_dim && y->ne[0] == c.vec_dim,
+           "[flux] inputs have %lld, %lld and %lld channels; the model takes %lld (image), %lld "
+           "(text) and %lld (vector)",
+           static_cast<long long>(img->ne[0]), static_cast<long long>(txt->ne[0]),
+           static_cast<long long>(y->ne[0]), static_cast<long long>(c.in_channels),
+           static_cast<long long>(c.context_dim), static_cast<long long>(c.vec_dim));
+  SD_CHECK(!c.guidance_embed || guidance, "[flux] this model needs a guidance input");
+
+  // 1. Embeddings: image patches, text tokens, and the vector of timestep, guidance and
+  // pooled text (sinusoids of t * 1000, as the model was trained).
+  img = nn::linear(dit["img_in"], img, c.in_channels, c.hidden);  // [h, Li, N]
+  Tensor* vec = mlp_embedder(dit["time_in"],
+                             timestep_embedding(ctx, scale(ctx, timesteps, 1000.0f), 256), 256,
+                             c.hidden);  // [h, N]
+  if (c.guidance_embed)
+    vec = add(
+        ctx, vec,
+        mlp_embedder(dit["guidance_in"],
+                     timestep_embedding(ctx, scale(ctx, guidance, 1000.0f), 256), 256, c.hidden));
+  vec = add(ctx, vec, mlp_embedder(dit["vector_in"], y, c.vec_dim, c.hidden));
+  txt = nn::linear(dit["txt_in"], txt, c.context_dim, c.hidden);  // [h, Lt, N]
+
+  // 2. Double-stream blocks.
+  const nn::Scope doubles = dit["double_blocks"];
+  for (int i = 0; i < c.depth; ++i) double_block(doubles[i], c, img, txt, vec, rope_cos, rope_sin);
+
+  // 3. Single-stream blocks over the joint sequence.
+  const int64_t lt = txt->ne[1], li = img->ne[1];
+  Tensor* x = concat(ctx, txt, img, 1);  // [h, Lt + Li, N]
+  const nn::Scope singles = dit["single_blocks"];
+  for (int i = 0; i < c.depth_single; ++i)
+    x = single_block(singles[i], c, x, vec, rope_cos, rope_sin);
+  img = cont(ctx, slice(ctx, x, 1, lt, lt + li));
+
+  // 4. Final layer: adaLN (shift first) and the projection to patches.
+  const std::vector<Tensor*> mod =
+      modulation_chunks(dit["final_layer"]["adaLN_modulation"]["1"], vec, c.hidden, 2);
+  img = modulate(ctx, img, mod[0], mod[1]);
+  img = nn::linear(dit["final_layer"]["linear"], img, c.hidden, c.out_channels);
+  return set_name(img, dit.prefix() + "out");
+}
+
+}  // namespace sd::models

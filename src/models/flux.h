@@ -1,0 +1,74 @@
+// FLUX.1's diffusion transformer (Black Forest Labs 2024, "FLUX.1"; the rectified-flow
+// MMDiT of Esser et al. 2024, "Scaling Rectified Flow Transformers for High-Resolution
+// Image Synthesis", with parallel single-stream blocks). Released dev and schnell: hidden
+// 3072, 24 heads of 128, MLP ratio 4, 19 double and 38 single blocks, T5-XXL context 4096,
+// CLIP-L pooled vector 768, RoPE axes 16+56+56 with theta 10000; dev adds a guidance
+// embedding (black-forest-labs/flux src/flux/model.py).
+//
+// Tokens: the latent in 2x2 patches (16 channels -> 64 per token), text tokens before image
+// tokens in the joint sequence, 3-axis positions (0, row, column) for the image and zeros
+// for the text.
+//
+// Parameters, BFL names below the caller's scope: img_in, time_in.{in,out}_layer,
+// vector_in.*, guidance_in.*, txt_in, double_blocks.N.{img,txt}_{mod.lin, attn.qkv,
+// attn.norm.{query,key}_norm.scale, attn.proj, mlp.0, mlp.2}, single_blocks.N.{linear1,
+// linear2, norm.{query,key}_norm.scale, modulation.lin}, final_layer.{linear,
+// adaLN_modulation.1}.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/weights.h"
+
+namespace sd::models {
+
+struct FluxConfig {
+  int64_t in_channels = 64;  // packed 2x2 patches of the 16-channel latent
+  int64_t out_channels = 64;
+  int64_t hidden = 3072;
+  int64_t heads = 24;
+  int64_t mlp_hidden = 12288;
+  int64_t context_dim = 4096;  // T5-XXL
+  int64_t vec_dim = 768;       // CLIP-L pooled
+  int depth = 19;              // double-stream blocks
+  int depth_single = 38;       // single-stream blocks
+  bool guidance_embed = true;  // dev: distilled guidance input
+  std::vector<int> axes_dim = {16, 56, 56};
+  float theta = 10000.0f;
+  int patch_size = 2;
+
+  int64_t head_dim() const { return hidden / heads; }
+
+  // black-forest-labs/FLUX.1-dev and FLUX.1-schnell (no guidance embedding).
+  static FluxConfig dev();
+  static FluxConfig schnell();
+};
+
+// The rotary tables of the joint sequence (text tokens, then the image's patches in
+// row-major order), each f32 [1, head_dim / 2, text + image tokens]: cos and sin of
+// position * theta^(-2j / axis_dim), the axes' frequencies one after another.
+struct FluxRope {
+  std::vector<float> cos, sin;
+};
+FluxRope flux_rope(const FluxConfig& config, int64_t text_tokens, int64_t patches_h,
+                   int64_t patches_w);
+
+// Latent [W, H, C] planes <-> tokens [C * p * p, patches]: token (row, col) holds channel c's
+// p x p patch at c * p * p + dy * p + dx (the reference's "c ph pw" order).
+std::vector<float> flux_patchify(const std::vector<float>& latent, int64_t w, int64_t h, int64_t c,
+                                 int p);
+std::vector<float> flux_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                   int64_t c, int p);
+
+// Builds the DiT graph for one call.
+//   img: f32 [in_channels, image tokens, N]; txt: f32 [context_dim, text tokens, N];
+//   timesteps: f32 [N] in [0, 1] (sigma); guidance: f32 [N] or null (schnell);
+//   y: f32 [vec_dim, N]; rope_cos, rope_sin: f32 [1, head_dim / 2, tokens * N], flux_rope's
+//   tables repeated once per batch entry.
+// Returns f32 [out_channels, image tokens, N]: the flow (velocity) prediction.
+Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& config, Tensor* img, Tensor* txt,
+                     Tensor* timesteps, Tensor* guidance, Tensor* y, Tensor* rope_cos,
+                     Tensor* rope_sin);
+
+}  // namespace sd::models

@@ -1,0 +1,124 @@
+// FLUX.1 through the whole pipeline: a tiny dev model as its four files, written by the
+// project's own code and loaded back through the real loader with the CLI's file roles.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+
+#include "io/io_test_util.h"
+#include "pipeline/stable_diffusion.h"
+#include "pipeline/tiny_model_test_util.h"
+#include "tensor/error.h"
+#include "test_support.h"
+
+namespace sd::pipeline {
+namespace {
+
+class TinyFlux : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string shared = sd::test::shared_dir();
+    if (shared.empty()) GTEST_SKIP() << "needs ../shared/data/clip for the CLIP vocabulary";
+    static const io::test::TempDir dir;
+    static const test::TinyFluxFiles files = test::write_tiny_flux(dir.file("flux"));
+    files_ = files;
+    temp_ = dir.file("");
+    options_.diffusion_model = files_.dit;
+    options_.t5xxl = files_.t5;
+    options_.clip_l = files_.clip_l;
+    options_.vae = files_.vae;
+    options_.clip_vocab = shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+    options_.threads = 2;
+    request_.prompt = "a (cat:1.2)";
+    request_.width = request_.height = 16;
+    request_.steps = 2;
+    request_.cfg_scale = 1.0f;
+    // The tokenizer is found next to the T5 file, not through the environment.
+    const char* env = std::getenv("SD_T5_TOKENIZER");
+    saved_env_ = env ? env : "";
+    unsetenv("SD_T5_TOKENIZER");
+  }
+  void TearDown() override {
+    if (!saved_env_.empty()) setenv("SD_T5_TOKENIZER", saved_env_.c_str(), 1);
+  }
+  std::string error_of(const ModelOptions& o) {
+    try {
+      StableDiffusion sd(o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  test::TinyFluxFiles files_;
+  std::string temp_, saved_env_;
+  ModelOptions options_;
+  ImageRequest request_;
+};
+
+TEST_F(TinyFlux, GeneratesWithAndWithoutClassifierFreeGuidance) {
+  StableDiffusion sd(options_);
+  EXPECT_EQ(sd.version(), io::ModelVersion::Flux);
+  EXPECT_EQ(sd.prediction(), sampling::Prediction::FluxFlow);
+  EXPECT_EQ(sd.default_sample_method(), sampling::SampleMethod::Euler);
+  std::vector<io::Image> a = sd.generate(request_);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].width, 16);
+  EXPECT_EQ(a[0].height, 16);
+  // Both encoders and the transformer are in their modules: weights on disk, same image.
+  ModelOptions on_disk = options_;
+  on_disk.params_backend = "disk";
+  StableDiffusion sd_disk(on_disk);
+  EXPECT_EQ(sd_disk.generate(request_)[0].pixels, a[0].pixels);
+  EXPECT_EQ(sd_disk.resident_weight_bytes(), 0u);
+  // Another guidance strength gives another image; so does CFG with a negative prompt.
+  ImageRequest r = request_;
+  r.guidance = 7.0f;
+  EXPECT_NE(sd.generate(r)[0].pixels, a[0].pixels);
+  r = request_;
+  r.cfg_scale = 3.0f;
+  r.negative_prompt = "a dog";
+  EXPECT_NE(sd.generate(r)[0].pixels, a[0].pixels);
+}
+
+TEST_F(TinyFlux, EachMissingFileIsNamedByItsFlag) {
+  for (auto [field, flag] :
+       {std::pair{&ModelOptions::t5xxl, "--t5xxl"}, std::pair{&ModelOptions::clip_l, "--clip_l"},
+        std::pair{&ModelOptions::vae, "--vae"}}) {
+    ModelOptions o = options_;
+    o.*field = "";
+    const std::string e = error_of(o);
+    EXPECT_NE(e.find(flag), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+TEST_F(TinyFlux, MissingTokenizerSaysWhereToGetIt) {
+  const test::TinyFluxFiles bare =
+      test::write_tiny_flux(temp_ + "/no_tokenizer", 32, /*tokenizer=*/false);
+  ModelOptions o = options_;
+  o.t5xxl = bare.t5;
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const std::string saved = cache ? cache : "";
+  setenv("XDG_CACHE_HOME", bare.dir.c_str(), 1);
+  const std::string e = error_of(o);
+  if (saved.empty())
+    unsetenv("XDG_CACHE_HOME");
+  else
+    setenv("XDG_CACHE_HOME", saved.c_str(), 1);
+  EXPECT_NE(e.find("T5 tokenizer not found"), std::string::npos) << e;
+  EXPECT_NE(e.find("SD_T5_TOKENIZER"), std::string::npos) << e;
+}
+
+TEST_F(TinyFlux, AnEncoderOfAnotherWidthFailsBeforeLoading) {
+  const test::TinyFluxFiles wide = test::write_tiny_flux(temp_ + "/wide_t5", 48);
+  ModelOptions o = options_;
+  o.t5xxl = wide.t5;
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("--t5xxl"), std::string::npos) << e;
+  EXPECT_NE(e.find("48"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace sd::pipeline

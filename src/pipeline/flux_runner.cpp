@@ -1,0 +1,73 @@
+#include "pipeline/flux_runner.h"
+
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+FluxRunner::FluxRunner(nn::Weights& weights, models::FluxConfig config, Backend& backend)
+    : weights_(weights), config_(std::move(config)), runner_(backend) {}
+
+std::vector<std::vector<float>> FluxRunner::predict(
+    const std::vector<float>& x, int64_t w, int64_t h, float timestep,
+    const std::vector<const Conditioning*>& conditionings, const std::vector<float>& concat) {
+  const int p = config_.patch_size;
+  const int64_t channels = config_.in_channels / (p * p);
+  SD_CHECK(concat.empty(), "[flux] this model takes no extra input channels (inpainting)");
+  SD_CHECK(w % p == 0 && h % p == 0 && x.size() == static_cast<size_t>(w * h * channels),
+           "[flux] a %lldx%lld latent of %zu values does not make %dx%d patches of %lld channels",
+           static_cast<long long>(w), static_cast<long long>(h), x.size(), p, p,
+           static_cast<long long>(channels));
+  const std::vector<float> tokens = models::flux_patchify(x, w, h, channels, p);
+  std::vector<std::vector<float>> out;
+  for (const Conditioning* c : conditionings)
+    out.push_back(models::flux_unpatchify(run_one(tokens, w, h, timestep, *c), w, h,
+                                          config_.out_channels / (p * p), p));
+  return out;
+}
+
+std::vector<float> FluxRunner::run_one(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                       float timestep, const Conditioning& c) {
+  const models::FluxConfig& cfg = config_;
+  SD_CHECK(c.dim == cfg.context_dim,
+           "[flux] the T5 encoder gives %lld-wide tokens, this transformer takes %lld",
+           static_cast<long long>(c.dim), static_cast<long long>(cfg.context_dim));
+  SD_CHECK(static_cast<int64_t>(c.vector.size()) == cfg.vec_dim,
+           "[flux] the pooled CLIP vector has %zu values, this transformer takes %lld",
+           c.vector.size(), static_cast<long long>(cfg.vec_dim));
+  const int64_t ph = h / cfg.patch_size, pw = w / cfg.patch_size;
+  const models::FluxRope rope = models::flux_rope(cfg, c.tokens, ph, pw);
+  const int64_t all_tokens = c.tokens + ph * pw;
+  const float t = timestep, g = guidance_;
+
+  nn::GraphCall call;
+  Tensor* img = call.input_f32("img", make_shape({cfg.in_channels, ph * pw, 1}), tokens.data());
+  Tensor* txt = call.input_f32("txt", make_shape({c.dim, c.tokens, 1}), c.context.data());
+  Tensor* ts = call.input_f32("timesteps", make_shape({1}), &t);
+  Tensor* guidance = cfg.guidance_embed ? call.input_f32("guidance", make_shape({1}), &g) : nullptr;
+  Tensor* y = call.input_f32("y", make_shape({cfg.vec_dim, 1}), c.vector.data());
+  const int64_t half = cfg.head_dim() / 2;
+  Tensor* rc = call.input_f32("rope_cos", make_shape({1, half, all_tokens}), rope.cos.data());
+  Tensor* rs = call.input_f32("rope_sin", make_shape({1, half, all_tokens}), rope.sin.data());
+  Tensor* pred = models::flux_forward(nn::Scope(call.ctx(), weights_, kScope), cfg, img, txt, ts,
+                                      guidance, y, rc, rs);
+  std::vector<float> out = runner_.run(call, pred);
+  weights_.after_compute();
+  return out;
+}
+
+std::vector<nn::ParamDecl> FluxRunner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  Context ctx;
+  const models::FluxConfig& cfg = config_;
+  Tensor* img = ctx.new_tensor(DType::F32, {cfg.in_channels, 4, 1});
+  Tensor* txt = ctx.new_tensor(DType::F32, {cfg.context_dim, 4, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* g = cfg.guidance_embed ? ctx.new_tensor(DType::F32, {1}) : nullptr;
+  Tensor* y = ctx.new_tensor(DType::F32, {cfg.vec_dim, 1});
+  Tensor* rc = ctx.new_tensor(DType::F32, {1, cfg.head_dim() / 2, 8});
+  Tensor* rs = ctx.new_tensor(DType::F32, {1, cfg.head_dim() / 2, 8});
+  models::flux_forward(nn::Scope(ctx, recorder, kScope), cfg, img, txt, t, g, y, rc, rs);
+  return recorder.params();
+}
+
+}  // namespace sd::pipeline
