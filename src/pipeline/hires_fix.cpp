@@ -22,6 +22,7 @@ constexpr const char* kNames[] = {
     "Model",
 };
 constexpr int kCount = static_cast<int>(sizeof(kNames) / sizeof(kNames[0]));
+static_assert(kCount == static_cast<int>(HiresUpscaler::Model) + 1, "a name per upscaler");
 
 // Beyond this the sizes stop being images (and int arithmetic on them overflows).
 constexpr double kMaxSide = 65536.0;
