@@ -56,9 +56,10 @@ struct HiresOptions {
   int upscale_tile_size = 128;       // the ESRGAN model's tile (<= 0: whole images)
 };
 
-// The second pass's sigmas. As sd-webui, the schedule is stretched to steps / strength
-// steps and its last `steps` are run, so the second pass takes exactly `steps` steps
-// (unlike img2img, which trims a fixed schedule). `schedule(n)` makes an n-step schedule.
+// The second pass's sigmas. As sd-webui, the schedule is stretched to n = steps / strength
+// steps and then trimmed as img2img trims (its last t_enc + 1, t_enc = n * strength), so
+// the second pass takes about `steps` steps whatever the strength, where img2img's count
+// shrinks with it. `schedule(n)` makes an n-step schedule.
 std::vector<float> hires_sigmas(const HiresOptions& options, int default_steps,
                                 const std::function<std::vector<float>(int)>& schedule);
 
