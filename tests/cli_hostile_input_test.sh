@@ -83,4 +83,33 @@ PY
 run convert_empty 0 -M convert -m "$work/empty.safetensors" -o "$work/empty.gguf" --type q8_0
 [ -s "$work/empty.gguf" ] || fail "convert_empty: no output"
 
+# Highres-fix options are checked before the model is read (the model here is junk), each
+# in one line, and nothing is written.
+hires() {  # NAME TEXT ARGS...
+  local name=$1 text=$2
+  shift 2
+  run "$name" nonzero -m "$work/readme.safetensors" -p x -o "$work/hires.png" --hires "$@"
+  expect_text "$name" "$text"
+  grep -q "not a safetensors" "$work/$name.out" && fail "$name: model read first"
+  [ "$(grep -c . "$work/$name.out")" -le 1 ] || { fail "$name: more than one line:"; cat "$work/$name.out"; }
+  [ -e "$work/hires.png" ] && fail "$name: wrote an image"
+}
+mkdir -p "$work/upscalers"
+hires hires_unknown_upscaler "neither a built-in upscaler (None, Latent, Latent (nearest)" \
+  --hires-upscaler Bilinear --hires-upscalers-dir "$work/upscalers"
+hires hires_model_missing "nor a model file (.gguf, .safetensors, .pt, .pth) in --hires-upscalers-dir" \
+  --hires-upscaler RealESRGAN_x4plus --hires-upscalers-dir "$work/upscalers"
+hires hires_model_word "--hires-upscaler Model: give the model's file name" --hires-upscaler Model
+hires hires_scale_zero "--hires-scale must be positive" --hires-scale 0
+hires hires_scale_negative "--hires-scale must be positive" --hires-scale -2
+hires hires_strength_high "--hires-denoising-strength must be in [0, 1], got 1.5" \
+  --hires-denoising-strength 1.5
+hires hires_strength_negative "--hires-denoising-strength must be in [0, 1]" \
+  --hires-denoising-strength -0.1
+hires hires_width_odd "must be multiples of 8" --hires-width 500
+hires hires_height_negative "must be multiples of 8" --hires-height -64
+hires hires_steps_negative "--hires-steps must not be negative" --hires-steps -1
+hires hires_one_sigma "--hires-sigmas needs at least two values" --hires-sigmas 1.0
+hires hires_tile_zero "--hires-upscale-tile-size must be at least 1" --hires-upscale-tile-size 0
+
 finish "all hostile-input cases passed"

@@ -113,6 +113,36 @@ bool has_image(const sd_image_t& img) {
   return img.data && img.width > 0 && img.height > 0;
 }
 
+// sd_hires_params_t as the pipeline takes it. SD_HIRES_UPSCALER_NONE turns the pass off, as
+// in stable-diffusion.cpp; the pipeline checks the values before any work.
+static_assert(SD_HIRES_UPSCALER_MODEL - SD_HIRES_UPSCALER_LATENT ==
+                  static_cast<int>(sd::pipeline::HiresUpscaler::Model),
+              "sd_hires_upscaler_t and pipeline::HiresUpscaler must list the same upscalers");
+
+sd::pipeline::HiresOptions hires_options(const sd_hires_params_t& h) {
+  sd::pipeline::HiresOptions o;
+  o.enabled = h.enabled && h.upscaler != SD_HIRES_UPSCALER_NONE;
+  if (!o.enabled) return o;
+  SD_CHECK(h.upscaler > SD_HIRES_UPSCALER_NONE && h.upscaler < SD_HIRES_UPSCALER_COUNT,
+           "hires upscaler %d is not one of: None, %s", static_cast<int>(h.upscaler),
+           sd::pipeline::hires_upscaler_names().c_str());
+  // The C enum is the pipeline's, after NONE.
+  o.upscaler = static_cast<sd::pipeline::HiresUpscaler>(h.upscaler - SD_HIRES_UPSCALER_LATENT);
+  o.model = h.model_path ? h.model_path : "";
+  o.scale = h.scale;
+  o.width = h.target_width;
+  o.height = h.target_height;
+  o.steps = h.steps;
+  o.denoising_strength = h.denoising_strength;
+  o.upscale_tile_size = h.upscale_tile_size;
+  SD_CHECK(h.custom_sigmas_count >= 0 && (h.custom_sigmas_count == 0 || h.custom_sigmas),
+           "hires custom_sigmas_count is %d but %s", h.custom_sigmas_count,
+           h.custom_sigmas ? "negative" : "custom_sigmas is null");
+  if (h.custom_sigmas_count > 0)
+    o.custom_sigmas.assign(h.custom_sigmas, h.custom_sigmas + h.custom_sigmas_count);
+  return o;
+}
+
 }  // namespace
 
 extern "C" {
@@ -223,7 +253,6 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
              p->lora_count);
     SD_CHECK(p->ref_images_count == 0, "reference images are not supported for SD 1.x/2.x");
     SD_CHECK(!has_image(p->control_image), "ControlNet is not supported by this build");
-    SD_CHECK(!p->hires.enabled, "the highres fix is not supported by this build yet");
     SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
     SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
     const sd_sample_params_t& s = p->sample_params;
@@ -283,6 +312,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
       r.vae_tiling = t;
     }
     r.cache = cache_options(p->cache);
+    r.hires = hires_options(p->hires);
     if (s.extra_sample_args && *s.extra_sample_args) {
       sd::sampling::GuidanceExtras extras =
           sd::sampling::parse_guidance_extras(s.extra_sample_args);

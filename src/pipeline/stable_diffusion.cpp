@@ -1,5 +1,6 @@
 #include "pipeline/stable_diffusion.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include "models/vae.h"
 #include "pipeline/flux_conditioner.h"
 #include "pipeline/flux_runner.h"
+#include "pipeline/hires_fix.h"
 #include "pipeline/image_tensor.h"
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
@@ -98,6 +100,9 @@ struct StableDiffusion::Impl {
   // What setup() prepares for the batch.
   struct Plan {
     sampling::SampleMethod method = sampling::SampleMethod::EulerA;
+    sampling::Scheduler scheduler = sampling::Scheduler::Discrete;
+    sampling::SchedulerOptions scheduler_options;
+    int sample_steps = 0;  // what the first pass runs before any img2img trimming
     std::vector<float> sigmas;
     int64_t w = 0, h = 0, c = 0;     // the latent
     std::vector<float> init_latent;  // the encoded init image; zeros for text-to-image
@@ -106,8 +111,25 @@ struct StableDiffusion::Impl {
   };
   ImageRequest validate(const ImageRequest& request) const;
   Plan setup(const ImageRequest& r);
+  // Image planes [W, H, 3] in [0, 1] -> the sampler's latent; the VAE's posterior sample
+  // draws from `rng`.
+  std::vector<float> encode(const std::vector<float>& planes, int width, int height,
+                            sampling::Rng& rng);
+  // Noise from `rng` (seeded with `seed` and perhaps drawn from already), then the sampler.
   std::vector<float> sample(const ImageRequest& r, const Plan& p, const Conditioning& cond,
-                            const Conditioning& uncond, int64_t seed);
+                            const Conditioning& uncond, int64_t seed, sampling::Rng& rng);
+  // The highres fix's second pass over the first pass's latents (pipeline/hires_fix.h).
+  std::vector<std::vector<float>> hires_pass(const ImageRequest& r, const Plan& plan,
+                                             HiresFix& hires, const Conditioning& cond,
+                                             const Conditioning& uncond,
+                                             const std::vector<std::vector<float>>& latents,
+                                             PhaseTimer& timer);
+  // The side lengths the diffusion net takes are multiples of this many pixels.
+  int size_unit() const {
+    // The UNet halves the latent at every level but the last: SD's 3 halvings after the
+    // VAE's 8x make 64 pixels the unit (FLUX.1's 2x2 patches: 16).
+    return static_cast<int>(vae->config().downscale() * diffusion->latent_multiple());
+  }
 
   explicit Impl(const ModelOptions& o) : options(o) {
     SD_CHECK(!o.model.empty() || !o.diffusion_model.empty(),
@@ -443,9 +465,7 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
     warn("--timestep-shift applies to SDXL models only; ignored");
     r.timestep_shift = 0;
   }
-  // The UNet halves the latent at every level but the last: SD's 3 halvings after the
-  // VAE's 8x make 64 pixels the unit (FLUX.1's 2x2 patches: 16).
-  const int unit = static_cast<int>(vae->config().downscale() * diffusion->latent_multiple());
+  const int unit = size_unit();
   const int aligned_w = (r.width + unit - 1) / unit * unit;
   const int aligned_h = (r.height + unit - 1) / unit * unit;
   if (aligned_w != r.width || aligned_h != r.height) {
@@ -465,6 +485,10 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   }
   SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
+  // The UNet's extra input of an inpainting model is made at the first pass's size.
+  SD_CHECK(!r.hires.enabled || !io::is_inpaint(version),
+           "--hires does not work with inpainting models; generate, then run img2img on the "
+           "upscaled image");
   return r;
 }
 
@@ -485,25 +509,23 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
 
   Plan p;
   p.method = r.method.value_or(family->sample_method);
-  const sampling::Scheduler scheduler =
-      r.scheduler.value_or(family->default_scheduler(p.method, prediction));
+  p.scheduler = r.scheduler.value_or(family->default_scheduler(p.method, prediction));
   if (sampling::is_flow(prediction))
     schedule =
         sampling::DiscreteSchedule(prediction, {}, r.flow_shift.value_or(default_flow_shift));
-  sampling::SchedulerOptions scheduler_options;
-  scheduler_options.ays_levels = family->ays_levels;
+  p.scheduler_options.ays_levels = family->ays_levels;
   // sd.cpp's sequence length for the resolution-dependent shifts: latent pixels.
-  scheduler_options.image_seq_len = (r.width / static_cast<int>(vae->config().downscale())) *
-                                    (r.height / static_cast<int>(vae->config().downscale()));
-  int sample_steps = r.steps;
+  p.scheduler_options.image_seq_len = (r.width / static_cast<int>(vae->config().downscale())) *
+                                      (r.height / static_cast<int>(vae->config().downscale()));
+  p.sample_steps = r.steps;
   if (!r.custom_sigmas.empty()) {
     p.sigmas = r.custom_sigmas;
-    sample_steps = std::min(sample_steps, static_cast<int>(p.sigmas.size()) - 1);
+    p.sample_steps = std::min(p.sample_steps, static_cast<int>(p.sigmas.size()) - 1);
   } else {
-    p.sigmas = sampling::make_sigmas(scheduler, r.steps, schedule, scheduler_options);
+    p.sigmas = sampling::make_sigmas(p.scheduler, r.steps, schedule, p.scheduler_options);
   }
   if (r.init_image && r.strength < 1.0f)
-    p.sigmas = sampling::img2img_sigmas(p.sigmas, sample_steps, r.strength);
+    p.sigmas = sampling::img2img_sigmas(p.sigmas, p.sample_steps, r.strength);
 
   const int64_t f = vae->config().downscale();
   p.w = r.width / f;
@@ -521,10 +543,7 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
 
   p.init_latent.assign(latent_size, 0.0f);
   auto encode = [&](const std::vector<float>& planes) {
-    std::vector<float> encoded = vae->encode(planes, r.width, r.height);
-    if (!vae->encodes_moments()) return encoded;
-    const std::vector<float> noise = rng->randn(latent_size);  // the posterior sample
-    return models::vae_moments_to_latent(encoded, noise, p.w, p.h, p.c, 1, vae->config());
+    return this->encode(planes, r.width, r.height, *rng);
   };
   if (r.init_image) {
     const io::Image& img = *r.init_image;
@@ -568,19 +587,29 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   return p;
 }
 
+std::vector<float> StableDiffusion::Impl::encode(const std::vector<float>& planes, int width,
+                                                 int height, sampling::Rng& rng) {
+  std::vector<float> encoded = vae->encode(planes, width, height);
+  if (!vae->encodes_moments()) return encoded;
+  const int64_t f = vae->config().downscale();
+  const int64_t w = width / f, h = height / f, c = vae->config().z_channels;
+  const std::vector<float> noise = rng.randn(static_cast<size_t>(w * h * c));  // the posterior
+  return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, vae->config());
+}
+
 // 3. Sampling one batch entry: noise from the entry's seed, the guided denoiser
 // (sampling/guided_denoiser.h) over the UNet, and the sampler.
 std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Plan& p,
                                                  const Conditioning& cond,
-                                                 const Conditioning& uncond, int64_t seed) {
-  std::unique_ptr<sampling::Rng> rng = sampling::make_rng(r.rng, static_cast<uint64_t>(seed));
+                                                 const Conditioning& uncond, int64_t seed,
+                                                 sampling::Rng& rng) {
   std::unique_ptr<sampling::Rng> own_sampler_rng;
-  sampling::Rng* sampler_rng = rng.get();  // shared, as sd.cpp, unless another type is asked
+  sampling::Rng* sampler_rng = &rng;  // shared, as sd.cpp, unless another type is asked
   if (r.sampler_rng && *r.sampler_rng != r.rng) {
     own_sampler_rng = sampling::make_rng(*r.sampler_rng, static_cast<uint64_t>(seed));
     sampler_rng = own_sampler_rng.get();
   }
-  const std::vector<float> noise = rng->randn(p.init_latent.size());
+  const std::vector<float> noise = rng.randn(p.init_latent.size());
   std::vector<float> x = schedule.noised_latent(p.sigmas[0], noise, p.init_latent);
 
   auto send_preview = [&](int step, const std::vector<float>& latent, bool noisy) {
@@ -594,7 +623,11 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
     }
     const std::vector<float> planes =
         vae->decode_preview(latent, p.w, p.h, pv.mode == ImageRequest::Preview::Mode::Tae);
-    pv.callback(step, planes_to_image(planes.data(), r.width, r.height, 3), noisy);
+    const auto f = static_cast<int>(vae->config().downscale());
+    pv.callback(
+        step,
+        planes_to_image(planes.data(), static_cast<int>(p.w) * f, static_cast<int>(p.h) * f, 3),
+        noisy);
   };
 
   sampling::GuidanceOptions guidance;
@@ -672,9 +705,69 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   return schedule.inverse_noise_scaling(p.sigmas.back(), std::move(x));
 }
 
+// The second pass of the highres fix: the pass itself is HiresFix's; this gives it the
+// networks.
+std::vector<std::vector<float>> StableDiffusion::Impl::hires_pass(
+    const ImageRequest& r, const Plan& plan, HiresFix& hires, const Conditioning& cond,
+    const Conditioning& uncond, const std::vector<std::vector<float>>& latents, PhaseTimer& timer) {
+  const int64_t f = vae->config().downscale();
+  Plan hp = plan;
+  hp.w = hires.width() / f;
+  hp.h = hires.height() / f;
+  // Resolution-dependent shifts (flow models) follow the second pass's size.
+  hp.scheduler_options.image_seq_len = static_cast<int>(hp.w * hp.h);
+  hp.sigmas = hires_sigmas(hires.options(), plan.sample_steps, [&](int steps) {
+    return sampling::make_sigmas(plan.scheduler, steps, schedule, hp.scheduler_options);
+  });
+  if (r.info)
+    r.info(format("hires fix: %s upscale %dx%d -> %dx%d, %zu steps",
+                  hires_upscaler_name(hires.options().upscaler), r.width, r.height, hires.width(),
+                  hires.height(), hp.sigmas.size() - 1));
+
+  HiresStages stages;
+  stages.decode = [&](const std::vector<float>& latent) {
+    std::vector<float> planes = vae->decode(latent, plan.w, plan.h);
+    for (float& v : planes) v = std::clamp(v, 0.0f, 1.0f);
+    return planes;
+  };
+  stages.encode = [&](const std::vector<float>& image, sampling::Rng& rng) {
+    return encode(image, hires.width(), hires.height(), rng);
+  };
+  stages.images_done = [&] {
+    vae->release();
+    phase_done(Module::Vae);
+    timer.done("hires upscaling");
+  };
+  stages.sample = [&](const std::vector<float>& init_latent, const std::vector<float>& mask, int b,
+                      sampling::Rng& rng) {
+    Plan p = hp;
+    p.init_latent = init_latent;
+    p.mask.mask = mask;
+    p.mask.init_latent = mask.empty() ? std::vector<float>() : init_latent;
+    std::vector<float> x = sample(r, p, cond, uncond, r.seed + b, rng);
+    timer.done(format("hires sampling image %d/%zu", b + 1, latents.size()));
+    return x;
+  };
+  std::vector<std::vector<float>> out =
+      hires.run(latents, plan.c, f, plan.mask.mask, r.rng, r.seed, stages);
+  report_streaming(r.info, "diffusion", diffusion->streaming_report());
+  diffusion->release();
+  phase_done(Module::Diffusion);
+  return out;
+}
+
 std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   Impl& m = *impl_;
   const ImageRequest r = m.validate(request);
+  // Checked (and a model upscaler's file opened) before any work.
+  std::unique_ptr<HiresFix> hires;
+  if (r.hires.enabled) {
+    UpscalerOptions model;
+    model.threads = m.options.threads;
+    model.backend = m.options.backend;
+    model.params_backend = m.options.params_backend;
+    hires = std::make_unique<HiresFix>(r.hires, r.width, r.height, m.size_unit(), model, r.warn);
+  }
   const Impl::Plan plan = m.setup(r);
 
   // Conditioning, once for the whole batch; the negative prompt only matters with CFG.
@@ -697,10 +790,16 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   timer.done("text encoding");
 
   std::vector<std::vector<float>> latents;
+  // A latent upscale goes straight back to the UNet: keep it.
+  const bool unet_again = hires && upscales_latent(r.hires.upscaler);
   for (int b = 0; b < r.batch_count; ++b) {
     const bool stop = b > 0 && r.stop_new_images && r.stop_new_images();
-    if (!stop) latents.push_back(m.sample(r, plan, cond, uncond, r.seed + b));
-    if (stop || b + 1 == r.batch_count) {
+    if (!stop) {
+      std::unique_ptr<sampling::Rng> rng =
+          sampling::make_rng(r.rng, static_cast<uint64_t>(r.seed + b));
+      latents.push_back(m.sample(r, plan, cond, uncond, r.seed + b, *rng));
+    }
+    if ((stop || b + 1 == r.batch_count) && !unet_again) {
       // Each phase gives its memory back before the next starts: peak memory is the
       // largest phase's, not their sum.
       report_streaming(r.info, "diffusion", m.diffusion->streaming_report());
@@ -711,11 +810,19 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     timer.done(format("sampling image %d/%d", b + 1, r.batch_count));
   }
 
+  int width = r.width, height = r.height;
+  if (hires) {
+    latents = m.hires_pass(r, plan, *hires, cond, uncond, latents, timer);
+    width = hires->width();
+    height = hires->height();
+  }
+
   // 4. Decoding.
+  const auto f = static_cast<int>(m.vae->config().downscale());
   std::vector<io::Image> images;
   for (const std::vector<float>& latent : latents) {
-    std::vector<float> planes = m.vae->decode(latent, plan.w, plan.h);
-    images.push_back(planes_to_image(planes.data(), r.width, r.height, 3));
+    std::vector<float> planes = m.vae->decode(latent, width / f, height / f);
+    images.push_back(planes_to_image(planes.data(), width, height, 3));
     timer.done("decoding");
   }
   report_streaming(r.info, "vae", m.vae->streaming_report());

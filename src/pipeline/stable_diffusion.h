@@ -19,6 +19,7 @@
 #include "models/tiling.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "pipeline/hires_fix.h"
 #include "sampling/guidance_extras.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
@@ -100,6 +101,8 @@ struct ImageRequest {
   const io::Image* mask = nullptr;  // white = repaint
   float strength = 0.75f;
   std::optional<models::TilingParams> vae_tiling;
+  // The highres fix (pipeline/hires_fix.h): a second pass at a larger size.
+  HiresOptions hires;
   // Step caching: fewer network evaluations than sampler calls (sampling/step_cache.h).
   sampling::CacheOptions cache;
   // Guidance extras (sampling/guidance_extras.h): a scale per step, and APG.
@@ -151,8 +154,8 @@ class StableDiffusion {
   sampling::SampleMethod default_sample_method() const;
   sampling::Scheduler default_scheduler(sampling::SampleMethod method) const;
 
-  // One image per batch entry (seeds seed, seed + 1, ...). Throws sd::Error for invalid
-  // requests before any work is done.
+  // One image per batch entry (seeds seed, seed + 1, ...), at the hires target size when
+  // the highres fix is on. Throws sd::Error for invalid requests before any work is done.
   std::vector<io::Image> generate(const ImageRequest& request);
 
  private:

@@ -134,10 +134,12 @@ MIRRORED = [sd_tiling_params_t, sd_embedding_t, sd_ctx_params_t, sd_image_t, sd_
 # The header's values for the enums used below (checked with the layouts).
 SD_TYPE_COUNT, CUDA_RNG, RNG_TYPE_COUNT, PREDICTION_COUNT = 42, 1, 3, 7
 SD_VAE_FORMAT_AUTO, SAMPLE_METHOD_COUNT, SCHEDULER_COUNT, SD_LOG_ERROR = -1, 21, 16, 3
+SD_HIRES_UPSCALER_LATENT_NEAREST = 2
 CONSTANTS = dict(SD_TYPE_COUNT=SD_TYPE_COUNT, CUDA_RNG=CUDA_RNG, RNG_TYPE_COUNT=RNG_TYPE_COUNT,
                  PREDICTION_COUNT=PREDICTION_COUNT, SD_VAE_FORMAT_AUTO=SD_VAE_FORMAT_AUTO,
                  SAMPLE_METHOD_COUNT=SAMPLE_METHOD_COUNT, SCHEDULER_COUNT=SCHEDULER_COUNT,
-                 SD_LOG_ERROR=SD_LOG_ERROR)
+                 SD_LOG_ERROR=SD_LOG_ERROR,
+                 SD_HIRES_UPSCALER_LATENT_NEAREST=SD_HIRES_UPSCALER_LATENT_NEAREST)
 
 failures = []
 
@@ -302,6 +304,22 @@ def main():
                 check(len(set(pixels)) > 1, "the image is not one flat colour")
                 check(progress and progress[-1] == (2, 2), f"progress reported: {progress}")
                 print(f"generate_image: {shape} image, progress {progress}", flush=True)
+
+            # The highres fix: a second pass at twice the size from the latent.
+            g.hires.enabled = True
+            g.hires.upscaler = SD_HIRES_UPSCALER_LATENT_NEAREST
+            g.hires.steps = 1
+            ok = lib.generate_image(ctx, byref(g), byref(images), byref(count))
+            check(ok and count.value == 1, f"generate_image with hires: {log_lines[-3:]}")
+            if ok and count.value == 1:
+                shape = (images[0].width, images[0].height, images[0].channel)
+                lib.free_sd_images(images, count)
+                check(shape == (128, 128, 3), f"hires image is {shape}")
+            g.hires.denoising_strength = 1.5
+            ok = lib.generate_image(ctx, byref(g), byref(images), byref(count))
+            check(not ok and count.value == 0, "generate_image refuses a hires strength of 1.5")
+            check(any(level == SD_LOG_ERROR and "--hires-denoising-strength 1.5" in text
+                      for level, text in log_lines), f"the error names it: {log_lines[-3:]}")
             lib.free_sd_ctx(ctx)
 
     lib.sd_set_log_callback(None, None)

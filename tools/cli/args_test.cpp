@@ -308,6 +308,38 @@ TEST(CliValidate, CParamsViewTheOptions) {
   EXPECT_EQ(g.hires.enabled, false);
 }
 
+TEST(CliValidate, HiresFlagsReachTheCParams) {
+  // The model upscaler is found by name (extension optional) in --hires-upscalers-dir.
+  const std::string dir = std::filesystem::path(existing_file()).parent_path().string();
+  Arguments a = parse({"-m", existing_file().c_str(), "-p", "x", "--hires", "--hires-upscaler",
+                       "model", "--hires-upscalers-dir", dir.c_str(), "--hires-width", "1024",
+                       "--hires-steps", "7", "--hires-denoising-strength", "0", "--hires-sigmas",
+                       "2,1,0", "--hires-upscale-tile-size", "64"});
+  resolve_and_validate(a);
+  const sd_img_gen_params_t g = a.generation.to_c_params();
+  EXPECT_TRUE(g.hires.enabled);
+  EXPECT_EQ(g.hires.upscaler, SD_HIRES_UPSCALER_MODEL);
+  EXPECT_STREQ(g.hires.model_path, existing_file().c_str());
+  EXPECT_EQ(g.hires.target_width, 1024);
+  EXPECT_EQ(g.hires.target_height, 0);
+  EXPECT_EQ(g.hires.steps, 7);
+  EXPECT_EQ(g.hires.denoising_strength, 0.f);  // allowed: sd.cpp runs it as 0.0001
+  ASSERT_EQ(g.hires.custom_sigmas_count, 3);
+  EXPECT_EQ(g.hires.custom_sigmas[0], 2.f);
+  EXPECT_EQ(g.hires.upscale_tile_size, 64);
+
+  Arguments b = parse({"-m", existing_file().c_str(), "-p", "x", "--hires", "--hires-upscaler",
+                       "Latent (bicubic antialiased)", "--hires-scale", "1.5"});
+  resolve_and_validate(b);
+  EXPECT_EQ(b.generation.to_c_params().hires.upscaler,
+            SD_HIRES_UPSCALER_LATENT_BICUBIC_ANTIALIASED);
+  EXPECT_EQ(b.generation.to_c_params().hires.scale, 1.5f);
+  Arguments none =
+      parse({"-m", existing_file().c_str(), "-p", "x", "--hires", "--hires-upscaler", "None"});
+  resolve_and_validate(none);
+  EXPECT_FALSE(none.generation.to_c_params().hires.enabled);
+}
+
 TEST(CliUsage, ListsEveryFlagInSections) {
   const std::string text = usage("sd-cli");
   EXPECT_EQ(text.rfind("Usage: sd-cli [options]\n", 0), 0u);

@@ -20,6 +20,15 @@ namespace sd::cli {
 
 namespace {
 
+// "None, Latent, ..., Nearest": the names --hires-upscaler takes besides a model file's.
+std::string builtin_hires_upscalers() {
+  std::string names;
+  for (int i = SD_HIRES_UPSCALER_NONE; i < SD_HIRES_UPSCALER_MODEL; ++i)
+    names += (names.empty() ? "" : ", ") +
+             std::string(sd_hires_upscaler_name(static_cast<sd_hires_upscaler_t>(i)));
+  return names;
+}
+
 const std::vector<std::string> kModelExtensions = {".gguf", ".safetensors", ".pt", ".ckpt"};
 
 void prepend_assignment(std::string& spec, const char* assignment) {
@@ -167,6 +176,9 @@ void resolve_generation(GenerationOptions& g, const ContextOptions& c) {
   if (g.hires_enabled) {
     if (g.hires_upscaler.empty()) g.hires_upscaler = "Latent";
     g.resolved_hires_upscaler = str_to_sd_hires_upscaler(g.hires_upscaler.c_str());
+    SD_CHECK(g.resolved_hires_upscaler != SD_HIRES_UPSCALER_MODEL,
+             "--hires-upscaler Model: give the model's file name in --hires-upscalers-dir "
+             "instead");
     if (g.resolved_hires_upscaler == SD_HIRES_UPSCALER_NONE) {
       g.hires_enabled = false;
     } else if (g.resolved_hires_upscaler == SD_HIRES_UPSCALER_COUNT) {
@@ -179,9 +191,10 @@ void resolve_generation(GenerationOptions& g, const ContextOptions& c) {
                g.hires_upscaler.c_str(), match.refused.c_str(), c.hires_upscalers_dir.c_str());
       g.hires_upscaler_model_path = match.path;
       SD_CHECK(!g.hires_upscaler_model_path.empty(),
-               "--hires-upscaler '%s' is neither a built-in upscaler nor a model file in "
-               "--hires-upscalers-dir '%s'",
-               g.hires_upscaler.c_str(), c.hires_upscalers_dir.c_str());
+               "--hires-upscaler '%s' is neither a built-in upscaler (%s) nor a model file "
+               "(.gguf, .safetensors, .pt, .pth) in --hires-upscalers-dir '%s'",
+               g.hires_upscaler.c_str(), builtin_hires_upscalers().c_str(),
+               c.hires_upscalers_dir.c_str());
       g.resolved_hires_upscaler = SD_HIRES_UPSCALER_MODEL;
     }
   }
@@ -230,13 +243,18 @@ void validate_generation(const GenerationOptions& g, Mode mode) {
                                     g.ref_audio_paths.empty()),
            "--ref-video, --ref-video-audio and --ref-audio need -M vid_gen");
   if (g.hires_enabled) {
-    SD_CHECK(g.hires_width >= 0 && g.hires_height >= 0,
-             "--hires-width and --hires-height must not be negative");
+    SD_CHECK(g.hires_width >= 0 && g.hires_height >= 0 && g.hires_width % 8 == 0 &&
+                 g.hires_height % 8 == 0,
+             "--hires-width %d / --hires-height %d: must be multiples of 8 (0: from "
+             "--hires-scale)",
+             g.hires_width, g.hires_height);
     SD_CHECK(g.hires_scale > 0.f || g.hires_width > 0 || g.hires_height > 0,
-             "--hires-scale must be positive when no --hires-width/--hires-height is given");
-    SD_CHECK(g.hires_steps >= 0, "--hires-steps must not be negative");
-    SD_CHECK(g.hires_denoising_strength > 0.f && g.hires_denoising_strength <= 1.f,
-             "--hires-denoising-strength must be in (0, 1], got %g", g.hires_denoising_strength);
+             "--hires-scale must be positive when no --hires-width/--hires-height is given, got "
+             "%g",
+             g.hires_scale);
+    SD_CHECK(g.hires_steps >= 0, "--hires-steps must not be negative; 0 reuses --steps");
+    SD_CHECK(g.hires_denoising_strength >= 0.f && g.hires_denoising_strength <= 1.f,
+             "--hires-denoising-strength must be in [0, 1], got %g", g.hires_denoising_strength);
     SD_CHECK(g.hires_custom_sigmas.empty() || g.hires_custom_sigmas.size() >= 2,
              "--hires-sigmas needs at least two values");
     SD_CHECK(g.hires_upscale_tile_size >= 1, "--hires-upscale-tile-size must be at least 1");
