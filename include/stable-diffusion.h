@@ -231,7 +231,7 @@ typedef struct {
   bool force_sdxl_vae_conv_scale;
   enum sd_vae_format_t vae_format;
   const char* max_vram;       /* GiB budget per device ("6" or "cuda0=6,..."); "0": no budget */
-  bool stream_layers;         /* prefetch weights layer by layer within max_vram */
+  bool stream_layers;         /* upload the next segment while one computes (max_vram) */
   bool eager_load;            /* read all weights when the context is made, not on first use */
   const char* backend;        /* where modules run: "cpu" or "te=cpu,vae=cuda0,..." */
   const char* params_backend; /* where weights live: "cpu", "disk" or per module */

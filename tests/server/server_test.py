@@ -140,7 +140,7 @@ class Server:
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
-                self.proc.wait(60)
+                self.proc.wait(150)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -311,7 +311,9 @@ try:
     check(status == 200, "serving after a client hung up")
 
     # --- queue limits: one running, one waiting (--max-queue 1), the next refused
-    long_job = {"prompt": "slow", "width": 256, "height": 256, "sample_params": {"sample_steps": 2000}}
+    # Many small steps: long enough to be caught running, short steps even in a sanitizer
+    # build, so a cancel or a stop takes effect soon.
+    long_job = {"prompt": "slow", "width": 64, "height": 64, "sample_params": {"sample_steps": 2000}}
     _, _, running = server.json("POST", "/sdcpp/v1/img_gen", long_job)
     wait_job(server, running["id"], ["generating"])
     _, _, waiting = server.json("POST", "/sdcpp/v1/img_gen", long_job)
@@ -361,9 +363,10 @@ try:
     time.sleep(0.5)
     started = time.time()
     code = server.stop()
-    caller.join(30)
+    caller.join(120)
     check(code == 0, f"exit status after SIGTERM: {code}")
-    check(time.time() - started < 30, "SIGTERM took too long")
+    # A bound against hanging, not a speed check: one step and the shutdown must end.
+    check(time.time() - started < 120, "SIGTERM took too long")
     check(sync_answer.get("status") == 503 or "exception" in sync_answer,
           f"client waiting at SIGTERM: {sync_answer}")
     check("stopping" in "".join(server.log), "the log says it is stopping")

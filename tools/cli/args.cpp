@@ -203,7 +203,8 @@ Section context_section(ContextOptions& o, CliOptions& cli) {
                          "CPU threads; <= 0 uses the number of physical cores (default: -1)",
                          &o.n_threads));
   v.push_back(switch_option("", "--stream-layers",
-                            "stream weights layer by layer within --max-vram", &o.stream_layers));
+                            "with --max-vram: upload the next segment's weights while one computes",
+                            &o.stream_layers));
   v.push_back(switch_option("", "--eager-load",
                             "load all weights when the model is opened, not on first use",
                             &o.eager_load));
