@@ -15,6 +15,9 @@
 #include "api/convert.h"
 #include "backend/cpu/simd_target.h"
 #include "backend/registry.h"
+#if __has_include("sd_build_commit.h")
+#include "sd_build_commit.h"  // SD_BUILD_COMMIT, generated at build time
+#endif
 #include "stable-diffusion.h"
 #include "tensor/error.h"
 

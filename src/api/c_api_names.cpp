@@ -3,6 +3,7 @@
 // Lookups are case-sensitive, as there.
 #include <cstring>
 
+#include "pipeline/hires_fix.h"
 #include "stable-diffusion.h"
 
 namespace {
@@ -67,19 +68,11 @@ constexpr const char* kPreviewNames[PREVIEW_COUNT] = {"none", "proj", "tae", "va
 constexpr const char* kLoraApplyModeNames[LORA_APPLY_MODE_COUNT] = {"auto", "immediately",
                                                                     "at_runtime"};
 
-// These read like the upscaler menu of stable-diffusion-webui, which they mirror.
-constexpr const char* kHiresUpscalerNames[SD_HIRES_UPSCALER_COUNT] = {
-    "None",
-    "Latent",
-    "Latent (nearest)",
-    "Latent (nearest-exact)",
-    "Latent (antialiased)",
-    "Latent (bicubic)",
-    "Latent (bicubic antialiased)",
-    "Lanczos",
-    "Nearest",
-    "Model",
-};
+// The hires upscalers are the pipeline's, in the same order, after "None".
+static_assert(SD_HIRES_UPSCALER_COUNT - SD_HIRES_UPSCALER_LATENT ==
+                  static_cast<int>(sd::pipeline::HiresUpscaler::Model) + 1,
+              "sd_hires_upscaler_t and pipeline::HiresUpscaler list the same upscalers");
+constexpr const char* kNoHiresUpscaler = "None";
 
 template <class Enum, int N>
 const char* name_of(const char* const (&names)[N], Enum value) {
@@ -180,10 +173,17 @@ enum lora_apply_mode_t str_to_lora_apply_mode(const char* str) {
 }
 
 const char* sd_hires_upscaler_name(enum sd_hires_upscaler_t upscaler) {
-  return name_of(kHiresUpscalerNames, upscaler);
+  if (upscaler == SD_HIRES_UPSCALER_NONE) return kNoHiresUpscaler;
+  if (upscaler < SD_HIRES_UPSCALER_NONE || upscaler >= SD_HIRES_UPSCALER_COUNT) return kNone;
+  return sd::pipeline::hires_upscaler_name(
+      static_cast<sd::pipeline::HiresUpscaler>(upscaler - SD_HIRES_UPSCALER_LATENT));
 }
 enum sd_hires_upscaler_t str_to_sd_hires_upscaler(const char* str) {
-  return value_of(kHiresUpscalerNames, str, SD_HIRES_UPSCALER_COUNT);
+  if (!str) return SD_HIRES_UPSCALER_COUNT;
+  for (int i = 0; i < SD_HIRES_UPSCALER_COUNT; ++i)
+    if (std::strcmp(str, sd_hires_upscaler_name(static_cast<sd_hires_upscaler_t>(i))) == 0)
+      return static_cast<sd_hires_upscaler_t>(i);
+  return SD_HIRES_UPSCALER_COUNT;
 }
 
 }  // extern "C"

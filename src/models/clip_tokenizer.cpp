@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "models/cache_folder.h"
 #include "tensor/error.h"
 
 namespace sd::models {
@@ -116,17 +117,8 @@ std::string find_clip_vocab(const std::string& explicit_path, const std::string&
     const std::string merges = (std::filesystem::path(model_dir) / "tokenizer" / "merges.txt");
     if (file_exists(merges)) return merges;
   }
-  std::string cache;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    cache = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    cache = std::string(home) + "/.cache";
-  }
-  std::string cached;
-  if (!cache.empty()) {
-    cached = (std::filesystem::path(cache) / "sd-engine" / kClipVocabFileName).string();
-    if (file_exists(cached)) return cached;
-  }
+  const std::string cached = cache_folder_path(kClipVocabFileName);
+  if (!cached.empty() && file_exists(cached)) return cached;
   throw Error(format(
       "CLIP tokenizer vocabulary not found: the text encoder needs %s (OpenAI's public CLIP "
       "repository, https://github.com/openai/CLIP, file clip/%s). Save it as %s, or set "

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "models/cache_folder.h"
 #include "models/prompt_attention.h"
 #include "tensor/error.h"
 
@@ -82,17 +83,8 @@ std::string find_t5_tokenizer(const std::string& explicit_path, const std::strin
     const std::string p = (fs::path(t5_file).parent_path() / kT5TokenizerFileName).string();
     if (file_exists(p)) return p;
   }
-  std::string cache;
-  if (const char* xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg) {
-    cache = xdg;
-  } else if (const char* home = std::getenv("HOME"); home && *home) {
-    cache = std::string(home) + "/.cache";
-  }
-  std::string cached;
-  if (!cache.empty()) {
-    cached = (fs::path(cache) / "sd-engine" / "t5" / kT5TokenizerFileName).string();
-    if (file_exists(cached)) return cached;
-  }
+  const std::string cached = cache_folder_path(std::string("t5/") + kT5TokenizerFileName);
+  if (!cached.empty() && file_exists(cached)) return cached;
   fail(
       "T5 tokenizer not found: the T5-XXL text encoder needs T5's %s (Hugging Face, "
       "google/t5-v1_1-xxl, file tokenizer.json; a diffusers FLUX.1 folder has it as "

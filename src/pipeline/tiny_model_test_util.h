@@ -94,11 +94,10 @@ inline Architecture tiny_sdxl_architecture() {
   return a;
 }
 
-// The tiny SDXL model as a checkpoint with the canonical (LDM) names.
-inline std::string write_tiny_sdxl_checkpoint() {
-  static const io::test::TempDir dir;
-  static const std::string path = dir.file("tiny_sdxl.safetensors");
-  if (std::filesystem::exists(path)) return path;
+// The tiny SDXL model's weights with the canonical (LDM) names, saved to `path`; with the
+// VAE's encoder too when `vae_encoder` (image-to-image). Building each network's graph once
+// asks for every weight it reads.
+inline void save_tiny_sdxl_checkpoint(const std::string& path, bool vae_encoder) {
   const Architecture a = tiny_sdxl_architecture();
   nn::RandomWeights w(DType::F16, 11);
   Context ctx;
@@ -115,7 +114,18 @@ inline std::string write_tiny_sdxl_checkpoint() {
                                    *a.text2, ids, mask, 1, 0);
   Tensor* z = ctx.new_tensor(DType::F32, {8, 8, 4, 1});
   models::vae_decode(nn::Scope(ctx, w, "first_stage_model."), a.vae, z);
+  if (vae_encoder) {
+    Tensor* image = ctx.new_tensor(DType::F32, {16, 16, 3, 1});
+    models::vae_encode(nn::Scope(ctx, w, "first_stage_model."), a.vae, image);
+  }
   w.save_safetensors(path);
+}
+
+// The tiny SDXL model as a checkpoint, made once per test process.
+inline std::string write_tiny_sdxl_checkpoint() {
+  static const io::test::TempDir dir;
+  static const std::string path = dir.file("tiny_sdxl.safetensors");
+  if (!std::filesystem::exists(path)) save_tiny_sdxl_checkpoint(path, false);
   return path;
 }
 
