@@ -12,7 +12,10 @@ packages=(
   nlohmann-json3-dev libcpp-httplib-dev
   libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libxxhash-dev
+  chromium
 )
+# Node.js drives the web page test; a Node.js installed another way is kept.
+command -v npm >/dev/null || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,5 +31,12 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 cd "$(dirname "$0")/.."
+# puppeteer-core for the browser test, at the locked version, without a browser download
+# (it drives Debian's chromium).
+browser_test=tests/server/browser
+if [ ! -f "$browser_test/node_modules/.package-lock.json" ] ||
+   [ "$browser_test/package-lock.json" -nt "$browser_test/node_modules/.package-lock.json" ]; then
+  PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix "$browser_test" --no-audit --no-fund --loglevel=error
+fi
 cmake --preset release
 cmake --build --preset release

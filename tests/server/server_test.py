@@ -173,7 +173,11 @@ subprocess.run([CLI, "-m", MODEL, "-t", "1", "-p", PROMPT, "-n", "blurry", "-W",
                env=ENV, check=True, stdout=subprocess.DEVNULL)
 cli_bytes = open(cli_png, "rb").read()
 
-server = Server("--max-queue", "1", "--max-body-mb", "1", "--max-image-side", "1024")
+UPSCALERS = os.path.join(WORK, "upscalers")
+os.makedirs(os.path.join(UPSCALERS, "anime"))
+open(os.path.join(UPSCALERS, "anime", "x2.safetensors"), "wb").close()  # listed, not loaded
+server = Server("--max-queue", "1", "--max-body-mb", "1", "--max-image-side", "1024",
+                "--hires-upscalers-dir", UPSCALERS)
 try:
     # --- discovery endpoints
     for path, kind in [("/v1/models", dict), ("/sdapi/v1/loras", list), ("/sdapi/v1/upscalers", list),
@@ -190,6 +194,10 @@ try:
     check(caps["limits"]["max_queue_size"] == 1 and caps["limits"]["max_width"] == 1024,
           f"capabilities limits: {caps.get('limits')}")
     check(caps["model"]["stem"] == "tiny_sdxl", f"capabilities model: {caps.get('model')}")
+    _, _, upscalers = server.json("GET", "/sdapi/v1/upscalers")
+    check([u["name"] for u in upscalers] == ["None", "Lanczos", "Nearest", "anime/x2.safetensors"],
+          f"upscalers list the built-in ones and --hires-upscalers-dir's models: {upscalers}")
+    check({"name": "anime/x2.safetensors"} in caps["upscalers"], f"capabilities upscalers: {caps['upscalers']}")
     status, headers, page = server.request("GET", "/")
     check(status == 200 and b"<form" in page and b"/sdcpp/v1/img_gen" in page, "web page at /")
 
@@ -341,6 +349,22 @@ try:
         time.sleep(0.05)
     check(job["progress"]["steps"] == 2000 and job["progress"]["step"] >= 1,
           f"running job progress: {job['progress']}")
+    # Its live preview (the default proj mode: the latent's colours).
+    check(caps["features"]["live_preview"], "capabilities announce live previews")
+    while time.time() < deadline and not job.get("preview"):
+        _, _, job = server.json("GET", "/sdcpp/v1/jobs/" + running["id"])
+        time.sleep(0.05)
+    check(job.get("preview") and job["preview"]["url"].startswith(
+        f"/sdcpp/v1/jobs/{running['id']}/preview"), f"running job preview: {job.get('preview')}")
+    if job.get("preview"):
+        status, headers, preview = server.request("GET", job["preview"]["url"])
+        # One pixel per latent pixel: the image's size over the VAE's downscale.
+        size = png_pixels(preview)[:2] if status == 200 else None
+        check(status == 200 and headers.get("Content-Type") == "image/png" and size and
+              size[0] == size[1] and 64 % size[0] == 0 and size[0] < 64,
+              f"live preview: {status} {headers} {size}")
+    expect_error(server, "GET", f"/sdcpp/v1/jobs/{waiting['id']}/preview", None, 404, "no live preview")
+    expect_error(server, "GET", "/sdcpp/v1/jobs/job_nope/preview", None, 404, "no job")
     started = time.time()
     status, _, _ = server.json("POST", f"/sdcpp/v1/jobs/{running['id']}/cancel")
     job = wait_job(server, running["id"], ["cancelled", "completed", "failed"], timeout=60)

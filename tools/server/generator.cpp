@@ -30,9 +30,14 @@ const char* format_name(io::ImageFormat format) {
 
 }  // namespace
 
-Generator::Generator(const cli::Arguments& args) : args_(args) {
+Generator::Generator(const cli::Arguments& args, preview_t live_preview) : args_(args) {
   sd_set_log_callback(on_log, this);
   sd_set_progress_callback(on_progress, this);
+  if (live_preview != PREVIEW_NONE) {
+    const cli::CliOptions& c = args_.cli;
+    sd_set_preview_callback(on_preview, live_preview, std::max(1, c.preview_interval),
+                            !c.preview_noisy, c.preview_noisy, this);
+  }
   sd_ctx_params_t params = args_.context.to_c_params(args_.cli.taesd_preview_only);
   ctx_ = new_sd_ctx(&params);
   SD_CHECK(ctx_, "could not load the model (see the messages above)");
@@ -49,7 +54,23 @@ scheduler_t Generator::default_scheduler(sample_method_t method) const {
 
 void Generator::on_progress(int step, int steps, float seconds, void* data) {
   auto* self = static_cast<Generator*>(data);
-  if (self->progress_ && *self->progress_) (*self->progress_)(step, steps, seconds);
+  if (self->report_ && self->report_->progress) self->report_->progress(step, steps, seconds);
+}
+
+void Generator::on_preview(int step, int frame_count, sd_image_t* frames, bool, void* data) {
+  auto* self = static_cast<Generator*>(data);
+  if (!self->report_ || !self->report_->preview || frame_count < 1 || !frames || !frames[0].data)
+    return;
+  try {
+    const std::vector<uint8_t> png =
+        io::encode_image(cli::to_image(frames[0]), io::ImageFormat::Png, "");
+    self->report_->preview(step, std::string(png.begin(), png.end()));
+  } catch (const std::exception& e) {
+    // A preview that cannot be encoded costs the client a picture, not the job; said once.
+    if (!self->preview_failed_.exchange(true))
+      cli::print_log(SD_LOG_WARN,
+                     (std::string("live previews skipped: ") + e.what() + "\n").c_str());
+  }
 }
 
 void Generator::on_log(sd_log_level_t level, const char* text, void* data) {
@@ -67,7 +88,7 @@ void Generator::cancel() {
   if (ctx_) sd_cancel_generation(ctx_, SD_CANCEL_ALL);
 }
 
-JobResult Generator::run(GenRequest& r, const ProgressFn& progress) {
+JobResult Generator::run(GenRequest& r, const JobReporter& report) {
   cli::GenerationOptions& g = r.generation;
   // Resolved here as sd-cli resolves them, so the embedded parameters name what was used.
   if (g.sample_params.sample_method == SAMPLE_METHOD_COUNT)
@@ -80,11 +101,12 @@ JobResult Generator::run(GenRequest& r, const ProgressFn& progress) {
     std::lock_guard<std::mutex> lock(error_mutex_);
     last_error_.clear();
   }
-  progress_ = &progress;
+  report_ = &report;
+  preview_failed_ = false;
   sd_image_t* images = nullptr;
   int count = 0;
   const bool ok = generate_image(ctx_, &params, &images, &count);
-  progress_ = nullptr;
+  report_ = nullptr;
   std::unique_ptr<sd_image_t, ImagesDeleter> owned(images, ImagesDeleter{count});
   if (!ok || !images || count <= 0) {
     std::lock_guard<std::mutex> lock(error_mutex_);

@@ -28,10 +28,13 @@ class Generator {
  public:
   // Loads the model as sd-cli would for `args` (resolved). Throws sd::Error when the
   // context cannot be created.
-  explicit Generator(const cli::Arguments& args);
+  explicit Generator(const cli::Arguments& args) : Generator(args, PREVIEW_NONE) {}
   ~Generator();
 
-  JobResult run(GenRequest& request, const ProgressFn& progress);
+  // `live_preview`: the --preview mode for jobs' live previews (PREVIEW_NONE: none).
+  Generator(const cli::Arguments& args, preview_t live_preview);
+
+  JobResult run(GenRequest& request, const JobReporter& report);
   // Stops the generation in progress at its next model call; any thread.
   void cancel();
 
@@ -41,12 +44,14 @@ class Generator {
 
  private:
   static void on_progress(int step, int steps, float seconds, void* data);
+  static void on_preview(int step, int frame_count, sd_image_t* frames, bool is_noisy, void* data);
   static void on_log(sd_log_level_t level, const char* text, void* data);
 
   cli::Arguments args_;
   sd_ctx_t* ctx_ = nullptr;
   sample_method_t default_method_ = SAMPLE_METHOD_COUNT;
-  const ProgressFn* progress_ = nullptr;  // of the request running now
+  const JobReporter* report_ = nullptr;  // of the request running now
+  std::atomic<bool> preview_failed_{false};
   std::mutex error_mutex_;
   std::string last_error_;  // the engine's last error message in this request
 };

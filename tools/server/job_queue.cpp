@@ -169,7 +169,8 @@ void JobQueue::run_worker() {
     Work work = std::move(job->work);
     lock.unlock();
 
-    const ProgressFn progress = [this, job](int step, int steps, double seconds) {
+    JobReporter report;
+    report.progress = [this, job](int step, int steps, double seconds) {
       std::lock_guard<std::mutex> guard(mutex_);
       job->state.progress = {step, steps, seconds};
       ++job->state.version;
@@ -177,11 +178,18 @@ void JobQueue::run_worker() {
       // A cancel that arrived before the engine started could have been reset by it.
       if (job->cancel_requested) cancel_running_();
     };
+    report.preview = [this, job](int step, std::string png) {
+      auto shared = std::make_shared<const std::string>(std::move(png));
+      std::lock_guard<std::mutex> guard(mutex_);
+      job->state.preview = {step, std::move(shared)};
+      ++job->state.version;
+      changed_.notify_all();
+    };
     JobResult result;
     std::string error;
     bool ok = false;
     try {
-      result = work(progress);
+      result = work(report);
       ok = true;
     } catch (const std::exception& e) {
       error = e.what();

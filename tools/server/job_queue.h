@@ -26,6 +26,13 @@ struct JobProgress {
   double seconds_per_step = 0;  // of the last step
 };
 
+// The latest live preview of a running job: an encoded PNG of the step it shows. Shared,
+// so that copying a job's state for a poll does not copy the image.
+struct JobPreview {
+  int step = 0;  // 0: none yet
+  std::shared_ptr<const std::string> png;
+};
+
 struct JobResult {
   std::string output_format;        // "png", "jpeg", "webp"
   std::vector<std::string> images;  // encoded files
@@ -40,15 +47,21 @@ struct JobState {
   int64_t created = 0, started = 0, completed = 0;  // Unix seconds; 0: not yet
   int queue_position = 0;                           // 1: next to run; 0: not waiting
   JobProgress progress;
+  JobPreview preview;
   JobResult result;
   std::string error_code, error_message;
   uint64_t version = 0;  // changes whenever anything above does
 };
 
-// Runs a job: reports progress, returns the images or throws an exception whose message
-// says why the job failed.
+// Runs a job: reports progress and previews, returns the images or throws an exception
+// whose message says why the job failed.
 using ProgressFn = std::function<void(int step, int steps, double seconds)>;
-using Work = std::function<JobResult(const ProgressFn& progress)>;
+using PreviewFn = std::function<void(int step, std::string png)>;
+struct JobReporter {
+  ProgressFn progress;
+  PreviewFn preview;
+};
+using Work = std::function<JobResult(const JobReporter& report)>;
 
 class JobQueue {
  public:

@@ -15,10 +15,10 @@ struct Blocking {
   std::atomic<bool> stop{false};
   std::atomic<bool> running{false};
   Work work() {
-    return [this](const ProgressFn& progress) {
+    return [this](const JobReporter& report) {
       running = true;
       for (int step = 1; !stop; ++step) {
-        progress(step, 1000, 0.01);
+        report.progress(step, 1000, 0.01);
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
       throw std::runtime_error("stopped");
@@ -35,8 +35,8 @@ void wait_until(const std::function<bool()>& done) {
 
 TEST(JobQueue, RunsJobsAndKeepsTheirResults) {
   JobQueue queue(2, 10, [] {});
-  auto submitted = queue.submit("img_gen", [](const ProgressFn& progress) {
-    progress(1, 1, 0.5);
+  auto submitted = queue.submit("img_gen", [](const JobReporter& report) {
+    report.progress(1, 1, 0.5);
     JobResult r;
     r.output_format = "png";
     r.images = {"bytes"};
@@ -52,9 +52,27 @@ TEST(JobQueue, RunsJobsAndKeepsTheirResults) {
   EXPECT_GT(done->completed, 0);
 }
 
+TEST(JobQueue, ARunningJobShowsItsLatestPreview) {
+  JobQueue queue(2, 10, [] {});
+  std::atomic<bool> release{false};
+  auto submitted = queue.submit("img_gen", [&release](const JobReporter& report) {
+    report.preview(1, "first");
+    report.preview(2, "second");
+    while (!release) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return JobResult{};
+  });
+  const std::string id = submitted.job->id;
+  wait_until([&] { return queue.find(id)->preview.step == 2; });
+  const JobState running = *queue.find(id);
+  ASSERT_TRUE(running.preview.png);
+  EXPECT_EQ(*running.preview.png, "second");
+  release = true;
+  EXPECT_EQ(queue.wait_finished(id)->status, JobStatus::Completed);
+}
+
 TEST(JobQueue, AFailedJobSaysWhy) {
   JobQueue queue(2, 10, [] {});
-  auto submitted = queue.submit("img_gen", [](const ProgressFn&) -> JobResult {
+  auto submitted = queue.submit("img_gen", [](const JobReporter&) -> JobResult {
     throw std::runtime_error("generation failed: out of memory");
   });
   const auto done = queue.wait_finished(submitted.job->id);
@@ -67,10 +85,10 @@ TEST(JobQueue, RefusesPastItsLimitAndCancelsWaitingAndRunningJobs) {
   JobQueue queue(1, 10, [&] { blocking.stop = true; });
   const auto running = queue.submit("img_gen", blocking.work());
   wait_until([&] { return blocking.running.load(); });
-  const auto waiting = queue.submit("img_gen", [](const ProgressFn&) { return JobResult{}; });
+  const auto waiting = queue.submit("img_gen", [](const JobReporter&) { return JobResult{}; });
   ASSERT_TRUE(waiting.job);
   EXPECT_EQ(queue.find(waiting.job->id)->queue_position, 1);
-  EXPECT_EQ(queue.submit("img_gen", [](const ProgressFn&) { return JobResult{}; }).refusal,
+  EXPECT_EQ(queue.submit("img_gen", [](const JobReporter&) { return JobResult{}; }).refusal,
             JobQueue::Refusal::Full);
 
   EXPECT_EQ(queue.cancel(waiting.job->id), JobQueue::CancelOutcome::Cancelled);
@@ -88,13 +106,13 @@ TEST(JobQueue, ShutdownCancelsEverythingAndRefusesNewJobs) {
   Blocking blocking;
   JobQueue queue(4, 10, [&] { blocking.stop = true; });
   const auto running = queue.submit("img_gen", blocking.work());
-  const auto waiting = queue.submit("img_gen", [](const ProgressFn&) { return JobResult{}; });
+  const auto waiting = queue.submit("img_gen", [](const JobReporter&) { return JobResult{}; });
   wait_until([&] { return blocking.running.load(); });
   queue.shutdown();
   EXPECT_EQ(queue.find(running.job->id)->status, JobStatus::Cancelled);
   EXPECT_EQ(queue.find(running.job->id)->error_code, "shutdown");
   EXPECT_EQ(queue.find(waiting.job->id)->status, JobStatus::Cancelled);
-  EXPECT_EQ(queue.submit("img_gen", [](const ProgressFn&) { return JobResult{}; }).refusal,
+  EXPECT_EQ(queue.submit("img_gen", [](const JobReporter&) { return JobResult{}; }).refusal,
             JobQueue::Refusal::Stopping);
 }
 
@@ -102,7 +120,7 @@ TEST(JobQueue, ForgetsTheOldestFinishedJobs) {
   JobQueue queue(4, 2, [] {});
   std::vector<std::string> ids;
   for (int i = 0; i < 3; ++i) {
-    auto s = queue.submit("img_gen", [](const ProgressFn&) { return JobResult{}; });
+    auto s = queue.submit("img_gen", [](const JobReporter&) { return JobResult{}; });
     ids.push_back(s.job->id);
     queue.wait_finished(s.job->id);
   }

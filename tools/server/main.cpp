@@ -40,6 +40,15 @@ std::string read_page(const std::string& path) {
   return s.str();
 }
 
+// Jobs show a live preview by default: the latent projected to colours costs next to
+// nothing per step. An explicit --preview picks another mode, or none.
+preview_t live_preview_mode(int argc, char** argv, preview_t parsed) {
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--preview") == 0 || std::strncmp(argv[i], "--preview=", 10) == 0)
+      return parsed;
+  return PREVIEW_PROJ;
+}
+
 int run(int argc, char** argv) {
   server::ServerOptions so;
   const std::vector<cli::Section> extra = {server::server_section(so)};
@@ -75,7 +84,8 @@ int run(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the process
 
-  server::Generator generator(a);
+  state.live_preview = live_preview_mode(argc, argv, a.cli.preview_method);
+  server::Generator generator(a, state.live_preview);
   server::JobQueue queue(so.max_queue, so.job_history, [&generator] { generator.cancel(); });
   state.generator = &generator;
   state.queue = &queue;

@@ -81,8 +81,15 @@ json job_json(const JobState& s, bool with_images) {
              {{"step", s.progress.step},
               {"steps", s.progress.steps},
               {"seconds_per_step", s.progress.seconds_per_step}}},
+            {"preview", nullptr},
             {"result", nullptr},
             {"error", nullptr}};
+  // The latest live preview, while the job runs; the URL changes with the step, so a
+  // page can use it as an <img> source without caching an old picture.
+  if (s.preview.step > 0 && s.status == JobStatus::Generating)
+    j["preview"] = {
+        {"step", s.preview.step},
+        {"url", "/sdcpp/v1/jobs/" + s.id + "/preview?step=" + std::to_string(s.preview.step)}};
   if (s.status == JobStatus::Completed) {
     json images = json::array();
     for (size_t i = 0; i < s.result.images.size(); ++i) {
@@ -106,8 +113,7 @@ std::string retry_after(ServerState& s) {
 Work make_work(ServerState& s, GenRequest request) {
   Generator* generator = s.generator;
   auto shared = std::make_shared<GenRequest>(std::move(request));
-  return
-      [generator, shared](const ProgressFn& progress) { return generator->run(*shared, progress); };
+  return [generator, shared](const JobReporter& report) { return generator->run(*shared, report); };
 }
 
 // Submits and, for the synchronous APIs, waits. Returns nullopt after answering an error.
@@ -153,12 +159,11 @@ bool has_model_extension(const std::filesystem::path& p) {
   return ext == ".safetensors" || ext == ".gguf" || ext == ".ckpt" || ext == ".pt" || ext == ".pth";
 }
 
-// LoRA files under --lora-model-dir, by path relative to it (bounded: the folder may be
-// large, and this runs per request).
-json list_loras(const ServerState& s) {
+// Model files under `dir`, by path relative to it (bounded: the folder may be large, and
+// this runs per request).
+json list_model_files(const std::string& dir) {
   namespace fs = std::filesystem;
   json out = json::array();
-  const std::string& dir = s.requests.context.lora_model_dir;
   std::error_code ec;
   if (dir.empty() || !fs::is_directory(dir, ec)) return out;
   int seen = 0;
@@ -171,6 +176,30 @@ json list_loras(const ServerState& s) {
     out.push_back({{"name", file_stem(it->path().string())},
                    {"path", fs::relative(it->path(), dir, ec).string()}});
   }
+  std::sort(out.begin(), out.end(),
+            [](const json& a, const json& b) { return a["path"] < b["path"]; });
+  return out;
+}
+
+json list_loras(const ServerState& s) {
+  return list_model_files(s.requests.context.lora_model_dir);
+}
+
+// The built-in image upscalers, then the ESRGAN models of --hires-upscalers-dir, which a
+// request names by their path (hires.upscaler, hr_upscaler).
+json list_upscalers(const ServerState& s) {
+  json out = json::array();
+  auto add = [&out](const std::string& name, const json& model_name, const json& model_path) {
+    out.push_back({{"name", name},
+                   {"model_name", model_name},
+                   {"model_path", model_path},
+                   {"model_url", nullptr},
+                   {"scale", 4}});
+  };
+  for (int i : {SD_HIRES_UPSCALER_NONE, SD_HIRES_UPSCALER_LANCZOS, SD_HIRES_UPSCALER_NEAREST})
+    add(sd_hires_upscaler_name(sd_hires_upscaler_t(i)), nullptr, nullptr);
+  for (const json& model : list_model_files(s.requests.context.hires_upscalers_dir))
+    add(model["path"], model["name"], model["path"]);
   return out;
 }
 
@@ -234,14 +263,16 @@ json capabilities(const ServerState& s) {
                          {"cancel_queued", true},
                          {"cancel_generating", true},
                          {"progress", true},
-                         {"events", true}};
+                         {"events", true},
+                         {"live_preview", s.live_preview != PREVIEW_NONE}};
   const json formats = {"png", "jpeg", "webp"};
   const json defaults = defaults_json(s);
   json upscalers = json::array();
-  for (const char* name :
-       {"None", "Lanczos", "Nearest", "Latent", "Latent (nearest)", "Latent (nearest-exact)",
-        "Latent (antialiased)", "Latent (bicubic)", "Latent (bicubic antialiased)"})
-    upscalers.push_back({{"name", name}});
+  for (int i = 0; i < SD_HIRES_UPSCALER_COUNT; ++i)
+    if (i != SD_HIRES_UPSCALER_MODEL)  // a model is named by its file, as below
+      upscalers.push_back({{"name", sd_hires_upscaler_name(sd_hires_upscaler_t(i))}});
+  for (const json& model : list_model_files(s.requests.context.hires_upscalers_dir))
+    upscalers.push_back({{"name", model["path"]}});
   const std::string path = model_path(s);
   return {{"model",
            {{"name", std::filesystem::path(path).filename().string()},
@@ -418,22 +449,13 @@ void install_routes(httplib::Server& svr, ServerState& s) {
   }
   svr.Get("/sdapi/v1/loras",
           guarded([&s](const Request&, Response& res) { send_json(res, 200, list_loras(s)); }));
-  svr.Get("/sdapi/v1/upscalers", guarded([](const Request&, Response& res) {
-            json out = json::array();
-            for (const char* name : {"None", "Lanczos", "Nearest"})
-              out.push_back({{"name", name},
-                             {"model_name", nullptr},
-                             {"model_path", nullptr},
-                             {"model_url", nullptr},
-                             {"scale", 4}});
-            send_json(res, 200, out);
-          }));
+  svr.Get("/sdapi/v1/upscalers",
+          guarded([&s](const Request&, Response& res) { send_json(res, 200, list_upscalers(s)); }));
   svr.Get("/sdapi/v1/latent-upscale-modes", guarded([](const Request&, Response& res) {
             json out = json::array();
-            for (const char* name :
-                 {"Latent", "Latent (nearest)", "Latent (nearest-exact)", "Latent (antialiased)",
-                  "Latent (bicubic)", "Latent (bicubic antialiased)"})
-              out.push_back({{"name", name}});
+            for (int i = SD_HIRES_UPSCALER_LATENT;
+                 i <= SD_HIRES_UPSCALER_LATENT_BICUBIC_ANTIALIASED; ++i)
+              out.push_back({{"name", sd_hires_upscaler_name(sd_hires_upscaler_t(i))}});
             send_json(res, 200, out);
           }));
   svr.Get("/sdapi/v1/samplers",
@@ -498,6 +520,22 @@ void install_routes(httplib::Server& svr, ServerState& s) {
              }
              send_json(res, 200, job_json(*s.queue->find(id), false));
            }));
+  // The latest live preview of a running job, as a PNG.
+  svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/preview)",
+          guarded([&s, unknown_job](const Request& req, Response& res) {
+            const std::string id = req.matches[1];
+            const std::optional<JobState> job = s.queue->find(id);
+            if (!job) return unknown_job(res, id);
+            if (!job->preview.png || job->status != JobStatus::Generating) {
+              send_error(res, 404, "not_found",
+                         "job '" + id +
+                             "' has no live preview (none yet, the job is not running, or "
+                             "the server runs with --preview none)");
+              return;
+            }
+            res.set_header("Cache-Control", "no-store");
+            res.set_content(*job->preview.png, "image/png");
+          }));
   // Server-Sent Events: one "progress" event per change, then "done" with the result.
   svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/events)",
           guarded([&s, unknown_job](const Request& req, Response& res) {

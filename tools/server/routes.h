@@ -21,6 +21,7 @@ struct ServerState {
   Generator* generator = nullptr;
   JobQueue* queue = nullptr;
   std::string index_html;
+  preview_t live_preview = PREVIEW_NONE;  // what jobs' live previews show
   std::atomic<bool> stopping{false};
 };
 

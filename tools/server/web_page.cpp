@@ -21,6 +21,9 @@ const char* const kWebPage = R"HTML(<!doctype html>
   #out { background: #fff; padding: 1rem; border-radius: 8px; flex: 1; min-width: 20rem; }
   progress { width: 100%; height: 1.1rem; }
   #result img { max-width: 100%; border-radius: 4px; }
+  #preview { width: 256px; max-width: 100%; image-rendering: pixelated; border-radius: 4px;
+             display: block; margin: .5rem 0; }
+  #preview[hidden] { display: none; }
   #params { font-size: .8rem; white-space: pre-wrap; color: #555; }
   #gallery img { width: 96px; height: 96px; object-fit: cover; margin: 2px; cursor: pointer; }
   .error { color: #b00020; }
@@ -52,6 +55,7 @@ const char* const kWebPage = R"HTML(<!doctype html>
 <section id="out">
   <div id="status">Ready.</div>
   <progress id="bar" max="1" value="0"></progress>
+  <img id="preview" alt="live preview" hidden>
   <div id="result"></div>
   <div id="params"></div>
   <h3>This session</h3>
@@ -116,7 +120,25 @@ function request() {
   return body;
 }
 
+// The live preview is fetched with the token (an <img> URL could not send it) and shown
+// only when its step changed.
+let previewStep = 0;
+async function showPreview(preview) {
+  if (!preview || preview.step === previewStep) return;
+  previewStep = preview.step;
+  const headers = tokenBox.value ? { Authorization: "Bearer " + tokenBox.value } : {};
+  const res = await fetch(preview.url, { headers });
+  if (!res.ok || !jobId) return;
+  const img = $("preview"), old = img.src;
+  img.src = URL.createObjectURL(await res.blob());
+  img.title = "step " + preview.step;
+  img.hidden = false;
+  if (old.startsWith("blob:")) URL.revokeObjectURL(old);
+}
+
 function finished(job) {
+  $("preview").hidden = true;
+  previewStep = 0;
   $("generate").disabled = false;
   $("cancel").disabled = true;
   jobId = null;
@@ -152,6 +174,7 @@ async function poll() {
       $("bar").max = p.steps; $("bar").value = p.step;
       show("Step " + p.step + "/" + p.steps + " (" + p.seconds_per_step.toFixed(2) + " s/it)");
     } else show("Generating...");
+    await showPreview(job.preview);
     setTimeout(poll, 400);
   } catch (e) { show(e.message, true); setTimeout(poll, 1500); }
 }
