@@ -30,7 +30,7 @@ namespace {
 using namespace sd::cli;
 
 std::string version_line() {
-  return std::string("sd-cli version ") + SD_VERSION;
+  return std::string("sd-cli version ") + SD_VERSION + ", commit " + sd_commit();
 }
 
 void list_devices(bool verbose) {
