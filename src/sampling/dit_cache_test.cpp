@@ -154,8 +154,8 @@ TEST(EasyCache, AccumulatesTheEstimatedRelativeOutputChange) {
 TEST(StepCacheModes, EachModeFitsItsNetworks) {
   EXPECT_TRUE(cache_mode_fits(CacheMode::UCache, /*unet=*/true));
   EXPECT_FALSE(cache_mode_fits(CacheMode::UCache, false));
-  for (CacheMode m : {CacheMode::EasyCache, CacheMode::DbCache, CacheMode::TaylorSeer,
-                      CacheMode::CacheDit}) {
+  for (CacheMode m :
+       {CacheMode::EasyCache, CacheMode::DbCache, CacheMode::TaylorSeer, CacheMode::CacheDit}) {
     EXPECT_FALSE(cache_mode_fits(m, true)) << cache_mode_name(m);
     EXPECT_TRUE(cache_mode_fits(m, false)) << cache_mode_name(m);
   }
