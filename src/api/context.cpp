@@ -227,6 +227,13 @@ sd::sampling::CacheOptions cache_options(const sd_cache_params_t& c) {
       break;
   }
   if (std::isfinite(c.reuse_threshold)) o.ucache.threshold = c.reuse_threshold;
+  if (std::isfinite(c.reuse_threshold)) o.easycache.threshold = c.reuse_threshold;
+  o.easycache.start = c.start_percent;
+  o.easycache.end = c.end_percent;
+  o.blocks.threshold = c.residual_diff_threshold;
+  o.blocks.front_blocks = c.Fn_compute_blocks;
+  o.blocks.back_blocks = c.Bn_compute_blocks;
+  o.blocks.warmup = c.max_warmup_steps;
   o.ucache.start = c.start_percent;
   o.ucache.end = c.end_percent;
   o.ucache.decay = c.error_decay_rate;

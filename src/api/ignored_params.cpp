@@ -27,7 +27,8 @@ std::vector<IgnoredFlag> ignored_flags(const sd_img_gen_params_t& p) {
   };
   // img_cfg equal to txt_cfg is what "follow --cfg-scale" means.
   add_if(std::isfinite(g.img_cfg) && g.img_cfg != g.txt_cfg, "--img-cfg-scale",
-         "image guidance of edit models");
+         "three-way image guidance of inpainting, instruct-pix2pix and reference-image "
+         "models");
   // --skip-layers, --skip-layer-start and --skip-layer-end only act with a scale.
   add_if(g.slg.scale != dg.slg.scale, "--slg-scale", "skip-layer guidance of DiT models");
   add_if(given(p.vae_tiling_params.extra_tiling_args), "--extra-tiling-args",

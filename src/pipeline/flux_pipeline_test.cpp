@@ -82,6 +82,79 @@ TEST_F(TinyFlux, GeneratesWithAndWithoutClassifierFreeGuidance) {
   EXPECT_NE(sd.generate(r)[0].pixels, a[0].pixels);
 }
 
+// "dbcache: 7 of 20 network evaluations run, 13 reused (...)" -> 7; -1 without the line.
+int evaluations_run(const std::vector<std::string>& info) {
+  for (const std::string& line : info) {
+    const size_t at = line.find(" network evaluations run");
+    if (at == std::string::npos) continue;
+    const size_t colon = line.find(": ");
+    return std::atoi(line.c_str() + colon + 2);
+  }
+  return -1;
+}
+
+TEST_F(TinyFlux, TransformerStepCachesSkipByTheirThresholds) {
+  // (The exact steps each rule skips are counted in sampling/dit_cache_test.cpp; here the
+  // modes run through the pipeline on the transformer.)
+  request_.steps = 8;
+  std::vector<std::string> info;
+  request_.info = [&](const std::string& text) { info.push_back(text); };
+  StableDiffusion sd(options_);
+  const std::vector<uint8_t> plain = sd.generate(request_)[0].pixels;
+  using sampling::CacheMode;
+  auto run_with = [&](CacheMode mode, float threshold) {
+    ImageRequest r = request_;
+    r.cache.mode = mode;
+    r.cache.easycache.threshold = threshold;
+    r.cache.blocks.threshold = threshold;
+    info.clear();
+    const std::vector<uint8_t> pixels = sd.generate(r)[0].pixels;
+    return std::pair{evaluations_run(info), pixels};
+  };
+  for (CacheMode mode :
+       {CacheMode::EasyCache, CacheMode::DbCache, CacheMode::TaylorSeer, CacheMode::CacheDit}) {
+    SCOPED_TRACE(sampling::cache_mode_name(mode));
+    // An aggressive threshold skips inside the active range; the first step and the last
+    // always run.
+    const auto [fewest, changed] = run_with(mode, 100.0f);
+    EXPECT_LT(fewest, 8);
+    EXPECT_GE(fewest, 2);
+    EXPECT_NE(changed, plain);
+  }
+  // Threshold 0: every evaluation runs, and the image is the plain one.
+  for (CacheMode mode : {CacheMode::EasyCache, CacheMode::CacheDit}) {
+    SCOPED_TRACE(sampling::cache_mode_name(mode));
+    const auto [all, same] = run_with(mode, 0.0f);
+    EXPECT_EQ(all, 8);
+    EXPECT_EQ(same, plain);
+  }
+  // ucache is the UNets' residual cache: refused on a transformer, before any step.
+  ImageRequest r = request_;
+  r.cache.mode = CacheMode::UCache;
+  int steps_run = 0;
+  r.progress = [&](int, int, double) { ++steps_run; };
+  try {
+    sd.generate(r);
+    ADD_FAILURE() << "ucache ran on FLUX";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--cache-mode ucache does not work on Flux"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("easycache, dbcache, taylorseer, cache-dit"),
+              std::string::npos)
+        << e.what();
+  }
+  // Out-of-range options are refused before any step as well.
+  r.cache.mode = CacheMode::DbCache;
+  r.cache.blocks.threshold = -0.5f;
+  EXPECT_THROW(sd.generate(r), Error);
+  r.cache.mode = CacheMode::EasyCache;
+  r.cache.easycache.start = 0.9f;
+  r.cache.easycache.end = 0.1f;
+  EXPECT_THROW(sd.generate(r), Error);
+  EXPECT_EQ(steps_run, 0);
+}
+
 TEST_F(TinyFlux, EachMissingFileIsNamedByItsFlag) {
   for (auto [field, flag] :
        {std::pair{&ModelOptions::t5xxl, "--t5xxl"}, std::pair{&ModelOptions::clip_l, "--clip_l"},

@@ -26,7 +26,6 @@
 #include "pipeline/vae_runner.h"
 #include "sampling/guided_denoiser.h"
 #include "sampling/spectrum_forecast.h"
-#include "sampling/ucache.h"
 #include "tensor/error.h"
 #include "weights/model_loader.h"
 #include "weights/model_manager.h"
@@ -476,12 +475,12 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   }
   if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
   sampling::check_cache_options(r.cache);
-  using sampling::CacheMode;
-  if (r.cache.mode != CacheMode::None && r.cache.mode != CacheMode::UCache &&
-      r.cache.mode != CacheMode::Spectrum) {
-    warn(format("--cache-mode %s works on DiT models' blocks, not on a UNet; no caching",
-                sampling::cache_mode_name(r.cache.mode)));
-    r.cache.mode = CacheMode::None;
+  {
+    const bool unet = io::is_unet_family(version);
+    SD_CHECK(sampling::cache_mode_fits(r.cache.mode, unet),
+             "--cache-mode %s does not work on %s (a %s); use one of: %s",
+             sampling::cache_mode_name(r.cache.mode), io::version_name(version),
+             unet ? "UNet" : "transformer", sampling::cache_modes_for(unet).c_str());
   }
   SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
@@ -638,13 +637,12 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   guidance.guidance_schedule = r.guidance_schedule;
   std::optional<sampling::AdaptiveProjectedGuidance> apg;
   if (r.apg.enabled()) guidance.apg = &apg.emplace(r.apg);
-  std::unique_ptr<sampling::UCache> ucache;
   std::unique_ptr<sampling::SpectrumForecast> spectrum;
   const size_t steps = p.sigmas.size() - 1;
-  if (r.cache.mode == sampling::CacheMode::UCache) {
-    ucache = std::make_unique<sampling::UCache>(r.cache.ucache, p.sigmas);
-    guidance.output_cache = ucache.get();
-  } else if (r.cache.mode == sampling::CacheMode::Spectrum) {
+  std::unique_ptr<sampling::OutputCache> output_cache =
+      sampling::make_output_cache(r.cache, p.sigmas, schedule);
+  guidance.output_cache = output_cache.get();
+  if (r.cache.mode == sampling::CacheMode::Spectrum) {
     if (guidance.uncond_x0) {
       if (r.warn) r.warn("--cache-mode spectrum does not work with CFG++ samplers; no caching");
     } else {
@@ -692,13 +690,13 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   sampler_options.prediction = prediction;
   x = sampling::sample(p.method, std::cref(denoiser), std::move(x), p.sigmas, *sampler_rng,
                        sampler_options);
-  if ((ucache || spectrum) && r.info) {
+  if ((output_cache || spectrum) && r.info) {
     // What the cache saved, priced at this run's mean network evaluation.
     const int saved = sampler_calls - network_calls;
     const double per_call = network_calls > 0 ? network_seconds / network_calls : 0.0;
     r.info(format("%s: %d of %d network evaluations run, %d %s (%.2fx fewer), about %.1fs saved",
                   sampling::cache_mode_name(r.cache.mode), network_calls, sampler_calls, saved,
-                  ucache ? "reused" : "forecast",
+                  output_cache ? "reused" : "forecast",
                   network_calls > 0 ? static_cast<double>(sampler_calls) / network_calls : 0.0,
                   saved * per_call));
   }

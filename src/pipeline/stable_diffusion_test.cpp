@@ -246,13 +246,26 @@ TEST_F(TinyPipeline, StepCachesRunFewerNetworkEvaluationsAndSaySo) {
     EXPECT_EQ(summary.find("20 of 20"), std::string::npos) << "nothing was skipped: " << summary;
     EXPECT_NE(cached, plain);  // skipped evaluations change the image a little
   }
-  // The DiT modes have no UNet form: a warning, and the plain image.
-  std::string warning;
-  ImageRequest r = request_;
-  r.cache.mode = sampling::CacheMode::CacheDit;
-  r.warn = [&](const std::string& w) { warning = w; };
-  EXPECT_EQ(sd_->generate(r)[0].pixels, plain);
-  EXPECT_NE(warning.find("cache-dit works on DiT models"), std::string::npos) << warning;
+  // The transformer modes have no UNet form: a one-line error naming the modes that do,
+  // before any step runs.
+  for (auto mode : {sampling::CacheMode::EasyCache, sampling::CacheMode::DbCache,
+                    sampling::CacheMode::TaylorSeer, sampling::CacheMode::CacheDit}) {
+    SCOPED_TRACE(sampling::cache_mode_name(mode));
+    ImageRequest r = request_;
+    r.cache.mode = mode;
+    int steps_run = 0;
+    r.progress = [&](int, int, double) { ++steps_run; };
+    try {
+      sd_->generate(r);
+      ADD_FAILURE() << "a transformer cache mode ran on a UNet";
+    } catch (const Error& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("does not work on"), std::string::npos) << what;
+      EXPECT_NE(what.find("use one of: ucache, spectrum"), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+    EXPECT_EQ(steps_run, 0);
+  }
 }
 
 TEST_F(TinyPipeline, GuidanceScheduleAndApgChangeTheGuidanceOnly) {

@@ -3,8 +3,9 @@
 // and (with guidance) the unconditional context, combines them by classifier-free
 // guidance (Ho & Salimans 2022), applies the schedule's c_out/c_skip and, for
 // inpainting, keeps the init image's latent outside the mask. A step cache may stand in
-// for the network: its outputs reused (ucache) or the denoised latent forecast (spectrum). The
-// arithmetic is stable-diffusion.cpp's, in its float order, so images match it bit for bit.
+// for the network: its outputs reused (ucache, easycache, dbcache/taylorseer/cache-dit) or
+// the denoised latent forecast (spectrum). The arithmetic is stable-diffusion.cpp's, in its float
+// order, so images match it bit for bit.
 #pragma once
 
 #include <functional>

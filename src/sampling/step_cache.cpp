@@ -4,6 +4,9 @@
 #include <functional>
 #include <map>
 
+#include "sampling/cache_dit.h"
+#include "sampling/easycache.h"
+#include "sampling/ucache.h"
 #include "tensor/error.h"
 #include "tensor/text.h"
 
@@ -118,6 +121,30 @@ const char* cache_mode_name(CacheMode mode) {
   return "?";
 }
 
+bool cache_mode_fits(CacheMode mode, bool unet) {
+  switch (mode) {
+    case CacheMode::None:
+    case CacheMode::Spectrum:
+      return true;
+    case CacheMode::UCache:
+      return unet;
+    case CacheMode::EasyCache:
+    case CacheMode::DbCache:
+    case CacheMode::TaylorSeer:
+    case CacheMode::CacheDit:
+      return !unet;
+  }
+  return false;
+}
+
+std::string cache_modes_for(bool unet) {
+  std::string names;
+  for (const ModeName& m : kModes)
+    if (m.mode != CacheMode::None && cache_mode_fits(m.mode, unet))
+      names += (names.empty() ? "" : ", ") + std::string(m.name);
+  return names;
+}
+
 void parse_cache_options(CacheMode mode, const std::string& text, CacheOptions& options) {
   size_t start = 0;
   while (start < text.size()) {
@@ -146,6 +173,23 @@ void check_cache_options(const CacheOptions& o) {
              u.end);
     SD_CHECK(u.decay >= 0.0f && u.decay <= 1.0f, "ucache decay must be in [0, 1], got %g", u.decay);
   }
+  if (o.mode == CacheMode::EasyCache) {
+    const EasyCacheOptions& e = o.easycache;
+    SD_CHECK(e.threshold >= 0.0f, "easycache threshold must not be negative, got %g", e.threshold);
+    SD_CHECK(e.start >= 0.0f && e.start < 1.0f && e.end > 0.0f && e.end <= 1.0f && e.start < e.end,
+             "easycache start and end must satisfy 0 <= start < end <= 1, got %g and %g", e.start,
+             e.end);
+  }
+  if (o.mode == CacheMode::DbCache || o.mode == CacheMode::TaylorSeer ||
+      o.mode == CacheMode::CacheDit) {
+    const BlockCacheOptions& b = o.blocks;
+    const char* name = cache_mode_name(o.mode);
+    SD_CHECK(b.threshold >= 0.0f, "%s threshold must not be negative, got %g", name, b.threshold);
+    SD_CHECK(b.front_blocks >= 0 && b.back_blocks >= 0,
+             "%s Fn and Bn (blocks always computed) must not be negative, got %d and %d", name,
+             b.front_blocks, b.back_blocks);
+    SD_CHECK(b.warmup >= 0, "%s warmup must not be negative, got %d", name, b.warmup);
+  }
   if (o.mode == CacheMode::Spectrum) {
     const SpectrumOptions& s = o.spectrum;
     SD_CHECK(s.w >= 0.0f && s.w <= 1.0f, "spectrum w must be in [0, 1], got %g", s.w);
@@ -157,6 +201,25 @@ void check_cache_options(const CacheOptions& o) {
     SD_CHECK(s.warmup >= 0, "spectrum warmup must not be negative, got %d", s.warmup);
     SD_CHECK(s.stop > 0.0f && s.stop <= 1.0f, "spectrum stop must be in (0, 1], got %g", s.stop);
   }
+}
+
+std::unique_ptr<OutputCache> make_output_cache(const CacheOptions& options,
+                                               const std::vector<float>& sigmas,
+                                               const DiscreteSchedule& schedule) {
+  switch (options.mode) {
+    case CacheMode::UCache:
+      return std::make_unique<UCache>(options.ucache, sigmas);
+    case CacheMode::EasyCache:
+      return std::make_unique<EasyCache>(options.easycache, schedule);
+    case CacheMode::DbCache:
+    case CacheMode::TaylorSeer:
+    case CacheMode::CacheDit:
+      return std::make_unique<CacheDit>(options.blocks, sigmas);
+    case CacheMode::None:
+    case CacheMode::Spectrum:
+      break;
+  }
+  return nullptr;
 }
 
 }  // namespace sd::sampling

@@ -6,19 +6,30 @@
 //   the estimated output change, accumulated over skipped steps, stays under a threshold;
 // - spectrum (spectrum_forecast.h): forecasts the denoised latent from the last computed
 //   ones (Chebyshev ridge fit blended with a Taylor step) on a growing window of calls.
-// The DiT modes (easycache, dbcache, taylorseer, cache-dit) need a transformer's blocks.
+// - easycache (easycache.h): as ucache, with a plainer rule, for transformers;
+// - dbcache, taylorseer, cache-dit (cache_dit.h): one rule for the three, on the relative
+//   change of the network's input, for transformers.
+// ucache is for UNets only, the transformer modes for DiTs only, spectrum for both
+// (cache_mode_fits).
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
 namespace sd::sampling {
+
+class DiscreteSchedule;
 
 enum class CacheMode { None, UCache, Spectrum, EasyCache, DbCache, TaylorSeer, CacheDit };
 
 // "ucache" -> CacheMode::UCache; throws sd::Error listing the modes for another name.
 CacheMode parse_cache_mode(const std::string& name);
 const char* cache_mode_name(CacheMode mode);
+// Whether `mode` works on a UNet (`unet`) or a transformer (!unet); None fits both.
+bool cache_mode_fits(CacheMode mode, bool unet);
+// The modes that work on a UNet or a transformer, for messages: "ucache, spectrum".
+std::string cache_modes_for(bool unet);
 
 struct UCacheOptions {
   float threshold = 1.0f;  // accumulated relative output change allowed before a compute
@@ -39,17 +50,17 @@ struct SpectrumOptions {
   float stop = 0.9f;   // no forecasts past this fraction of the steps
 };
 
-// The DiT modes' options, parsed and kept for the transformer families.
+// The transformer modes' options.
 struct EasyCacheOptions {
   float threshold = 0.2f;
   float start = 0.15f;
   float end = 0.95f;
 };
 struct BlockCacheOptions {  // dbcache, taylorseer, cache-dit
-  float threshold = 0.08f;  // residual difference
-  int front_blocks = 8;     // Fn: always computed
-  int back_blocks = 0;      // Bn: always computed
-  int warmup = 8;
+  float threshold = 0.08f;  // relative input change below which a step is skipped
+  int front_blocks = 8;     // Fn: scales the threshold (cache_dit.h)
+  int back_blocks = 0;      // Bn: scales the threshold
+  int warmup = 8;           // accepted as the reference does; no effect there either
 };
 
 struct CacheOptions {
@@ -90,5 +101,11 @@ class DenoisedForecast {
   virtual bool forecast(std::vector<float>& x0) = 0;
   virtual void observe(const std::vector<float>& x0) = 0;
 };
+
+// The output cache of options.mode (ucache, easycache, dbcache, taylorseer, cache-dit) for
+// one run over `sigmas`; null for the other modes.
+std::unique_ptr<OutputCache> make_output_cache(const CacheOptions& options,
+                                               const std::vector<float>& sigmas,
+                                               const DiscreteSchedule& schedule);
 
 }  // namespace sd::sampling

@@ -341,26 +341,35 @@ Section generation_section(GenerationOptions& o) {
       [&o](const std::string& value) { o.ref_video_audio_paths.push_back(value); }));
   v.push_back(other_option("", "--ref-audio", "reference WAV audio (repeatable)",
                            [&o](const std::string& value) { o.ref_audio_paths.push_back(value); }));
-  v.push_back(other_option(
-      "", "--cache-mode",
-      "step caching: easycache (DiT), ucache (UNet), dbcache, taylorseer, cache-dit (DiT "
-      "blocks), spectrum",
-      [&o](const std::string& value) {
-        sampling::parse_cache_mode(value);  // throws, listing the modes
-        o.cache_mode = value;
-      }));
+  v.push_back(
+      other_option("", "--cache-mode",
+                   "step caching: ucache (UNet), easycache, dbcache, taylorseer, cache-dit (DiT), "
+                   "spectrum (both); see docs/caching.md",
+                   [&o](const std::string& value) {
+                     sampling::parse_cache_mode(value);  // throws, listing the modes
+                     o.cache_mode = value;
+                   }));
   v.push_back(other_option("", "--cache-option", "step-cache parameters, key=value list",
                            [&o](const std::string& value) { o.cache_option = value; }));
   v.push_back(other_option("", "--scm-mask",
-                           "cache-dit step mask, comma-separated 0/1 (1: compute, 0: may cache)",
-                           [&o](const std::string& value) { o.scm_mask = value; }));
-  v.push_back(other_option("", "--scm-policy", "cache-dit mask policy: dynamic (default) or static",
+                           "cache-dit step mask, comma-separated 0/1; accepted for "
+                           "compatibility, no effect (as in the reference's sampler)",
                            [&o](const std::string& value) {
-                             SD_CHECK(value == "dynamic" || value == "static",
-                                      "unknown scm policy '%s'; valid: dynamic, static",
-                                      value.c_str());
-                             o.scm_policy_dynamic = value == "dynamic";
+                             for (size_t i = 0; i < value.size(); ++i)
+                               SD_CHECK(i % 2 == 0 ? (value[i] == '0' || value[i] == '1')
+                                                   : value[i] == ',',
+                                        "--scm-mask '%s': expected 0s and 1s separated by "
+                                        "commas, e.g. 1,1,0,0,1",
+                                        value.c_str());
+                             o.scm_mask = value;
                            }));
+  v.push_back(other_option(
+      "", "--scm-policy", "cache-dit mask policy: dynamic (default) or static; no effect",
+      [&o](const std::string& value) {
+        SD_CHECK(value == "dynamic" || value == "static",
+                 "unknown scm policy '%s'; valid: dynamic, static", value.c_str());
+        o.scm_policy_dynamic = value == "dynamic";
+      }));
   v.push_back(other_option("", "--vae-tile-size", "VAE tile size, [X]x[Y] (default: 32x32)",
                            [&o](const std::string& value) {
                              parse_pair("--vae-tile-size", value, o.vae_tiling_params.tile_size_x,

@@ -1,0 +1,83 @@
+#include "sampling/cache_dit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+namespace sd::sampling {
+
+namespace {
+
+// The active range, as fractions of the steps (fixed in the reference).
+constexpr float kStart = 0.15f;
+constexpr float kEnd = 0.95f;
+
+// sum |prev - curr| / (sum |prev| + 1e-6), accumulated in float in order.
+float relative_l1_change(const std::vector<float>& prev, const std::vector<float>& curr) {
+  float diff = 0.0f, norm = 0.0f;
+  for (size_t i = 0; i < prev.size(); ++i) {
+    diff += std::fabs(prev[i] - curr[i]);
+    norm += std::fabs(prev[i]);
+  }
+  return diff / (norm + 1e-6f);
+}
+
+}  // namespace
+
+float CacheDit::effective_threshold(const BlockCacheOptions& o) {
+  // More always-computed front blocks: more trust in the cache; back blocks: less.
+  float threshold = o.threshold;
+  if (o.front_blocks > 0) threshold *= std::clamp(1.0f + 0.02f * (o.front_blocks - 8), 0.5f, 2.0f);
+  if (o.back_blocks > 0) threshold *= std::clamp(1.0f - 0.03f * o.back_blocks, 0.5f, 1.0f);
+  return threshold;
+}
+
+CacheDit::CacheDit(const BlockCacheOptions& options, const std::vector<float>& sigmas)
+    : options_(options) {
+  if (sigmas.size() < 2) return;
+  const size_t steps = sigmas.size() - 1;
+  const auto start = std::min(static_cast<size_t>(kStart * steps), steps - 1);
+  const auto end = std::min(static_cast<size_t>(kEnd * steps), steps - 1);
+  start_sigma_ = sigmas[start];
+  end_sigma_ = sigmas[end];
+  if (start_sigma_ < end_sigma_) std::swap(start_sigma_, end_sigma_);
+}
+
+std::vector<std::vector<float>> CacheDit::reuse(int step, float sigma,
+                                                const std::vector<float>& x_in,
+                                                size_t conditionings) {
+  if (step <= 0) return {};
+  if (step - 1 != step_index_) {  // not the second call of a two-call step
+    step_index_ = step - 1;
+    skip_step_ = false;
+    step_active_ = !(sigma > start_sigma_) && sigma > end_sigma_;
+  }
+  if (!step_active_) return {};
+  if (!skip_step_) {
+    if (prev_input_.empty() || prev_input_.size() != x_in.size()) return {};
+    if (!(relative_l1_change(prev_input_, x_in) < effective_threshold(options_))) return {};
+    skip_step_ = true;
+    ++skipped_steps_;
+  }
+  if (residuals_.size() < conditionings) return {};
+  std::vector<std::vector<float>> outputs(conditionings);
+  for (size_t c = 0; c < conditionings; ++c) {
+    if (residuals_[c].size() != x_in.size()) return {};
+    outputs[c].resize(x_in.size());
+    for (size_t i = 0; i < x_in.size(); ++i) outputs[c][i] = x_in[i] + residuals_[c][i];
+  }
+  return outputs;
+}
+
+void CacheDit::computed(int step, const std::vector<float>& x_in,
+                        const std::vector<std::vector<float>>& outputs) {
+  if (step <= 0 || !step_active_ || outputs.empty()) return;
+  residuals_.resize(std::max(residuals_.size(), outputs.size()));
+  for (size_t c = 0; c < outputs.size(); ++c) {
+    residuals_[c].resize(x_in.size());
+    for (size_t i = 0; i < x_in.size(); ++i) residuals_[c][i] = outputs[c][i] - x_in[i];
+  }
+  prev_input_ = x_in;
+}
+
+}  // namespace sd::sampling
