@@ -150,6 +150,13 @@ models::MmditConfig sd3_mmdit(ModelVersion v) {
   }
 }
 
+// SD3's OpenCLIP bigG: sd.cpp pads its windows with token 0 ("!"), as OpenCLIP does.
+models::ClipTextConfig sd3_vit_bigg14() {
+  models::ClipTextConfig c = models::ClipTextConfig::vit_bigg14();
+  c.pad_token = 0;
+  return c;
+}
+
 // SD3 Medium, SD3.5 Medium and Large (Esser et al. 2024; Stability-AI sd3-ref): CLIP-L,
 // CLIP-G and optionally T5-XXL, the MMDiT, the 16-channel autoencoder (scale 1.5305, shift
 // 0.0609), sd3_flow prediction with shift 3, euler on the discrete schedule (sd.cpp's
@@ -158,7 +165,7 @@ FamilyDescription sd3() {
   FamilyDescription d;
   d.family = io::ModelFamily::SD3;
   d.text_encoders = {{models::ClipTextConfig::sdxl_vit_l14, Sd3Conditioner::kClipLScope},
-                     {models::ClipTextConfig::vit_bigg14, Sd3Conditioner::kClipGScope}};
+                     {sd3_vit_bigg14, Sd3Conditioner::kClipGScope}};
   d.conditioning = ConditioningKind::ClipAndT5JointContext;
   d.mmdit = sd3_mmdit;
   d.vae = models::VaeConfig::flux;

@@ -108,7 +108,7 @@ models::ClipTextConfig clip_config_from_shapes(models::ClipTextConfig c, std::st
   SD_CHECK(c.hidden % kHeadDim == 0, "[clip] %s: width %lld is not a multiple of 64", root.c_str(),
            ll(c.hidden));
   c.heads = c.hidden / kHeadDim;
-  if (c.projection_dim > 0) c.projection_dim = need("text_projection")[0];
+  if (c.projection_dim > 0) c.projection_dim = need("text_projection")[1];
   return c;
 }
 

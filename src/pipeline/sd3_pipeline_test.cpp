@@ -135,10 +135,10 @@ TEST_F(TinySd3, AnEncoderOfAnotherWidthFailsBeforeLoading) {
   static const test::TinySd3Files narrow_g =
       test::write_tiny_sd3(temp_ + "/narrow_g", {false, true, 4096, 24});
   o = split(sd3_);
-  o.clip_g = narrow_g.clip_g;  // projects to 24: a 56-value pooled vector, not 72
+  o.clip_g = narrow_g.clip_g;  // projects to 24: an 88-value pooled vector, not 104
   e = error_of(o);
   EXPECT_NE(e.find("--clip_g"), std::string::npos) << e;
-  EXPECT_NE(e.find("72"), std::string::npos) << e;
+  EXPECT_NE(e.find("104"), std::string::npos) << e;
 }
 
 }  // namespace

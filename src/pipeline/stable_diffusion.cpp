@@ -344,9 +344,9 @@ struct StableDiffusion::Impl {
   // --auto-fit: chooses placements from the modules' weight sizes and the devices' memory,
   // says the plan, and makes the BackendManager from it. Returns the --max-vram to use.
   std::string fit_placement() {
-    // FLUX.1's T5 sits under its own root, in the text-encoder module.
+    // FLUX.1's T5 and SD3's encoders sit under text_encoders., in the text-encoder module.
     const std::tuple<Module, std::string_view, std::string_view> roots[] = {
-        {Module::TextEncoder, io::kTextEncoderRoot, io::kT5xxlRoot},
+        {Module::TextEncoder, io::kTextEncoderRoot, "text_encoders."},
         {Module::Diffusion, io::kUnetRoot, {}},
         {Module::Vae, io::kVaeRoot, {}}};
     std::vector<ModuleSize> sizes;

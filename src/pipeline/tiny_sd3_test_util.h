@@ -26,14 +26,14 @@ struct TinySd3Options {
   int64_t clip_g_projection = 40;  // another width makes a CLIP-G that does not fit
 };
 
-// 2 joint blocks of 16 (heads of 8), CLIP-L 32 wide, CLIP-G 48 wide projected to 40: a
-// 72-value pooled vector.
+// 2 joint blocks of 16 (heads of 8), CLIP-L 64 wide, CLIP-G 128 wide projected to 40 (CLIP
+// heads are 64 wide): a 104-value pooled vector.
 inline models::MmditConfig tiny_mmdit_config(bool mmdit_x) {
   models::MmditConfig c =
       mmdit_x ? models::MmditConfig::sd3_5_medium() : models::MmditConfig::sd3_medium();
   c.hidden = 16;
   c.depth = 2;
-  c.adm_dim = 32 + 40;
+  c.adm_dim = 64 + 40;
   c.pos_embed_max = 8;
   c.mlp_ratio = 2;
   c.x_self_attn_blocks = mmdit_x ? 1 : 0;
@@ -45,7 +45,7 @@ inline models::ClipTextConfig tiny_sd3_clip(int64_t width, int64_t projection) {
       projection ? models::ClipTextConfig::vit_bigg14() : models::ClipTextConfig::sdxl_vit_l14();
   c.hidden = width;
   c.intermediate = 2 * width;
-  c.heads = 2;
+  c.heads = width / 64;
   c.layers = 2;
   c.projection_dim = projection;
   return c;
@@ -109,8 +109,8 @@ inline TinySd3Files write_tiny_sd3(const std::string& dir, const TinySd3Options&
   };
   std::vector<Part> parts = {
       {f.dit, "model.diffusion_model.", dit},
-      {f.clip_l, "text_encoders.clip_l.transformer.", clip(32, 0)},
-      {f.clip_g, "text_encoders.clip_g.transformer.", clip(48, o.clip_g_projection)},
+      {f.clip_l, "text_encoders.clip_l.transformer.", clip(64, 0)},
+      {f.clip_g, "text_encoders.clip_g.transformer.", clip(128, o.clip_g_projection)},
       {f.vae, "first_stage_model.", vae}};
   if (o.t5) parts.push_back({f.t5, "text_encoders.t5xxl.transformer.", t5});
   uint32_t seed = 41;
