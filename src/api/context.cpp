@@ -41,7 +41,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
     const char* flag;
   };
   const Field unsupported[] = {
-      {p.clip_g_path, "--clip_g"},
       {p.clip_vision_path, "--clip_vision"},
       {p.llm_path, "--llm"},
       {p.llm_vision_path, "--llm_vision"},
@@ -57,7 +56,8 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   };
   for (const Field& f : unsupported)
     SD_CHECK(!given(f.value),
-             "%s is not supported by this build (SD 1.x/2.x/SDXL and FLUX.1 image generation)",
+             "%s is not supported by this build (SD 1.x/2.x/SDXL, SD3/SD3.5 and FLUX.1 image "
+             "generation)",
              f.flag);
   SD_CHECK(!given(p.tensor_type_rules),
            "--tensor-type-rules applies to -M convert in this build; convert the model first");
@@ -71,6 +71,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.taesd_path)) o.taesd = p.taesd_path;
   o.taesd_preview_only = p.tae_preview_only;
   if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
+  if (given(p.clip_g_path)) o.clip_g = p.clip_g_path;
   if (given(p.t5xxl_path)) o.t5xxl = p.t5xxl_path;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
@@ -329,6 +330,12 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
         sd::api::log(SD_LOG_WARN, "--extra-sample-args '%s' is not used by this build; ignored",
                      key.c_str());
     }
+    r.skip_layer.scale = s.guidance.slg.scale;
+    r.skip_layer.layers.assign(
+        s.guidance.slg.layers,
+        s.guidance.slg.layers + (s.guidance.slg.layers ? s.guidance.slg.layer_count : 0));
+    r.skip_layer.start = s.guidance.slg.layer_start;
+    r.skip_layer.end = s.guidance.slg.layer_end;
     r.progress = [](int step, int steps, double seconds) {
       sd::api::progress(step, steps, static_cast<float>(seconds));
     };

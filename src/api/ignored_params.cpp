@@ -20,7 +20,6 @@ std::vector<IgnoredFlag> ignored_flags(const sd_img_gen_params_t& p) {
   sd_img_gen_params_t d;
   sd_img_gen_params_init(&d);
   const sd_guidance_params_t& g = p.sample_params.guidance;
-  const sd_guidance_params_t& dg = d.sample_params.guidance;
   std::vector<IgnoredFlag> out;
   auto add_if = [&](bool differs, const char* flag, const char* what) {
     if (differs) out.push_back({flag, what});
@@ -29,8 +28,7 @@ std::vector<IgnoredFlag> ignored_flags(const sd_img_gen_params_t& p) {
   add_if(std::isfinite(g.img_cfg) && g.img_cfg != g.txt_cfg, "--img-cfg-scale",
          "three-way image guidance of inpainting, instruct-pix2pix and reference-image "
          "models");
-  // --skip-layers, --skip-layer-start and --skip-layer-end only act with a scale.
-  add_if(g.slg.scale != dg.slg.scale, "--slg-scale", "skip-layer guidance of DiT models");
+  // --slg-scale is used by SD3's MMDiT; the pipeline warns for models without it.
   add_if(given(p.vae_tiling_params.extra_tiling_args), "--extra-tiling-args",
          "extra VAE tiling arguments");
   add_if(p.vae_tiling_params.temporal_tiling, "--temporal-tiling", "tiling over video frames");

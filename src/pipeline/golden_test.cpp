@@ -3,13 +3,16 @@
 // image (PSNR >= 40 dB). The checkpoints are 2-7 GB, made by ../shared/tools/make_random_sd.py;
 // tests find them through SD_TEST_SD15_MODEL / SD_TEST_SD2_MODEL / SD_TEST_SDXL_MODEL and
 // skip without them. The tiny FLUX.1 (../shared/tools/make_random_flux.py --seed 1, four
-// files) is found through SD_TEST_FLUX_DIR.
+// files) is found through SD_TEST_FLUX_DIR; the tiny SD3 (tools/make_random_sd3.py --split
+// --seed 1, five files, and --variant sd3.5m --attn2 13 for the SD3.5 Medium transformer)
+// through SD_TEST_SD3_DIR, its golden images in ../shared/golden/sd3_tiny/ (cases.txt).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 
 #include "io/image.h"
@@ -124,6 +127,60 @@ TEST(Golden, FluxDevEuler) {
   std::vector<io::Image> images = sd.generate(r);
   ASSERT_EQ(images.size(), 1u);
   expect_golden(images[0], "flux_tiny/euler_256.png");
+}
+
+// SD3 Medium and SD3.5 Medium as separate files, 128x128, euler, 4 steps, CFG 4.5:
+// sd-cli --diffusion-model DIR/<dit> --clip_l DIR/clip_l.safetensors --clip_g
+// DIR/clip_g.safetensors [--t5xxl DIR/t5xxl.safetensors] --vae DIR/vae.safetensors -p PROMPT
+// -s 42 --steps 4 -W 128 -H 128 --cfg-scale 4.5 [--slg-scale 2.5 --skip-layer-end 0.5].
+// SD3 runs without T5 on the astronaut prompt; SD3.5 Medium with T5 on the empty prompt,
+// whose T5 ids (</s>, then <pad>) do not depend on the T5 vocabulary the reference embeds.
+struct Sd3Case {
+  const char* dit;
+  const char* golden;
+  const char* prompt;
+  bool t5;
+  float slg_scale;
+};
+
+void run_sd3_golden(const Sd3Case& g) {
+  const char* dir = std::getenv("SD_TEST_SD3_DIR");
+  const std::string shared = test::shared_dir();
+  if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_SD3_DIR or ../shared not available";
+  if (!std::filesystem::exists(shared + "/golden/" + g.golden))
+    GTEST_SKIP() << "no golden image " << g.golden;
+  const std::string d = dir;
+  ModelOptions options;
+  options.diffusion_model = d + "/" + g.dit;
+  options.clip_l = d + "/clip_l.safetensors";
+  options.clip_g = d + "/clip_g.safetensors";
+  if (g.t5) options.t5xxl = d + "/t5xxl.safetensors";
+  options.vae = d + "/vae.safetensors";
+  options.clip_vocab = shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+  options.t5_tokenizer = shared + "/data/t5/tokenizer.json";
+  options.threads = 2;
+  StableDiffusion sd(options);
+  ImageRequest r;
+  r.prompt = g.prompt;
+  r.seed = 42;
+  r.steps = 4;
+  r.width = r.height = 128;
+  r.cfg_scale = 4.5f;
+  r.skip_layer.scale = g.slg_scale;
+  r.skip_layer.end = 0.5f;
+  std::vector<io::Image> images = sd.generate(r);
+  ASSERT_EQ(images.size(), 1u);
+  expect_golden(images[0], g.golden);
+}
+
+TEST(Golden, Sd3MediumEulerWithoutT5) {
+  run_sd3_golden({"diffusion.safetensors", "sd3_tiny/euler_128_no_t5.png",
+                  "a photograph of an astronaut riding a horse", false, 0.0f});
+}
+
+TEST(Golden, Sd35MediumSkipLayerGuidance) {
+  run_sd3_golden(
+      {"sd35m_diffusion.safetensors", "sd3_tiny/sd35m_slg_128_empty_prompt.png", "", true, 2.5f});
 }
 
 }  // namespace

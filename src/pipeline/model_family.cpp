@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "pipeline/sd3_conditioner.h"
 #include "pipeline/text_conditioner.h"
 #include "tensor/error.h"
 
@@ -136,6 +137,47 @@ FamilyDescription flux() {
   return d;
 }
 
+models::MmditConfig sd3_mmdit(ModelVersion v) {
+  switch (v) {
+    case ModelVersion::SD3:
+      return models::MmditConfig::sd3_medium();
+    case ModelVersion::SD3_5Medium:
+      return models::MmditConfig::sd3_5_medium();
+    case ModelVersion::SD3_5Large:
+      return models::MmditConfig::sd3_5_large();
+    default:
+      unsupported(v);
+  }
+}
+
+// SD3's OpenCLIP bigG: sd.cpp pads its windows with token 0 ("!"), as OpenCLIP does.
+models::ClipTextConfig sd3_vit_bigg14() {
+  models::ClipTextConfig c = models::ClipTextConfig::vit_bigg14();
+  c.pad_token = 0;
+  return c;
+}
+
+// SD3 Medium, SD3.5 Medium and Large (Esser et al. 2024; Stability-AI sd3-ref): CLIP-L,
+// CLIP-G and optionally T5-XXL, the MMDiT, the 16-channel autoencoder (scale 1.5305, shift
+// 0.0609), sd3_flow prediction with shift 3, euler on the discrete schedule (sd.cpp's
+// defaults). Dimensions from the files.
+FamilyDescription sd3() {
+  FamilyDescription d;
+  d.family = io::ModelFamily::SD3;
+  d.text_encoders = {{models::ClipTextConfig::sdxl_vit_l14, Sd3Conditioner::kClipLScope},
+                     {sd3_vit_bigg14, Sd3Conditioner::kClipGScope}};
+  d.conditioning = ConditioningKind::ClipAndT5JointContext;
+  d.mmdit = sd3_mmdit;
+  d.vae = models::VaeConfig::flux;
+  d.latent_channels = 16;
+  d.scale_factor = 1.5305f;
+  d.shift_factor = 0.0609f;
+  d.sample_method = sampling::SampleMethod::Euler;
+  d.prediction = sampling::Prediction::Sd3Flow;
+  d.shapes_from_file = true;
+  return d;
+}
+
 }  // namespace
 
 models::VaeConfig FamilyDescription::vae_config() const {
@@ -158,7 +200,8 @@ const std::vector<const FamilyDescription*>& supported_families() {
   static const FamilyDescription kSd2 = sd2();
   static const FamilyDescription kSdxl = sdxl();
   static const FamilyDescription kFlux = flux();
-  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2, &kSdxl, &kFlux};
+  static const FamilyDescription kSd3 = sd3();
+  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2, &kSdxl, &kFlux, &kSd3};
   return kAll;
 }
 

@@ -12,6 +12,7 @@
 #include "io/model_version.h"
 #include "models/clip_text.h"
 #include "models/flux.h"
+#include "models/mmdit.h"
 #include "models/unet.h"
 #include "models/vae.h"
 #include "sampling/samplers.h"
@@ -32,6 +33,10 @@ enum class ConditioningKind {
   // T5-XXL's hidden states as the context and CLIP-L's pooled output as the vector
   // (FLUX.1; pipeline/flux_conditioner.h).
   T5ContextClipVector,
+  // SD3: CLIP-L's and CLIP-G's clip-skipped hidden states side by side, padded to T5's
+  // width, then T5-XXL's tokens (zeros without a T5 file) as the context; both pooled
+  // outputs as the vector (pipeline/sd3_conditioner.h).
+  ClipAndT5JointContext,
 };
 
 // A text encoder of the family and where its weights live (below io::kTextEncoderRoot
@@ -52,6 +57,8 @@ struct FamilyDescription {
   models::UnetConfig (*diffusion)(io::ModelVersion version) = nullptr;
   // Set instead of `diffusion` for families whose network is FLUX.1's transformer.
   models::FluxConfig (*flux)(io::ModelVersion version) = nullptr;
+  // Set instead for families whose network is SD3's MMDiT.
+  models::MmditConfig (*mmdit)(io::ModelVersion version) = nullptr;
   models::VaeConfig (*vae)() = nullptr;
 
   // The latent space: channels, and the factor the VAE latent is scaled by for sampling.

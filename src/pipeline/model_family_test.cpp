@@ -83,9 +83,38 @@ TEST(ModelFamily, DefaultSchedulerFollowsSamplerAndPrediction) {
 
 TEST(ModelFamily, TextEncodersLiveBelowTheTextEncoderRoot) {
   for (const FamilyDescription* f : supported_families())
-    for (const TextEncoderSpec& t : f->text_encoders)
-      EXPECT_EQ(t.scope.substr(0, io::kTextEncoderRoot.size()), io::kTextEncoderRoot)
-          << io::family_name(f->family);
+    for (const TextEncoderSpec& t : f->text_encoders) {
+      // SD3 checkpoints keep theirs under text_encoders.clip_l. / clip_g. (io::kClipLRoot).
+      const std::string_view root =
+          f->family == io::ModelFamily::SD3 ? std::string_view("text_encoders.")
+                                            : io::kTextEncoderRoot;
+      EXPECT_EQ(t.scope.substr(0, root.size()), root) << io::family_name(f->family);
+    }
+}
+
+TEST(ModelFamily, Sd3IsTwoClipsAndT5AnMmditAnd16Channels) {
+  const FamilyDescription& d = family_description(ModelVersion::SD3_5Medium);
+  EXPECT_EQ(d.family, io::ModelFamily::SD3);
+  EXPECT_EQ(d.conditioning, ConditioningKind::ClipAndT5JointContext);
+  ASSERT_EQ(d.text_encoders.size(), 2u);
+  EXPECT_EQ(d.text_encoders[0].config().hidden + d.text_encoders[1].config().projection_dim,
+            2048);  // the pooled vector
+  EXPECT_EQ(d.text_encoders[1].config().pad_token, 0);  // OpenCLIP pads with "!"
+  EXPECT_EQ(d.diffusion, nullptr);
+  EXPECT_EQ(d.mmdit(ModelVersion::SD3).x_self_attn_blocks, 0);
+  EXPECT_EQ(d.mmdit(ModelVersion::SD3_5Medium).x_self_attn_blocks, 13);
+  EXPECT_EQ(d.mmdit(ModelVersion::SD3_5Large).depth, 38);
+  const models::VaeConfig v = d.vae_config();
+  EXPECT_EQ(v.z_channels, 16);
+  EXPECT_EQ(v.scale_factor, 1.5305f);
+  EXPECT_EQ(v.shift_factor, 0.0609f);
+  EXPECT_FALSE(v.use_quant_conv);
+  EXPECT_EQ(d.prediction, sampling::Prediction::Sd3Flow);
+  EXPECT_EQ(d.sample_method, sampling::SampleMethod::Euler);
+  EXPECT_EQ(d.default_scheduler(sampling::SampleMethod::Euler, *d.prediction),
+            sampling::Scheduler::Discrete);
+  EXPECT_EQ(d.default_flow_shift(ModelVersion::SD3), 3.0f);
+  EXPECT_FALSE(d.zero_context_for_empty_negative);
 }
 
 TEST(ModelFamily, FluxIsT5AndClipLAFlowTransformerAnd16Channels) {
@@ -113,14 +142,14 @@ TEST(ModelFamily, FluxIsT5AndClipLAFlowTransformerAnd16Channels) {
 }
 
 TEST(ModelFamily, UnsupportedVersionsAreNamed) {
-  for (ModelVersion v : {ModelVersion::SD3, ModelVersion::Unknown}) {
+  for (ModelVersion v : {ModelVersion::Unknown}) {
     try {
       family_description(v);
       ADD_FAILURE() << io::version_name(v);
     } catch (const Error& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(io::version_name(v)), std::string::npos) << what;
-      EXPECT_NE(what.find("SD1.x, SD2.x, SDXL and Flux"), std::string::npos) << what;
+      EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux and SD3"), std::string::npos) << what;
     }
   }
   // A variant of a supported family this build cannot run.

@@ -108,7 +108,7 @@ models::ClipTextConfig clip_config_from_shapes(models::ClipTextConfig c, std::st
   SD_CHECK(c.hidden % kHeadDim == 0, "[clip] %s: width %lld is not a multiple of 64", root.c_str(),
            ll(c.hidden));
   c.heads = c.hidden / kHeadDim;
-  if (c.projection_dim > 0) c.projection_dim = need("text_projection")[0];
+  if (c.projection_dim > 0) c.projection_dim = need("text_projection")[1];
   return c;
 }
 
@@ -169,6 +169,51 @@ models::FluxConfig flux_config_from_shapes(models::FluxConfig c, std::string_vie
   SD_CHECK(axes == head_dim,
            "[flux] heads of %lld channels do not match the rotary axes (%lld channels)",
            ll(head_dim), ll(axes));
+  return c;
+}
+
+models::MmditConfig mmdit_config_from_shapes(models::MmditConfig c, std::string_view scope,
+                                             const ShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[mmdit] the model has no tensor '%s%s'", root.c_str(), name.c_str());
+    return *ne;
+  };
+  const std::array<int64_t, 4> proj = need("x_embedder.proj.weight");  // [p, p, in, hidden]
+  SD_CHECK(proj[0] == proj[1] && proj[0] > 0, "[mmdit] x_embedder.proj is not a square patch");
+  c.patch_size = static_cast<int>(proj[0]);
+  c.in_channels = proj[2];
+  c.hidden = proj[3];
+  const std::array<int64_t, 4> context = need("context_embedder.weight");  // [context, hidden]
+  c.context_dim = context[0];
+  SD_CHECK(context[1] == c.hidden,
+           "[mmdit] context_embedder gives %lld channels, the blocks are %lld wide", ll(context[1]),
+           ll(c.hidden));
+  c.adm_dim = need("y_embedder.mlp.0.weight")[0];
+  c.out_channels = need("final_layer.linear.weight")[1] / (c.patch_size * c.patch_size);
+  const int64_t patches = need("pos_embed")[1];
+  c.pos_embed_max = 0;
+  while ((c.pos_embed_max + 1) * (c.pos_embed_max + 1) <= patches) ++c.pos_embed_max;
+  SD_CHECK(c.pos_embed_max * c.pos_embed_max == patches,
+           "[mmdit] pos_embed holds %lld patches, not a square grid", ll(patches));
+  auto block = [&](int i, const char* name) {
+    return root + "joint_blocks." + std::to_string(i) + "." + name;
+  };
+  c.depth = 0;
+  c.x_self_attn_blocks = 0;
+  while (shape_of(block(c.depth, "x_block.attn.qkv.weight"))) {
+    if (shape_of(block(c.depth, "x_block.attn2.qkv.weight"))) c.x_self_attn_blocks = c.depth + 1;
+    ++c.depth;
+  }
+  SD_CHECK(c.depth > 0, "[mmdit] %s: no joint_blocks (not an SD3 transformer)", root.c_str());
+  SD_CHECK(c.hidden % c.depth == 0,
+           "[mmdit] width %lld does not split into %d heads (one per joint block)", ll(c.hidden),
+           c.depth);
+  c.qk_norm = !shape_of(block(0, "x_block.attn.ln_q.weight")) ? models::QkNorm::None
+              : shape_of(block(0, "x_block.attn.ln_q.bias"))  ? models::QkNorm::LayerNorm
+                                                              : models::QkNorm::Rms;
+  c.mlp_ratio = need("joint_blocks.0.x_block.mlp.fc1.weight")[1] / c.hidden;
   return c;
 }
 

@@ -13,6 +13,7 @@
 
 #include "models/clip_text.h"
 #include "models/flux.h"
+#include "models/mmdit.h"
 #include "models/t5.h"
 #include "models/unet.h"
 #include "models/vae.h"
@@ -44,6 +45,12 @@ models::VaeConfig vae_config_from_shapes(models::VaeConfig preset, std::string_v
 // guidance embedding present or not. RoPE axes and theta stay the preset's.
 models::FluxConfig flux_config_from_shapes(models::FluxConfig preset, std::string_view scope,
                                            const ShapeOf& shape_of);
+
+// SD3's MMDiT under `scope` (io::kUnetRoot): patch size, input, output, hidden, context and
+// pooled widths, joint blocks (also the head count), position-table size, q/k norm kind
+// and the MMDiT-X blocks with a second attention.
+models::MmditConfig mmdit_config_from_shapes(models::MmditConfig preset, std::string_view scope,
+                                             const ShapeOf& shape_of);
 
 // The T5 encoder under `scope`: vocabulary, model, inner and feed-forward widths, layers and
 // heads (from the relative attention bias table).

@@ -19,8 +19,10 @@
 #include "pipeline/image_tensor.h"
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
+#include "pipeline/mmdit_runner.h"
 #include "pipeline/model_family.h"
 #include "pipeline/model_shapes.h"
+#include "pipeline/sd3_conditioner.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/unet_runner.h"
 #include "pipeline/vae_runner.h"
@@ -91,7 +93,8 @@ struct StableDiffusion::Impl {
   std::unique_ptr<weights::ModelManager> taesd_weights;
   std::unique_ptr<PromptEncoder> text;
   std::unique_ptr<DiffusionNet> diffusion;
-  UnetRunner* unet = nullptr;  // `diffusion` when it is a UNet
+  UnetRunner* unet = nullptr;    // `diffusion` when it is a UNet
+  MmditRunner* mmdit = nullptr;  // `diffusion` when it is SD3's MMDiT
   float default_flow_shift = 3.0f;
   std::unique_ptr<VaeRunner> vae;
   sampling::DiscreteSchedule schedule;
@@ -141,6 +144,7 @@ struct StableDiffusion::Impl {
     if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
     if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
     if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
+    if (!o.clip_g.empty()) loader.add(o.clip_g, io::FileRole::ClipG);
     if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
     if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
     // --auto-fit places the modules once their sizes are known from the files.
@@ -150,8 +154,11 @@ struct StableDiffusion::Impl {
     Architecture arch = o.architecture ? *o.architecture : detect_architecture();
     if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
-    if (o.architecture && arch.t5) require_flux_files();
-    const size_t encoders = family->conditioning == ConditioningKind::ContextAndVector ? 2 : 1;
+    if (o.architecture && arch.t5 && !arch.mmdit) require_flux_files();
+    const size_t encoders = family->conditioning == ConditioningKind::ContextAndVector ||
+                                    family->conditioning == ConditioningKind::ClipAndT5JointContext
+                                ? 2
+                                : 1;
     SD_CHECK(family->text_encoders.size() == encoders && arch.text2.has_value() == (encoders == 2),
              "%s: expected %zu text encoders", io::family_name(family->family), encoders);
 
@@ -165,8 +172,11 @@ struct StableDiffusion::Impl {
       manager.add_module(weights::ModuleSpec{module_name(m), std::move(prefixes),
                                              &backends->compute_device(m), backends->residency(m)});
     };
+    // SD3 checkpoints keep all their encoders under text_encoders.
     add_module(*weights, Module::TextEncoder, io::kTextEncoderRoot,
-               arch.t5 ? io::kT5xxlRoot : std::string_view());
+               arch.mmdit ? std::string_view("text_encoders.")
+               : arch.t5  ? io::kT5xxlRoot
+                          : std::string_view());
     add_module(*weights, Module::Diffusion, io::kUnetRoot);
     add_module(*weights, Module::Vae, io::kVaeRoot);
 
@@ -178,12 +188,20 @@ struct StableDiffusion::Impl {
     std::optional<TextEncoderSetup> second;
     if (arch.text2)
       second = TextEncoderSetup{*arch.text2, std::string(family->text_encoders[1].scope)};
+    std::shared_ptr<const models::T5Tokenizer> t5_tokenizer;
     if (arch.t5) {
       const std::string t5_vocab = models::find_t5_tokenizer(
           o.t5_tokenizer,
           loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..", o.t5xxl);
-      auto t5_tokenizer =
+      t5_tokenizer =
           std::make_shared<const models::T5Tokenizer>(models::T5Tokenizer::from_file(t5_vocab));
+    }
+    if (arch.mmdit) {
+      text = std::make_unique<Sd3Conditioner>(
+          tokenizer, Sd3Encoder{arch.text, sd3_scope(family->text_encoders[0].scope)},
+          Sd3Encoder{*arch.text2, sd3_scope(family->text_encoders[1].scope)}, t5_tokenizer, arch.t5,
+          sd3_scope(Sd3Conditioner::kT5Scope), *weights, backends->backend(Module::TextEncoder));
+    } else if (arch.t5) {
       text = std::make_unique<FluxConditioner>(tokenizer, arch.text, t5_tokenizer, *arch.t5,
                                                *weights, backends->backend(Module::TextEncoder),
                                                std::string(family->text_encoders.front().scope));
@@ -192,7 +210,12 @@ struct StableDiffusion::Impl {
           tokenizer, arch.text, *weights, backends->backend(Module::TextEncoder), o.embeddings_dir,
           std::string(family->text_encoders.front().scope), second);
     }
-    if (arch.flux) {
+    if (arch.mmdit) {
+      auto m = std::make_unique<MmditRunner>(*weights, *arch.mmdit,
+                                             backends->backend(Module::Diffusion));
+      mmdit = m.get();
+      diffusion = std::move(m);
+    } else if (arch.flux) {
       diffusion =
           std::make_unique<FluxRunner>(*weights, *arch.flux, backends->backend(Module::Diffusion));
     } else {
@@ -249,6 +272,34 @@ struct StableDiffusion::Impl {
              "FLUX.1 needs its autoencoder: pass --vae FILE (ae.safetensors)");
   }
 
+  // Where an SD3 encoder's weights are: under the checkpoint's text_encoders.* scope, or
+  // where a --clip_l / --clip_g / --t5xxl file put them.
+  std::string sd3_scope(std::string_view checkpoint_scope) const {
+    const std::string s(checkpoint_scope);
+    const bool t5 = s == Sd3Conditioner::kT5Scope;
+    const std::string probe = t5 ? "shared.weight" : "embeddings.token_embedding.weight";
+    if (loader.contains(s + probe)) return s;
+    if (t5) return std::string(io::kT5xxlRoot);
+    return s == Sd3Conditioner::kClipLScope ? TextConditioner::kScope : TextConditioner::kScope2;
+  }
+
+  // SD3 needs both CLIP encoders (named with their flag when missing) and its VAE; T5 may
+  // be left out (its tokens are then zeros, as sd.cpp runs it), with a warning.
+  void require_sd3_files() const {
+    auto has = [&](std::string_view scope) {
+      return loader.contains(sd3_scope(scope) + "embeddings.token_embedding.weight");
+    };
+    SD_CHECK(has(Sd3Conditioner::kClipLScope),
+             "SD3 needs its CLIP-L text encoder: pass --clip_l FILE (clip_l.safetensors)");
+    SD_CHECK(has(Sd3Conditioner::kClipGScope),
+             "SD3 needs its CLIP-G text encoder: pass --clip_g FILE (clip_g.safetensors)");
+    SD_CHECK(loader.contains(std::string(io::kVaeRoot) + "decoder.conv_in.weight"),
+             "SD3 needs its autoencoder: pass --vae FILE");
+  }
+  bool has_sd3_t5() const {
+    return loader.contains(sd3_scope(Sd3Conditioner::kT5Scope) + "shared.weight");
+  }
+
   // The encoders' widths must be what the transformer reads: a T5 or CLIP file of another
   // model fails here, naming the flag, before anything is loaded.
   static void check_flux_widths(const Architecture& arch) {
@@ -263,12 +314,38 @@ struct StableDiffusion::Impl {
              static_cast<long long>(arch.text.hidden), static_cast<long long>(arch.flux->vec_dim));
   }
 
+  // SD3's context: the two CLIP widths side by side fit T5's width, the pooled vectors make
+  // the transformer's vector, and T5 (when given) is as wide as the context.
+  static void check_sd3_widths(const Architecture& arch) {
+    const models::MmditConfig& m = *arch.mmdit;
+    const int64_t pooled = arch.text.hidden + arch.text2->projection_dim;
+    SD_CHECK(m.context_dim == Sd3Conditioner::kContextDim,
+             "the transformer reads %lld-wide text tokens; SD3's encoders give %lld",
+             static_cast<long long>(m.context_dim),
+             static_cast<long long>(Sd3Conditioner::kContextDim));
+    SD_CHECK(pooled == m.adm_dim,
+             "the --clip_l and --clip_g encoders give a %lld + %lld pooled vector but the "
+             "transformer reads %lld (a CLIP file of another model?)",
+             static_cast<long long>(arch.text.hidden),
+             static_cast<long long>(arch.text2->projection_dim), static_cast<long long>(m.adm_dim));
+    SD_CHECK(arch.text.hidden + arch.text2->hidden <= Sd3Conditioner::kContextDim,
+             "the --clip_l and --clip_g encoders are %lld + %lld wide, more than SD3's %lld-wide "
+             "context",
+             static_cast<long long>(arch.text.hidden), static_cast<long long>(arch.text2->hidden),
+             static_cast<long long>(Sd3Conditioner::kContextDim));
+    SD_CHECK(!arch.t5 || arch.t5->model_dim == Sd3Conditioner::kContextDim,
+             "the --t5xxl encoder gives %lld-wide tokens but the transformer reads %lld (a T5 "
+             "file of another model?)",
+             static_cast<long long>(arch.t5 ? arch.t5->model_dim : 0),
+             static_cast<long long>(Sd3Conditioner::kContextDim));
+  }
+
   // --auto-fit: chooses placements from the modules' weight sizes and the devices' memory,
   // says the plan, and makes the BackendManager from it. Returns the --max-vram to use.
   std::string fit_placement() {
-    // FLUX.1's T5 sits under its own root, in the text-encoder module.
+    // FLUX.1's T5 and SD3's encoders sit under text_encoders., in the text-encoder module.
     const std::tuple<Module, std::string_view, std::string_view> roots[] = {
-        {Module::TextEncoder, io::kTextEncoderRoot, io::kT5xxlRoot},
+        {Module::TextEncoder, io::kTextEncoderRoot, "text_encoders."},
         {Module::Diffusion, io::kUnetRoot, {}},
         {Module::Vae, io::kVaeRoot, {}}};
     std::vector<ModuleSize> sizes;
@@ -306,6 +383,16 @@ struct StableDiffusion::Impl {
       family = &family_description(arch.version);
       if (family->conditioning == ConditioningKind::T5ContextClipVector) require_flux_files();
       if (family->flux) arch.flux = family->flux(arch.version);
+      if (family->mmdit) {
+        require_sd3_files();
+        arch.mmdit = family->mmdit(arch.version);
+        if (has_sd3_t5())
+          arch.t5 = models::T5Config::xxl();
+        else if (options.note)
+          options.note(
+              "warning: no T5-XXL text encoder (--t5xxl); SD3 runs on zeros in its "
+              "place and follows the prompt less closely");
+      }
       if (family->diffusion) arch.unet = family->diffusion(arch.version);
       if (family->conditioning == ConditioningKind::T5ContextClipVector)
         arch.t5 = models::T5Config::xxl();
@@ -318,18 +405,27 @@ struct StableDiffusion::Impl {
           if (loader.contains(name)) ne = loader.find(name).ne;
           return ne;
         };
-        if (arch.flux)
+        if (arch.mmdit)
+          arch.mmdit = mmdit_config_from_shapes(*arch.mmdit, io::kUnetRoot, shape_of);
+        else if (arch.flux)
           arch.flux = flux_config_from_shapes(*arch.flux, io::kUnetRoot, shape_of);
         else
           arch.unet = unet_config_from_shapes(arch.unet, io::kUnetRoot, shape_of);
-        if (arch.t5) arch.t5 = t5_config_from_shapes(*arch.t5, FluxConditioner::kT5Scope, shape_of);
-        arch.text = clip_config_from_shapes(arch.text, family->text_encoders[0].scope, shape_of);
-        if (arch.text2)
-          arch.text2 =
-              clip_config_from_shapes(*arch.text2, family->text_encoders[1].scope, shape_of);
+        if (arch.t5)
+          arch.t5 = t5_config_from_shapes(
+              *arch.t5,
+              arch.mmdit ? sd3_scope(Sd3Conditioner::kT5Scope) : FluxConditioner::kT5Scope,
+              shape_of);
+        auto text_scope = [&](size_t i) {
+          const std::string_view s = family->text_encoders[i].scope;
+          return arch.mmdit ? sd3_scope(s) : std::string(s);
+        };
+        arch.text = clip_config_from_shapes(arch.text, text_scope(0), shape_of);
+        if (arch.text2) arch.text2 = clip_config_from_shapes(*arch.text2, text_scope(1), shape_of);
         arch.vae = vae_config_from_shapes(arch.vae, io::kVaeRoot, shape_of);
       }
       if (arch.flux && arch.t5) check_flux_widths(arch);
+      if (arch.mmdit) check_sd3_widths(arch);
       return arch;
     } catch (const Error& e) {
       fail("%s: %s", file.c_str(), e.what());
@@ -648,6 +744,18 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
     } else {
       spectrum = std::make_unique<sampling::SpectrumForecast>(r.cache.spectrum, steps);
       guidance.forecast = spectrum.get();
+    }
+  }
+  sampling::SkipLayerGuidance skip_layer = r.skip_layer;
+  if (skip_layer.scale != 0.0f && !skip_layer.layers.empty()) {
+    if (mmdit) {
+      skip_layer.schedule_size = static_cast<int>(p.sigmas.size());
+      skip_layer.predict = [&](const std::vector<float>& x_in, float timestep) {
+        return mmdit->predict_skipping(x_in, p.w, p.h, timestep, cond, skip_layer.layers);
+      };
+      guidance.skip_layer = &skip_layer;
+    } else if (r.warn) {
+      r.warn("--slg-scale (skip-layer guidance) applies to SD3/SD3.5 models only; ignored");
     }
   }
   int network_calls = 0, sampler_calls = 0;

@@ -15,6 +15,7 @@
 #include "io/model_version.h"
 #include "models/clip_text.h"
 #include "models/flux.h"
+#include "models/mmdit.h"
 #include "models/t5.h"
 #include "models/tiling.h"
 #include "models/unet.h"
@@ -25,6 +26,7 @@
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
 #include "sampling/schedulers.h"
+#include "sampling/skip_layer_guidance.h"
 #include "sampling/step_cache.h"
 #include "weights/model_manager.h"
 
@@ -38,6 +40,7 @@ struct Architecture {
   models::ClipTextConfig text;
   std::optional<models::ClipTextConfig> text2;  // SDXL's second encoder (with a projection)
   std::optional<models::FluxConfig> flux;       // FLUX.1: its transformer instead of the UNet
+  std::optional<models::MmditConfig> mmdit;     // SD3: its MMDiT instead of the UNet
   std::optional<models::T5Config> t5;           // FLUX.1's T5-XXL encoder
   models::VaeConfig vae;
 };
@@ -49,7 +52,8 @@ struct ModelOptions {
   std::string taesd;                 // --taesd: decode (and encode) with TAESD instead
   bool taesd_preview_only = false;   // --taesd-preview-only: TAESD for previews only
   std::string clip_l;                // --clip_l: a separate text-encoder file
-  std::string t5xxl;                 // --t5xxl: T5-XXL's encoder (FLUX.1)
+  std::string clip_g;                // --clip_g: SD3's CLIP-G text encoder
+  std::string t5xxl;                 // --t5xxl: T5-XXL's encoder (FLUX.1, SD3)
   std::string t5_tokenizer;          // T5's tokenizer.json; empty: searched (t5_tokenizer.h)
   std::string embeddings_dir;        // --embd-dir: textual-inversion embeddings
   std::string clip_vocab;            // the CLIP merges file; empty: searched (clip_tokenizer.h)
@@ -108,6 +112,9 @@ struct ImageRequest {
   // Guidance extras (sampling/guidance_extras.h): a scale per step, and APG.
   std::vector<float> guidance_schedule;
   sampling::ApgOptions apg;
+  // Skip-layer guidance (--slg-scale, --skip-layers, --skip-layer-start/-end): SD3's MMDiT;
+  // other models ignore it with a warning. Its `predict` is the pipeline's to fill.
+  sampling::SkipLayerGuidance skip_layer;
   // LoRAs merged into the weights for this request (and kept while the next request asks
   // for the same set).
   struct Lora {

@@ -66,8 +66,10 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
   } else if (with_uncond) {
     lerp_into(guided, out[1], out[0], guidance_scale(step));
   } else {
-    guided = std::move(out[0]);
+    guided = out[0];
   }
+  if (options_.skip_layer && options_.skip_layer->applies_at(step))
+    options_.skip_layer->apply(guided, out[0], options_.skip_layer->predict(scaled, ms.timestep));
   d.x0.resize(x.size());
   for (size_t i = 0; i < x.size(); ++i)
     d.x0[i] = guided[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;

@@ -14,6 +14,7 @@
 #include "sampling/guidance_extras.h"
 #include "sampling/samplers.h"
 #include "sampling/schedule.h"
+#include "sampling/skip_layer_guidance.h"
 #include "sampling/step_cache.h"
 
 namespace sd::sampling {
@@ -46,6 +47,8 @@ struct GuidanceOptions {
   // Step caching (step_cache.h); either may be null.
   OutputCache* output_cache = nullptr;
   DenoisedForecast* forecast = nullptr;
+  // Skip-layer guidance (DiT models; null: off).
+  const SkipLayerGuidance* skip_layer = nullptr;
 };
 
 class GuidedDenoiser {

@@ -196,7 +196,7 @@ Section generation_section(GenerationOptions& o) {
                            "3.5)",
                            &sample.guidance.distilled_guidance));
   v.push_back(float_option("", "--slg-scale",
-                           "skip-layer guidance scale, DiT models only; 0 disables it (default: 0)",
+                           "skip-layer guidance scale (SD3/SD3.5); 0 disables it (default: 0)",
                            &sample.guidance.slg.scale));
   v.push_back(float_option("", "--skip-layer-start",
                            "fraction of the steps where skip-layer guidance starts (default: 0.01)",
