@@ -782,6 +782,11 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   if (m.family->conditioning == ConditioningKind::ContextAndVector) {
     cond.vector = sdxl_vector(cond.pooled, r.width, r.height);
     if (!uncond.pooled.empty()) uncond.vector = sdxl_vector(uncond.pooled, r.width, r.height);
+  } else if (m.family->conditioning == ConditioningKind::ContextAndAestheticVector) {
+    cond.vector = sdxl_refiner_vector(cond.pooled, r.width, r.height, kRefinerAestheticScore);
+    if (!uncond.pooled.empty())
+      uncond.vector =
+          sdxl_refiner_vector(uncond.pooled, r.width, r.height, kRefinerNegativeAestheticScore);
   }
   report_streaming(r.info, "text encoders", m.text->streaming_report());
   m.text->release();
