@@ -156,8 +156,8 @@ TEST_F(TinySdxl, TurboCosxlAndTimestepShiftSettingsRun) {
 }
 
 // TAESDXL has TAESD's layout on SDXL's latent space: a --taesd file decodes the tiny SDXL's
-// latents, whole or in tiles.
-TEST_F(TinySdxl, TinyAutoencoderAndTiledDecoding) {
+// latents.
+TEST_F(TinySdxl, TinyAutoencoderDecodes) {
   static const io::test::TempDir dir;
   const std::string taesd = dir.file("taesdxl.safetensors");
   {
@@ -170,17 +170,21 @@ TEST_F(TinySdxl, TinyAutoencoderAndTiledDecoding) {
   const std::vector<uint8_t> vae = StableDiffusion(options_).generate(request_)[0].pixels;
   ModelOptions o = options_;
   o.taesd = taesd;
-  StableDiffusion tae(o);
-  const std::vector<uint8_t> t = tae.generate(request_)[0].pixels;
+  const std::vector<uint8_t> t = StableDiffusion(o).generate(request_)[0].pixels;
+  ASSERT_EQ(t.size(), vae.size());
   EXPECT_NE(t, vae);
+}
+
+// --vae-tiling decodes SDXL's latents in overlapping tiles, blended.
+TEST_F(TinySdxl, TiledDecoding) {
+  StableDiffusion sd(options_);
+  const std::vector<uint8_t> whole = sd.generate(request_)[0].pixels;
   ImageRequest tiled = request_;
   tiled.vae_tiling = models::TilingParams{};
   tiled.vae_tiling->tile_size_x = tiled.vae_tiling->tile_size_y = 4;
-  StableDiffusion plain(options_);
-  const std::vector<uint8_t> vt = plain.generate(tiled)[0].pixels;
-  ASSERT_EQ(vt.size(), vae.size());
-  EXPECT_NE(vt, vae);  // decoded in overlapping tiles, blended
-  EXPECT_EQ(tae.generate(tiled)[0].pixels.size(), t.size());
+  const std::vector<uint8_t> t = sd.generate(tiled)[0].pixels;
+  ASSERT_EQ(t.size(), whole.size());
+  EXPECT_NE(t, whole);
 }
 
 // A LoRA factor pair in engine order: up [rank, out], down [in, rank].
@@ -303,6 +307,23 @@ TEST_F(TinySdxl, EmbeddingsGiveEachEncoderItsVectors) {
   EXPECT_NE(embedded, as_text);
   o.embeddings_dir = sd1_dir;
   EXPECT_NE(StableDiffusion(o).generate(r)[0].pixels, embedded);
+}
+
+// FLUX.1's 16-channel autoencoder given to SDXL: one line naming the file, before loading.
+TEST_F(TinySdxl, VaeOfAnotherFamilyIsAOneLineError) {
+  static const io::test::TempDir dir;
+  const test::TinyFluxFiles flux = test::write_tiny_flux(dir.file("flux"));
+  ModelOptions o = options_;
+  o.vae = flux.vae;
+  try {
+    StableDiffusion sd(o);
+    FAIL() << "a 16-channel VAE loaded for SDXL";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(flux.vae + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find("16-channel"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
 }
 
 TEST(SdxlVector, RefinerEndsWithTheAestheticScore) {

@@ -152,6 +152,7 @@ struct StableDiffusion::Impl {
     if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
     if (o.architecture && arch.t5) require_flux_files();
+    check_vae_latent(arch);
     const size_t encoders = family->conditioning == ConditioningKind::ContextAndVector ? 2 : 1;
     SD_CHECK(family->text_encoders.size() == encoders && arch.text2.has_value() == (encoders == 2),
              "%s: expected %zu text encoders", io::family_name(family->family), encoders);
@@ -248,6 +249,20 @@ struct StableDiffusion::Impl {
              "FLUX.1 needs its CLIP-L text encoder: pass --clip_l FILE (clip_l.safetensors)");
     SD_CHECK(loader.contains(vae_conv),
              "FLUX.1 needs its autoencoder: pass --vae FILE (ae.safetensors)");
+  }
+
+  // A VAE of another family (FLUX.1's 16-channel autoencoder on SDXL) fails here, naming the
+  // file, before anything is loaded.
+  void check_vae_latent(const Architecture& arch) const {
+    const std::string conv_in = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
+    if (!loader.contains(conv_in)) return;
+    const int64_t channels = loader.find(conv_in).ne[2];  // [3, 3, latent, ch]
+    const std::string& file = options.vae.empty() ? options.model : options.vae;
+    SD_CHECK(channels == arch.vae.z_channels,
+             "%s: the VAE decodes %lld-channel latents but %s models make %lld-channel ones (a "
+             "VAE of another model family?)",
+             file.c_str(), static_cast<long long>(channels), io::version_name(arch.version),
+             static_cast<long long>(arch.vae.z_channels));
   }
 
   // The encoders' widths must be what the transformer reads: a T5 or CLIP file of another
