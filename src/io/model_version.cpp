@@ -73,6 +73,8 @@ ModelFamily family_of(ModelVersion v) {
     case ModelVersion::SDXLInpaint:
     case ModelVersion::SDXLPix2Pix:
     case ModelVersion::SDXLRefiner:
+    case ModelVersion::SDXLSSD1B:
+    case ModelVersion::SDXLVega:
       return ModelFamily::SDXL;
     case ModelVersion::SD3:
     case ModelVersion::SD3_5Medium:
@@ -110,6 +112,10 @@ const char* version_name(ModelVersion v) {
       return "SDXL Instruct-Pix2Pix";
     case ModelVersion::SDXLRefiner:
       return "SDXL Refiner";
+    case ModelVersion::SDXLSSD1B:
+      return "SDXL (SSD1B)";
+    case ModelVersion::SDXLVega:
+      return "SDXL (Vega)";
     case ModelVersion::SD3:
       return "SD3 Medium";
     case ModelVersion::SD3_5Medium:
@@ -171,16 +177,18 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
 
   ModelDescription d;
   int joint_depth = 0, double_depth = 0;
-  bool sd3_attn2 = false, has_text2 = false;
+  bool sd3_attn2 = false, has_text2 = false, has_middle_transformer = false;
   const TensorInfo* context_key = nullptr;
   const std::string joint_blocks = std::string(kUnetRoot) + "joint_blocks.";
   const std::string double_blocks = std::string(kUnetRoot) + "double_blocks.";
+  const std::string middle_transformer = std::string(kUnetRoot) + "middle_block.1.";
   for (const auto& [name, info] : by_name) {
     std::string_view n = name;
     joint_depth = std::max(joint_depth, block_index(n, joint_blocks) + 1);
     double_depth = std::max(double_depth, block_index(n, double_blocks) + 1);
     if (joint_depth > 0 && n.find(".x_block.attn2.") != std::string_view::npos) sd3_attn2 = true;
     if (starts_with(n, kTextEncoder2Root)) has_text2 = true;
+    if (starts_with(n, middle_transformer)) has_middle_transformer = true;
     // Any cross-attention key projection gives the context width; take the first by name
     // so the result does not depend on hash order.
     if (starts_with(n, kUnetRoot) && ends_with(n, ".attn2.to_k.weight") &&
@@ -214,7 +222,11 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
   ModelFamily family = ModelFamily::Unknown;
   if (d.context_dim == kSdxlContext || (has_text2 && find("label_emb.0.0.weight"))) {
     family = ModelFamily::SDXL;
-  } else if (d.context_dim == kRefinerContext) {
+  } else if (d.context_dim == kRefinerContext ||
+             (find("label_emb.0.0.weight") &&
+              by_name.count(std::string(kTextEncoderRoot) +
+                            "transformer.text_model.text_projection"))) {
+    // A vector-conditioned UNet with one projecting text encoder: the refiner at any width.
     d.version = ModelVersion::SDXLRefiner;
     return d;
   } else if (d.context_dim == kSd2Context) {
@@ -230,6 +242,13 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
     if (width == kSd2Context) family = ModelFamily::SD2;
   }
   if (family != ModelFamily::Unknown) d.version = unet_version(family, d.in_channels);
+  // Segmind's distilled SDXL UNets drop the middle transformer (and its second res block);
+  // SSD-1B keeps two blocks in output_blocks.3's transformer, Vega one (sd.cpp's test).
+  if (d.version == ModelVersion::SDXL && !has_middle_transformer)
+    d.version = by_name.count(std::string(kUnetRoot) +
+                              "output_blocks.3.1.transformer_blocks.1.norm1.weight")
+                    ? ModelVersion::SDXLSSD1B
+                    : ModelVersion::SDXLVega;
   return d;
 }
 

@@ -23,6 +23,8 @@ enum class ModelVersion {
   SDXLInpaint,
   SDXLPix2Pix,
   SDXLRefiner,  // OpenCLIP-bigG only, context 1280
+  SDXLSSD1B,    // Segmind SSD-1B: no middle transformer, fewer transformer blocks
+  SDXLVega,     // Segmind Vega: as SSD-1B, fewer still
   SD3,          // SD3 Medium: 24 joint blocks
   SD3_5Medium,  // MMDiT-X: x_block.attn2 in the first joint blocks
   SD3_5Large,   // 38 joint blocks

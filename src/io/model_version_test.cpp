@@ -70,6 +70,38 @@ TEST(ModelVersion, UnetFamilies) {
   EXPECT_EQ(detect_version(refiner), ModelVersion::SDXLRefiner);
 }
 
+// sd.cpp's test: no middle transformer is a Segmind distilled UNet; two transformer blocks
+// in output_blocks.3 make it SSD-1B, fewer Vega.
+TEST(ModelVersion, SegmindDistilledUnets) {
+  const std::string d = "model.diffusion_model.";
+  auto without_middle = [&](bool output3_has_two) {
+    std::vector<TensorInfo> v;
+    for (TensorInfo& i : sdxl(4))
+      if (i.name.find("middle_block.1.") == std::string::npos) v.push_back(i);
+    v.push_back(t(d + "input_blocks.4.1.transformer_blocks.0.attn2.to_k.weight", {640, 2048}));
+    v.push_back(t(d + "output_blocks.3.1.transformer_blocks.0.norm1.weight", {640}));
+    if (output3_has_two)
+      v.push_back(t(d + "output_blocks.3.1.transformer_blocks.1.norm1.weight", {640}));
+    return v;
+  };
+  EXPECT_EQ(detect_version(without_middle(true)), ModelVersion::SDXLSSD1B);
+  EXPECT_EQ(detect_version(without_middle(false)), ModelVersion::SDXLVega);
+  EXPECT_STREQ(version_name(ModelVersion::SDXLSSD1B), "SDXL (SSD1B)");
+  EXPECT_STREQ(version_name(ModelVersion::SDXLVega), "SDXL (Vega)");
+  EXPECT_EQ(family_of(ModelVersion::SDXLVega), ModelFamily::SDXL);
+}
+
+// Narrowed refiners (tests, distillations) keep its signature: a vector and one encoder
+// with a text projection.
+TEST(ModelVersion, RefinerAtAnyWidth) {
+  auto refiner =
+      unet_model(4, 128, false,
+                 {t("conditioner.embedders.0.model.token_embedding.weight", {49408, 128}),
+                  t("conditioner.embedders.0.model.text_projection", {128, 128})});
+  refiner.push_back(t("model.diffusion_model.label_emb.0.0.weight", {128, 1408}));
+  EXPECT_EQ(detect_version(refiner), ModelVersion::SDXLRefiner);
+}
+
 TEST(ModelVersion, DescriptionReportsWhatWasMeasured) {
   ModelDescription d = describe_model(unet_model(9, 1024, true, kOpenClipH));
   EXPECT_EQ(d.version, ModelVersion::SD2Inpaint);

@@ -17,10 +17,6 @@ long long ll(int64_t v) {
   return static_cast<long long>(v);
 }
 
-bool has_attention(const UnetConfig& c, int level) {
-  return c.depth_at(level) > 0;
-}
-
 SpatialTransformer transformer_for(const UnetConfig& c, int64_t channels, int depth) {
   const int64_t heads = c.heads_for(channels);
   return SpatialTransformer{channels, heads, channels / heads, depth, c.context_dim, c.linear_proj};
@@ -73,6 +69,17 @@ int UnetConfig::depth_middle() const {
   return level_depth.empty() ? transformer_depth : level_depth.back();
 }
 
+int UnetConfig::input_depth(int level, int j) const {
+  const size_t i = static_cast<size_t>(level * num_res_blocks + j);
+  return i < input_block_depth.size() ? input_block_depth[i] : depth_at(level);
+}
+
+int UnetConfig::output_depth(int level, int j) const {
+  const int levels = static_cast<int>(channel_mult.size());
+  const size_t i = static_cast<size_t>((levels - 1 - level) * (num_res_blocks + 1) + j);
+  return i < output_block_depth.size() ? output_block_depth[i] : depth_at(level);
+}
+
 int64_t UnetConfig::heads_for(int64_t channels) const {
   return head_dim > 0 ? channels / head_dim : num_heads;
 }
@@ -85,7 +92,15 @@ void UnetConfig::validate() const {
            "[unet] needs at least one level, res block and transformer block");
   SD_CHECK(level_depth.empty() || level_depth.size() == channel_mult.size(),
            "[unet] %zu transformer depths for %zu levels", level_depth.size(), channel_mult.size());
-  SD_CHECK(depth_middle() > 0, "[unet] the middle block needs at least one transformer block");
+  SD_CHECK(depth_middle() >= 0, "[unet] negative middle transformer depth %d", depth_middle());
+  SD_CHECK(
+      input_block_depth.empty() || input_block_depth.size() == channel_mult.size() * num_res_blocks,
+      "[unet] %zu input block depths for %zu res blocks", input_block_depth.size(),
+      channel_mult.size() * num_res_blocks);
+  SD_CHECK(output_block_depth.empty() ||
+               output_block_depth.size() == channel_mult.size() * (num_res_blocks + 1),
+           "[unet] %zu output block depths for %zu res blocks", output_block_depth.size(),
+           channel_mult.size() * (num_res_blocks + 1));
   SD_CHECK(adm_in_channels >= 0, "[unet] negative vector width %lld", ll(adm_in_channels));
   for (int level : attention_levels) {
     SD_CHECK(level >= 0 && level < static_cast<int>(channel_mult.size()),
@@ -177,8 +192,8 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
       const nn::Scope b = unet["input_blocks"][block];
       h = ResBlock{ch, level_ch, emb_dim}.forward(b["0"], h, emb);
       ch = level_ch;
-      if (has_attention(c, level))
-        h = transformer_for(c, ch, c.depth_at(level)).forward(b["1"], h, context);
+      if (const int depth = c.input_depth(level, j); depth > 0)
+        h = transformer_for(c, ch, depth).forward(b["1"], h, context);
       skips.push_back(h);
       skip_channels.push_back(ch);
     }
@@ -190,10 +205,13 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
     }
   }
 
-  // 3. Middle block: res block, transformer, res block at the lowest resolution.
+  // 3. Middle block: res block, transformer, res block at the lowest resolution (SSD-1B
+  //    and Vega: the first res block alone).
   h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.0"], h, emb);
-  h = transformer_for(c, ch, c.depth_middle()).forward(unet["middle_block.1"], h, context);
-  h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.2"], h, emb);
+  if (c.depth_middle() > 0) {
+    h = transformer_for(c, ch, c.depth_middle()).forward(unet["middle_block.1"], h, context);
+    h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.2"], h, emb);
+  }
 
   // 4. Output blocks: the input blocks in reverse, each res block taking the matching
   //    skip concatenated along channels; every level but the top ends by upsampling.
@@ -209,8 +227,8 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
       h = ResBlock{in_ch, level_ch, emb_dim}.forward(b["0"], h, emb);
       ch = level_ch;
       int layer = 1;
-      if (has_attention(c, level))
-        h = transformer_for(c, ch, c.depth_at(level)).forward(b[layer++], h, context);
+      if (const int depth = c.output_depth(level, j); depth > 0)
+        h = transformer_for(c, ch, depth).forward(b[layer++], h, context);
       if (level > 0 && j == c.num_res_blocks) h = Upsample{ch}.forward(b[layer], h);
     }
   }

@@ -35,7 +35,12 @@ struct UnetConfig {
   // Transformer blocks per level where they differ (SDXL: 0, 2, 10); empty: every level
   // with attention has transformer_depth. middle_depth < 0: the deepest level's depth.
   std::vector<int> level_depth;
+  // middle_depth 0: the middle block is one res block (Segmind's SSD-1B and Vega).
   int middle_depth = -1;
+  // Transformer blocks after each res block where they differ within a level (SSD-1B,
+  // Vega): one entry per input res block, and per output res block, in block order; empty:
+  // depth_at(level).
+  std::vector<int> input_block_depth, output_block_depth;
   int64_t context_dim = 768;
   // Width of the vector the label_emb MLP adds to the timestep embedding (SDXL: 2816);
   // 0: no vector conditioning.
@@ -48,6 +53,9 @@ struct UnetConfig {
   // Transformer blocks at `level` (0 where the level has no attention) and in the middle.
   int depth_at(int level) const;
   int depth_middle() const;
+  // Transformer blocks after res block `j` of `level` in the input / output blocks.
+  int input_depth(int level, int j) const;
+  int output_depth(int level, int j) const;
   // Heads for a transformer over `channels`.
   int64_t heads_for(int64_t channels) const;
   // Throws an sd::Error naming the inconsistent field.

@@ -48,9 +48,37 @@ models::UnetConfig sd2_unet(ModelVersion v) {
   }
 }
 
+// Every SDXL UNet's dimensions and blocks come from its file (the inpainting model's 9
+// input channels, the refiner's 4 levels, SSD-1B's and Vega's missing blocks); the preset
+// only starts the reading.
 models::UnetConfig sdxl_unet(ModelVersion v) {
-  if (v != ModelVersion::SDXL) unsupported(v);
-  return models::UnetConfig::sdxl();
+  switch (v) {
+    case ModelVersion::SDXL:
+    case ModelVersion::SDXLInpaint:
+    case ModelVersion::SDXLSSD1B:
+    case ModelVersion::SDXLVega:
+      return models::UnetConfig::sdxl();
+    case ModelVersion::SDXLRefiner: {
+      models::UnetConfig c = models::UnetConfig::sdxl();
+      c.channel_mult = {1, 2, 4, 4};
+      c.attention_levels = {1, 2};
+      c.level_depth = {0, 4, 4, 0};
+      c.middle_depth = 4;
+      c.model_channels = 384;
+      c.context_dim = 1280;
+      c.adm_in_channels = 2560;
+      return c;
+    }
+    default:
+      unsupported(v);  // Instruct-Pix2Pix takes an image latent this build does not feed
+  }
+}
+
+// The refiner's only encoder is OpenCLIP ViT-bigG; alone, it pads with 0 as OpenCLIP does.
+models::ClipTextConfig refiner_vit_bigg14() {
+  models::ClipTextConfig c = models::ClipTextConfig::vit_bigg14();
+  c.pad_token = 0;
+  return c;
 }
 
 // Stable Diffusion 1.x (CompVis/runwayml v1-inference.yaml): OpenAI CLIP ViT-L/14,
@@ -97,6 +125,20 @@ FamilyDescription sdxl() {
   d.shapes_from_file = true;
   d.zero_context_for_empty_negative = true;
   d.timestep_shift = true;
+  return d;
+}
+
+// SDXL refiner (Stability-AI sd_xl_refiner.yaml): OpenCLIP ViT-bigG/14 alone (its
+// penultimate layer as the 1280-wide context), a vector of the pooled text, the image sizes
+// and an aesthetic score, the SDXL VAE. sd.cpp does not run it; the conditioning follows
+// the SGM code and diffusers' defaults (pipeline/text_conditioner.h).
+FamilyDescription sdxl_refiner() {
+  FamilyDescription d = sdxl();
+  d.text_encoders = {{refiner_vit_bigg14, TextConditioner::kScope}};
+  d.conditioning = ConditioningKind::ContextAndAestheticVector;
+  // SGM's refiner is "legacy": an empty negative prompt is encoded, not zeroed (diffusers'
+  // refiner: force_zeros_for_empty_prompt false).
+  d.zero_context_for_empty_negative = false;
   return d;
 }
 
@@ -206,6 +248,9 @@ const std::vector<const FamilyDescription*>& supported_families() {
 }
 
 const FamilyDescription& family_description(ModelVersion version) {
+  // A version whose conditioning differs from the rest of its family.
+  static const FamilyDescription kSdxlRefiner = sdxl_refiner();
+  if (version == ModelVersion::SDXLRefiner) return kSdxlRefiner;
   const io::ModelFamily family = io::family_of(version);
   for (const FamilyDescription* f : supported_families())
     if (f->family == family) return *f;

@@ -30,6 +30,9 @@ enum class ConditioningKind {
   // plus a vector: the second encoder's pooled output and the image-size embeddings
   // (SDXL's label_emb input).
   ContextAndVector,
+  // One text encoder's clip-skipped hidden states as the context, plus a vector: its pooled
+  // output, the image-size embeddings and an aesthetic-score embedding (SDXL refiner).
+  ContextAndAestheticVector,
   // T5-XXL's hidden states as the context and CLIP-L's pooled output as the vector
   // (FLUX.1; pipeline/flux_conditioner.h).
   T5ContextClipVector,

@@ -56,8 +56,32 @@ TEST(ModelFamily, SDXLIsTwoEncodersAndAVector) {
   EXPECT_EQ(d.prediction, sampling::Prediction::Eps);
   EXPECT_TRUE(d.shapes_from_file);
   EXPECT_TRUE(d.zero_context_for_empty_negative);
-  // The refiner (OpenCLIP-bigG alone, a 2560-wide vector) is not run by this build.
-  EXPECT_THROW(d.diffusion(ModelVersion::SDXLRefiner), Error);
+  // Every SDXL UNet but Instruct-Pix2Pix runs; its blocks come from the file.
+  for (ModelVersion v :
+       {ModelVersion::SDXLInpaint, ModelVersion::SDXLSSD1B, ModelVersion::SDXLVega})
+    EXPECT_EQ(family_description(v).diffusion(v).context_dim, 2048) << io::version_name(v);
+  EXPECT_THROW(d.diffusion(ModelVersion::SDXLPix2Pix), Error);
+}
+
+TEST(ModelFamily, SDXLRefinerIsBigGAloneAndAnAestheticVector) {
+  const FamilyDescription& d = family_description(ModelVersion::SDXLRefiner);
+  EXPECT_EQ(d.family, io::ModelFamily::SDXL);
+  ASSERT_EQ(d.text_encoders.size(), 1u);
+  const models::ClipTextConfig bigg = d.text_encoders[0].config();
+  EXPECT_EQ(bigg.hidden, 1280);
+  EXPECT_EQ(bigg.projection_dim, 1280);
+  EXPECT_EQ(bigg.pad_token, 0);  // OpenCLIP's padding
+  EXPECT_EQ(bigg.default_clip_skip, 2);
+  EXPECT_EQ(d.conditioning, ConditioningKind::ContextAndAestheticVector);
+  const models::UnetConfig u = d.diffusion(ModelVersion::SDXLRefiner);
+  EXPECT_EQ(u.context_dim, 1280);
+  EXPECT_EQ(u.adm_in_channels, 2560);
+  EXPECT_EQ(u.channel_mult.size(), 4u);
+  EXPECT_FALSE(d.zero_context_for_empty_negative);
+  EXPECT_EQ(d.vae_config().scale_factor, 0.13025f);
+  // The base keeps its own description.
+  EXPECT_EQ(family_description(ModelVersion::SDXL).conditioning,
+            ConditioningKind::ContextAndVector);
 }
 
 TEST(ModelFamily, LatentSpaceIsTheSdVae) {

@@ -41,6 +41,7 @@ models::UnetConfig unet_config_from_shapes(models::UnetConfig c, std::string_vie
   c.attention_levels.clear();
   int res_in_level = 0, res_per_level = -1;
   bool transformers_seen = false;
+  std::vector<int> input_depths;
   for (int block = 1;; ++block) {
     const std::string b = "input_blocks." + std::to_string(block) + ".";
     if (shape_of(root + b + "0.op.weight")) {
@@ -55,6 +56,7 @@ models::UnetConfig unet_config_from_shapes(models::UnetConfig c, std::string_vie
     if (!conv1) break;
     const int64_t out = (*conv1)[3];
     const int depth = transformer_depth(root + b + "1.", shape_of);
+    input_depths.push_back(depth);
     if (res_in_level == 0) {
       SD_CHECK(out % mc == 0, "[unet] %s has %lld channels, not a multiple of %lld",
                (root + b).c_str(), ll(out), ll(mc));
@@ -81,6 +83,27 @@ models::UnetConfig unet_config_from_shapes(models::UnetConfig c, std::string_vie
   }
   c.transformer_depth = 1;
   for (int d : c.level_depth) c.transformer_depth = std::max(c.transformer_depth, d);
+  // Distilled UNets (SSD-1B, Vega) vary the transformer depth within a level: keep every
+  // block's own when any differs from its level's.
+  std::vector<int> output_depths;
+  for (size_t block = 0; block < c.channel_mult.size() * (c.num_res_blocks + 1); ++block)
+    output_depths.push_back(
+        transformer_depth(root + "output_blocks." + std::to_string(block) + ".1.", shape_of));
+  c.input_block_depth.clear();
+  c.output_block_depth.clear();
+  bool uniform = true;
+  for (int level = 0; level < static_cast<int>(c.channel_mult.size()); ++level) {
+    for (int j = 0; j < c.num_res_blocks; ++j)
+      uniform = uniform && input_depths[level * c.num_res_blocks + j] == c.depth_at(level);
+    for (int j = 0; j <= c.num_res_blocks; ++j)
+      uniform = uniform &&
+                output_depths[(c.channel_mult.size() - 1 - level) * (c.num_res_blocks + 1) + j] ==
+                    c.depth_at(level);
+  }
+  if (!uniform) {
+    c.input_block_depth = input_depths;
+    c.output_block_depth = output_depths;
+  }
   const std::optional<std::array<int64_t, 4>> label = shape_of(root + "label_emb.0.0.weight");
   c.adm_in_channels = label ? (*label)[0] : 0;
   c.validate();

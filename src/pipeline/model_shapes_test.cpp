@@ -55,6 +55,32 @@ void expect_same(const models::UnetConfig& a, const models::UnetConfig& b) {
     EXPECT_EQ(a.depth_at(level), b.depth_at(level)) << "level " << level;
 }
 
+// Segmind's SSD-1B: SDXL's levels with no middle transformer and transformer depths that
+// vary within a level (output blocks 4, 4, 10 | 2, 1, 1); every block keeps its own.
+TEST(ModelShapes, DistilledSdxlUnetKeepsEachBlocksDepth) {
+  models::UnetConfig ssd1b = models::UnetConfig::sdxl();
+  ssd1b.model_channels = 64;
+  ssd1b.level_depth = {0, 2, 4};
+  ssd1b.middle_depth = 0;
+  ssd1b.input_block_depth = {0, 0, 2, 2, 4, 4};
+  ssd1b.output_block_depth = {4, 4, 10, 2, 1, 1, 0, 0, 0};
+  const Shapes shapes = unet_shapes(ssd1b);
+  EXPECT_EQ(shapes.count("model.diffusion_model.middle_block.1.norm.weight"), 0u);
+  EXPECT_EQ(shapes.count("model.diffusion_model.middle_block.2.in_layers.0.weight"), 0u);
+  const models::UnetConfig read =
+      unet_config_from_shapes(models::UnetConfig::sdxl(), "model.diffusion_model.", lookup(shapes));
+  EXPECT_EQ(read.depth_middle(), 0);
+  EXPECT_EQ(read.input_block_depth, ssd1b.input_block_depth);
+  EXPECT_EQ(read.output_block_depth, ssd1b.output_block_depth);
+  EXPECT_EQ(read.output_depth(2, 2), 10);
+  EXPECT_EQ(read.output_depth(1, 2), 1);
+  // SDXL base's depths are uniform per level: no per-block list.
+  const models::UnetConfig base =
+      unet_config_from_shapes(models::UnetConfig::sdxl(), "model.diffusion_model.",
+                              lookup(unet_shapes(models::UnetConfig::sdxl())));
+  EXPECT_TRUE(base.output_block_depth.empty());
+}
+
 TEST(ModelShapes, SdxlUnetReadsBackFromItsTensors) {
   const models::UnetConfig sdxl = models::UnetConfig::sdxl();
   const Shapes shapes = unet_shapes(sdxl);

@@ -3,7 +3,11 @@
 // conditioning and the VAE.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <functional>
+
 #include "io/io_test_util.h"
+#include "models/taesd.h"
 #include "nn/random_weights.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/text_conditioner.h"
@@ -67,27 +71,270 @@ TEST_F(TinySdxl, EveryResidencyGivesTheSameImage) {
   EXPECT_EQ(StableDiffusion(o).generate(request_)[0].pixels, plain);
 }
 
-TEST_F(TinySdxl, RefinerIsAOneLineErrorNamingTheFile) {
-  // The refiner's UNet attends to bigG alone: 1280-wide context.
-  static const io::test::TempDir dir;
-  const std::string path = dir.file("refiner.safetensors");
-  nn::RandomWeights w(DType::F16, 3);
-  Context ctx;
-  w.get(ctx, "model.diffusion_model.input_blocks.0.0.weight", make_shape({3, 3, 4, 32}));
-  w.get(ctx, "model.diffusion_model.input_blocks.4.1.transformer_blocks.0.attn2.to_k.weight",
-        make_shape({1280, 64}));
-  w.save_safetensors(path);
+// Each SDXL variant is detected from its tensors and generates from what the file states.
+TEST_F(TinySdxl, InpaintingModelTakesTheMaskAndTheMaskedImage) {
   ModelOptions o = options_;
-  o.model = path;
-  try {
+  o.model = test::write_tiny_sdxl_variant(test::TinySdxlVariant::Inpaint);
+  StableDiffusion sd(o);
+  EXPECT_EQ(sd.version(), io::ModelVersion::SDXLInpaint);
+  io::Image init{64, 64, 3, std::vector<uint8_t>(64 * 64 * 3)};
+  io::Image mask{64, 64, 1, std::vector<uint8_t>(64 * 64)};
+  for (size_t i = 0; i < init.pixels.size(); ++i) init.pixels[i] = static_cast<uint8_t>(i * 7);
+  for (int y = 16; y < 48; ++y)
+    for (int x = 16; x < 48; ++x) mask.pixels[static_cast<size_t>(y * 64 + x)] = 255;
+  ImageRequest r = request_;
+  r.init_image = &init;
+  r.mask = &mask;
+  r.strength = 1.0f;
+  const std::vector<uint8_t> a = sd.generate(r)[0].pixels;
+  // The kept region feeds the UNet: another init image changes the result.
+  for (uint8_t& p : init.pixels) p = static_cast<uint8_t>(255 - p);
+  EXPECT_NE(sd.generate(r)[0].pixels, a);
+}
+
+TEST_F(TinySdxl, RefinerRunsTextToImageAndImageToImage) {
+  ModelOptions o = options_;
+  o.model = test::write_tiny_sdxl_variant(test::TinySdxlVariant::Refiner);
+  StableDiffusion sd(o);
+  EXPECT_EQ(sd.version(), io::ModelVersion::SDXLRefiner);
+  const std::vector<io::Image> a = sd.generate(request_);
+  ASSERT_EQ(a.size(), 1u);
+  EXPECT_EQ(a[0].width, 64);
+  ImageRequest other = request_;
+  other.prompt = "a dog";  // through the context and the pooled vector
+  EXPECT_NE(sd.generate(other)[0].pixels, a[0].pixels);
+  // Image to image, as the refiner is used after a base model.
+  ImageRequest refine = request_;
+  refine.init_image = &a[0];
+  refine.strength = 0.3f;
+  const std::vector<io::Image> b = sd.generate(refine);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_NE(b[0].pixels, a[0].pixels);
+}
+
+TEST_F(TinySdxl, SegmindDistilledUnetsRunFromTheirBlocks) {
+  for (test::TinySdxlVariant v : {test::TinySdxlVariant::Ssd1b, test::TinySdxlVariant::Vega}) {
+    ModelOptions o = options_;
+    o.model = test::write_tiny_sdxl_variant(v);
     StableDiffusion sd(o);
-    FAIL() << "a refiner loaded";
+    EXPECT_EQ(sd.version(), test::tiny_sdxl_variant_architecture(v).version);
+    const std::vector<io::Image> a = sd.generate(request_);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].width, 64);
+  }
+}
+
+// SDXL-Turbo's settings (one guidance-free pass, sgm_uniform, lcm), CosXL's EDM v
+// prediction and NitroFusion's timestep shift each change the image and run deterministically.
+TEST_F(TinySdxl, TurboCosxlAndTimestepShiftSettingsRun) {
+  StableDiffusion sd(options_);
+  const std::vector<uint8_t> plain = sd.generate(request_)[0].pixels;
+  ImageRequest turbo = request_;
+  turbo.cfg_scale = 1.0f;
+  turbo.steps = 1;
+  turbo.scheduler = sampling::Scheduler::SgmUniform;
+  const std::vector<uint8_t> t = sd.generate(turbo)[0].pixels;
+  EXPECT_NE(t, plain);
+  turbo.negative_prompt = "blurry";  // cfg 1 never reads the negative prompt
+  EXPECT_EQ(sd.generate(turbo)[0].pixels, t);
+  turbo.method = sampling::SampleMethod::Lcm;
+  turbo.steps = 2;
+  turbo.scheduler = sampling::Scheduler::Lcm;
+  EXPECT_NE(sd.generate(turbo)[0].pixels, t);
+
+  ImageRequest shifted = request_;
+  shifted.timestep_shift = 250;
+  EXPECT_NE(sd.generate(shifted)[0].pixels, plain);
+
+  ModelOptions cosxl = options_;
+  cosxl.prediction = sampling::Prediction::EdmV;
+  StableDiffusion edm(cosxl);
+  EXPECT_EQ(edm.prediction(), sampling::Prediction::EdmV);
+  const std::vector<uint8_t> e = edm.generate(request_)[0].pixels;
+  EXPECT_NE(e, plain);
+  EXPECT_EQ(edm.generate(request_)[0].pixels, e);
+}
+
+// TAESDXL has TAESD's layout on SDXL's latent space: a --taesd file decodes the tiny SDXL's
+// latents.
+TEST_F(TinySdxl, TinyAutoencoderDecodes) {
+  static const io::test::TempDir dir;
+  const std::string taesd = dir.file("taesdxl.safetensors");
+  {
+    nn::RandomWeights w(DType::F16, 17);
+    Context ctx;
+    models::taesd_decode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {8, 8, 4, 1}));
+    models::taesd_encode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {64, 64, 3, 1}), 4);
+    w.save_safetensors(taesd);
+  }
+  const std::vector<uint8_t> vae = StableDiffusion(options_).generate(request_)[0].pixels;
+  ModelOptions o = options_;
+  o.taesd = taesd;
+  const std::vector<uint8_t> t = StableDiffusion(o).generate(request_)[0].pixels;
+  ASSERT_EQ(t.size(), vae.size());
+  EXPECT_NE(t, vae);
+}
+
+// --vae-tiling decodes SDXL's latents in overlapping tiles, blended.
+TEST_F(TinySdxl, TiledDecoding) {
+  StableDiffusion sd(options_);
+  const std::vector<uint8_t> whole = sd.generate(request_)[0].pixels;
+  ImageRequest tiled = request_;
+  tiled.vae_tiling = models::TilingParams{};
+  tiled.vae_tiling->tile_size_x = tiled.vae_tiling->tile_size_y = 4;
+  const std::vector<uint8_t> t = sd.generate(tiled)[0].pixels;
+  ASSERT_EQ(t.size(), whole.size());
+  EXPECT_NE(t, whole);
+}
+
+// A LoRA factor pair in engine order: up [rank, out], down [in, rank].
+void add_lora_pair(nn::RandomWeights& w, const std::string& stem, int64_t out, int64_t in,
+                   const char* up = ".lora_up.weight", const char* down = ".lora_down.weight") {
+  constexpr int64_t kRank = 2;
+  std::vector<float> u(static_cast<size_t>(out * kRank)), d(static_cast<size_t>(in * kRank));
+  for (size_t i = 0; i < u.size(); ++i) u[i] = 0.05f * static_cast<float>(i % 7) - 0.15f;
+  for (size_t i = 0; i < d.size(); ++i) d[i] = 0.04f * static_cast<float>(i % 5) - 0.08f;
+  w.set(stem + up, make_shape({kRank, out}), u);
+  w.set(stem + down, make_shape({in, kRank}), d);
+}
+
+// kohya's names for both text encoders and the UNet, and PEFT's for the second encoder,
+// all reach the tiny SDXL's weights and change the image.
+TEST_F(TinySdxl, LoraReachesBothTextEncodersAndTheUnet) {
+  static const io::test::TempDir dir;
+  const Architecture a = test::tiny_sdxl_architecture();
+  const int64_t l = a.text.hidden, g = a.text2->hidden, ctx = a.unet.context_dim;
+  const int64_t level1 = a.unet.model_channels * a.unet.channel_mult[1];
+  struct Case {
+    std::string name;
+    std::function<void(nn::RandomWeights&)> keys;
+  };
+  const Case cases[] = {
+      {"te1",
+       [&](nn::RandomWeights& w) {
+         add_lora_pair(w, "lora_te1_text_model_encoder_layers_0_self_attn_q_proj", l, l);
+       }},
+      {"te2",
+       [&](nn::RandomWeights& w) {
+         add_lora_pair(w, "lora_te2_text_model_encoder_layers_0_mlp_fc1", a.text2->intermediate, g);
+       }},
+      {"te2_peft",
+       [&](nn::RandomWeights& w) {
+         add_lora_pair(w, "text_encoder_2.text_model.encoder.layers.0.self_attn.k_proj", g, g,
+                       ".lora_B.weight", ".lora_A.weight");
+       }},
+      {"unet",
+       [&](nn::RandomWeights& w) {
+         add_lora_pair(w, "lora_unet_input_blocks_3_1_transformer_blocks_0_attn2_to_k", level1,
+                       ctx);
+       }},
+  };
+  StableDiffusion sd(options_);
+  const std::vector<uint8_t> plain = sd.generate(request_)[0].pixels;
+  for (const Case& c : cases) {
+    nn::RandomWeights w;
+    c.keys(w);
+    const std::string path = dir.file(c.name + ".safetensors");
+    w.save_safetensors(path);
+    ImageRequest r = request_;
+    r.loras = {{path, 1.0f}};
+    std::vector<std::string> warnings;
+    r.warn = [&](const std::string& text) { warnings.push_back(text); };
+    EXPECT_NE(sd.generate(r)[0].pixels, plain) << c.name;
+    EXPECT_TRUE(warnings.empty()) << c.name << ": " << warnings.front();
+  }
+  // Without it again: the weights are back as stored.
+  EXPECT_EQ(sd.generate(request_)[0].pixels, plain);
+}
+
+// An SD 1.x LoRA's UNet factors are 768 wide where SDXL's cross-attention reads 2048 (here
+// the tiny model's width): one line naming the file and the key, before any sampling.
+TEST_F(TinySdxl, LoraOfAnotherFamilyIsAOneLineError) {
+  static const io::test::TempDir dir;
+  const Architecture a = test::tiny_sdxl_architecture();
+  const int64_t level1 = a.unet.model_channels * a.unet.channel_mult[1];
+  nn::RandomWeights w;
+  add_lora_pair(w, "lora_unet_input_blocks_3_1_transformer_blocks_0_attn2_to_k", level1, 768);
+  const std::string path = dir.file("sd15_style.safetensors");
+  w.save_safetensors(path);
+  StableDiffusion sd(options_);
+  ImageRequest r = request_;
+  r.loras = {{path, 1.0f}};
+  int steps = 0;
+  r.progress = [&](int, int, double) { ++steps; };
+  try {
+    sd.generate(r);
+    FAIL() << "an SD1 LoRA merged into SDXL";
   } catch (const Error& e) {
     const std::string what = e.what();
-    EXPECT_EQ(what.rfind(path + ": ", 0), 0u) << what;
-    EXPECT_NE(what.find("SDXL Refiner"), std::string::npos) << what;
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("attn2_to_k"), std::string::npos) << what;
+    EXPECT_NE(what.find("another model"), std::string::npos) << what;
     EXPECT_EQ(what.find('\n'), std::string::npos) << what;
   }
+  EXPECT_EQ(steps, 0);
+}
+
+// SDXL textual inversions ship clip_l and clip_g vectors in one file: each encoder reads
+// its own rows. A file with CLIP-L's vectors alone (an SD 1.x embedding) is skipped, as
+// sd.cpp skips a file of another encoder.
+TEST_F(TinySdxl, EmbeddingsGiveEachEncoderItsVectors) {
+  static const io::test::TempDir dir;
+  const Architecture a = test::tiny_sdxl_architecture();
+  const std::string pair_dir = dir.file("pair"), sd1_dir = dir.file("sd1");
+  std::filesystem::create_directories(pair_dir);
+  std::filesystem::create_directories(sd1_dir);
+  auto rows = [](int64_t n, float scale) {
+    std::vector<float> v(static_cast<size_t>(n));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = scale * static_cast<float>(i % 13) - 0.2f;
+    return v;
+  };
+  {
+    nn::RandomWeights w;
+    w.set("clip_l", make_shape({a.text.hidden, 2}), rows(a.text.hidden * 2, 0.03f));
+    w.set("clip_g", make_shape({a.text2->hidden, 2}), rows(a.text2->hidden * 2, 0.02f));
+    w.save_safetensors(pair_dir + "/mystyle.safetensors");
+    nn::RandomWeights l;
+    l.set("emb_params", make_shape({a.text.hidden, 2}), rows(a.text.hidden * 2, 0.03f));
+    l.save_safetensors(sd1_dir + "/mystyle.safetensors");
+  }
+  ImageRequest r = request_;
+  r.prompt = "a mystyle cat";
+  const std::vector<uint8_t> as_text = StableDiffusion(options_).generate(r)[0].pixels;
+  ModelOptions o = options_;
+  o.embeddings_dir = pair_dir;
+  const std::vector<uint8_t> embedded = StableDiffusion(o).generate(r)[0].pixels;
+  EXPECT_NE(embedded, as_text);
+  o.embeddings_dir = sd1_dir;
+  EXPECT_NE(StableDiffusion(o).generate(r)[0].pixels, embedded);
+}
+
+// FLUX.1's 16-channel autoencoder given to SDXL: one line naming the file, before loading.
+TEST_F(TinySdxl, VaeOfAnotherFamilyIsAOneLineError) {
+  static const io::test::TempDir dir;
+  const test::TinyFluxFiles flux = test::write_tiny_flux(dir.file("flux"));
+  ModelOptions o = options_;
+  o.vae = flux.vae;
+  try {
+    StableDiffusion sd(o);
+    FAIL() << "a 16-channel VAE loaded for SDXL";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(flux.vae + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find("16-channel"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+}
+
+TEST(SdxlVector, RefinerEndsWithTheAestheticScore) {
+  const std::vector<float> pooled(4, 0.5f);
+  const std::vector<float> v = sdxl_refiner_vector(pooled, 512, 768, 6.0f);
+  ASSERT_EQ(v.size(), 4u + 5 * 256);
+  // Original size and crop as the base's vector; then the score instead of the target size.
+  const std::vector<float> base = sdxl_vector(pooled, 512, 768);
+  for (size_t i = 0; i < 4 + 4 * 256; ++i) EXPECT_EQ(v[i], base[i]) << i;
+  EXPECT_FLOAT_EQ(v[4 + 1024], std::cos(6.0f));
+  EXPECT_FLOAT_EQ(v[4 + 1024 + 128], std::sin(6.0f));
 }
 
 TEST(SdxlVector, PooledThenSinusoidalSizeEmbeddings) {

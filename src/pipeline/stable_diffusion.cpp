@@ -155,6 +155,7 @@ struct StableDiffusion::Impl {
     if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
     if (o.architecture && arch.t5 && !arch.mmdit) require_flux_files();
+    check_vae_latent(arch);
     const size_t encoders = family->conditioning == ConditioningKind::ContextAndVector ||
                                     family->conditioning == ConditioningKind::ClipAndT5JointContext
                                 ? 2
@@ -298,6 +299,20 @@ struct StableDiffusion::Impl {
   }
   bool has_sd3_t5() const {
     return loader.contains(sd3_scope(Sd3Conditioner::kT5Scope) + "shared.weight");
+  }
+
+  // A VAE of another family (FLUX.1's 16-channel autoencoder on SDXL) fails here, naming the
+  // file, before anything is loaded.
+  void check_vae_latent(const Architecture& arch) const {
+    const std::string conv_in = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
+    if (!loader.contains(conv_in)) return;
+    const int64_t channels = loader.find(conv_in).ne[2];  // [3, 3, latent, ch]
+    const std::string& file = options.vae.empty() ? options.model : options.vae;
+    SD_CHECK(channels == arch.vae.z_channels,
+             "%s: the VAE decodes %lld-channel latents but %s models make %lld-channel ones (a "
+             "VAE of another model family?)",
+             file.c_str(), static_cast<long long>(channels), io::version_name(arch.version),
+             static_cast<long long>(arch.vae.z_channels));
   }
 
   // The encoders' widths must be what the transformer reads: a T5 or CLIP file of another
@@ -888,6 +903,11 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   if (m.family->conditioning == ConditioningKind::ContextAndVector) {
     cond.vector = sdxl_vector(cond.pooled, r.width, r.height);
     if (!uncond.pooled.empty()) uncond.vector = sdxl_vector(uncond.pooled, r.width, r.height);
+  } else if (m.family->conditioning == ConditioningKind::ContextAndAestheticVector) {
+    cond.vector = sdxl_refiner_vector(cond.pooled, r.width, r.height, kRefinerAestheticScore);
+    if (!uncond.pooled.empty())
+      uncond.vector =
+          sdxl_refiner_vector(uncond.pooled, r.width, r.height, kRefinerNegativeAestheticScore);
   }
   report_streaming(r.info, "text encoders", m.text->streaming_report());
   m.text->release();

@@ -69,6 +69,9 @@ class TextConditioner final : public PromptEncoder {
 
  private:
   std::vector<int> embedding_ids(const std::string& word);
+  // A single encoder with a text projection (the SDXL refiner's OpenCLIP-bigG) also gives
+  // the pooled vector of the first window.
+  bool pools_alone() const { return !second_ && config_.projection_dim > 0; }
 
   std::shared_ptr<const models::ClipTokenizer> tokenizer_;
   models::ClipTextConfig config_;
@@ -79,6 +82,7 @@ class TextConditioner final : public PromptEncoder {
   std::map<std::string, std::string> embedding_files_;  // word -> path
   models::ClipTokenizer::SpecialWords special_;
   models::CustomEmbeddings custom_;
+  models::CustomEmbeddings custom2_;      // the second encoder's rows, with the same ids (SDXL)
   std::map<std::string, bool> unusable_;  // words whose file has no vector of our width
 };
 
@@ -93,5 +97,15 @@ void apply_token_weights(std::vector<float>& hidden, int64_t dim,
 // corner (0, 0) and the target size (height, width).
 std::vector<float> sdxl_vector(const std::vector<float>& pooled, int width, int height);
 inline constexpr int64_t kSdxlSizeEmbeddingDim = 256;
+
+// The SDXL refiner's vector (sd_xl_refiner.yaml's vector embedders): the pooled text vector,
+// then 256-dim sinusoidal embeddings of the original size (height, width), the crop corner
+// (0, 0) and the aesthetic score.
+std::vector<float> sdxl_refiner_vector(const std::vector<float>& pooled, int width, int height,
+                                       float aesthetic_score);
+// The scores the refiner is conditioned on: diffusers' StableDiffusionXLImg2ImgPipeline and
+// SGM's sampling demo use 6 for the prompt and 2.5 for the negative prompt.
+inline constexpr float kRefinerAestheticScore = 6.0f;
+inline constexpr float kRefinerNegativeAestheticScore = 2.5f;
 
 }  // namespace sd::pipeline

@@ -129,6 +129,72 @@ inline std::string write_tiny_sdxl_checkpoint() {
   return path;
 }
 
+// Tiny models with the layouts of SDXL's variants, every dimension as small as the tiny
+// SDXL's: the inpainting UNet (9 input channels), the refiner (OpenCLIP-bigG alone, 4
+// levels, a vector with an aesthetic score), and Segmind's distilled UNets (no middle
+// transformer; transformer depth varying within a level: output_blocks.3 holds 2 blocks in
+// SSD-1B, 1 in Vega).
+enum class TinySdxlVariant { Inpaint, Refiner, Ssd1b, Vega };
+
+inline Architecture tiny_sdxl_variant_architecture(TinySdxlVariant v) {
+  Architecture a = tiny_sdxl_architecture();
+  switch (v) {
+    case TinySdxlVariant::Inpaint:
+      a.version = io::ModelVersion::SDXLInpaint;
+      a.unet.in_channels = 9;
+      break;
+    case TinySdxlVariant::Refiner:
+      a.version = io::ModelVersion::SDXLRefiner;
+      a.text = *a.text2;
+      a.text.pad_token = 0;
+      a.text2.reset();
+      a.unet.channel_mult = {1, 2, 2, 2};
+      a.unet.attention_levels = {1, 2};
+      a.unet.level_depth = {0, 1, 2, 0};
+      a.unet.middle_depth = 1;
+      a.unet.context_dim = a.text.hidden;
+      a.unet.adm_in_channels = a.text.projection_dim + 5 * 256;  // pooled, sizes, crop, score
+      break;
+    case TinySdxlVariant::Ssd1b:
+    case TinySdxlVariant::Vega:
+      a.version =
+          v == TinySdxlVariant::Ssd1b ? io::ModelVersion::SDXLSSD1B : io::ModelVersion::SDXLVega;
+      a.unet.middle_depth = 0;
+      a.unet.input_block_depth = {0, 1, 2};
+      a.unet.output_block_depth = {2, 1, 1, v == TinySdxlVariant::Ssd1b ? 2 : 1, 0, 0};
+      break;
+  }
+  return a;
+}
+
+inline std::string write_tiny_sdxl_variant(TinySdxlVariant v) {
+  static const io::test::TempDir dir;
+  const std::string path =
+      dir.file("tiny_sdxl_" + std::to_string(static_cast<int>(v)) + ".safetensors");
+  if (std::filesystem::exists(path)) return path;
+  const Architecture a = tiny_sdxl_variant_architecture(v);
+  nn::RandomWeights w(DType::F16, 13 + static_cast<int>(v));
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, {8, 8, a.unet.in_channels, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* c = ctx.new_tensor(DType::F32, {a.unet.context_dim, 77, 1});
+  Tensor* y = ctx.new_tensor(DType::F32, {a.unet.adm_in_channels, 1});
+  models::unet_forward(nn::Scope(ctx, w, "model.diffusion_model."), a.unet, x, t, c, y);
+  Tensor* ids = ctx.new_tensor(DType::I32, {77, 1});
+  Tensor* mask = ctx.new_tensor(DType::F32, {77, 77});
+  models::clip_text_forward_pooled(nn::Scope(ctx, w, "cond_stage_model.transformer.text_model."),
+                                   a.text, ids, mask, 1, 0);
+  if (a.text2)
+    models::clip_text_forward_pooled(
+        nn::Scope(ctx, w, "cond_stage_model.1.transformer.text_model."), *a.text2, ids, mask, 1, 0);
+  Tensor* z = ctx.new_tensor(DType::F32, {8, 8, 4, 1});
+  Tensor* img = ctx.new_tensor(DType::F32, {16, 16, 3, 1});
+  models::vae_decode(nn::Scope(ctx, w, "first_stage_model."), a.vae, z);
+  models::vae_encode(nn::Scope(ctx, w, "first_stage_model."), a.vae, img);
+  w.save_safetensors(path);
+  return path;
+}
+
 // A tiny FLUX.1 dev as the four files it is distributed as, with the released names and
 // layouts (BFL transformer, Hugging Face T5 and CLIP, LDM autoencoder) and a small T5
 // tokenizer.json next to the T5 file. 128-channel heads as released (the rotary axes need

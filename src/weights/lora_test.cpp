@@ -218,6 +218,42 @@ TEST(LoraNames, IndexFindsEveryTrainersSpelling) {
   EXPECT_FALSE(index.find("lora_unet_down_blocks_0_attentions_0_transformer_blocks_0_attn1_to_k"));
 }
 
+// SDXL's LoRAs: kohya's lora_te1_/lora_te2_ for CLIP-L and OpenCLIP-bigG (after the
+// loader's rename to HF names), lora_unet_ in LDM or diffusers spelling over SDXL's blocks
+// (3 levels, 10 transformer blocks at the last), PEFT's unet./text_encoder_2. prefixes.
+TEST(LoraNames, SdxlSpellingsReachBothEncodersAndTheDeepBlocks) {
+  const std::string te1 =
+      "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj";
+  const std::string te2 = "cond_stage_model.1.transformer.text_model.encoder.layers.31.mlp.fc1";
+  const std::string in = "model.diffusion_model.input_blocks.8.1.transformer_blocks.9.attn2.to_k";
+  const std::string out = "model.diffusion_model.output_blocks.2.1.transformer_blocks.9.ff.net.2";
+  const std::string label = "model.diffusion_model.label_emb.0.0";
+  const std::string mid = "model.diffusion_model.middle_block.1.transformer_blocks.3.attn1.to_v";
+  const LoraNameIndex index({{te1 + ".weight", {768, 768, 1, 1}},
+                             {te2 + ".weight", {1280, 5120, 1, 1}},
+                             {in + ".weight", {2048, 1280, 1, 1}},
+                             {out + ".weight", {5120, 1280, 1, 1}},
+                             {label + ".weight", {2816, 1280, 1, 1}},
+                             {mid + ".weight", {1280, 1280, 1, 1}}});
+  const std::pair<const char*, std::string> cases[] = {
+      {"lora_te1_text_model_encoder_layers_0_self_attn_q_proj", te1},
+      {"text_encoder.text_model.encoder.layers.0.self_attn.q_proj", te1},
+      {"lora_te2_text_model_encoder_layers_31_mlp_fc1", te2},
+      {"text_encoder_2.text_model.encoder.layers.31.mlp.fc1", te2},
+      {"lora_unet_input_blocks_8_1_transformer_blocks_9_attn2_to_k", in},
+      {"lora_unet_down_blocks_2_attentions_1_transformer_blocks_9_attn2_to_k", in},
+      {"unet.down_blocks.2.attentions.1.transformer_blocks.9.attn2.to_k", in},
+      {"lora_unet_output_blocks_2_1_transformer_blocks_9_ff_net_2", out},
+      {"lora_unet_up_blocks_0_attentions_2_transformer_blocks_9_ff_net_2", out},
+      {"lora_unet_add_embedding_linear_1", label},
+      {"lora_unet_mid_block_attentions_0_transformer_blocks_3_attn1_to_v", mid},
+  };
+  for (const auto& [stem, want] : cases)
+    EXPECT_EQ(index.find(stem).value_or("<none>"), want) << stem;
+  // CLIP-L's keys do not reach bigG.
+  EXPECT_FALSE(index.find("lora_te2_text_model_encoder_layers_0_self_attn_q_proj"));
+}
+
 // ---------------------------------------------------------------------------------------
 // Formats.
 
