@@ -140,10 +140,24 @@ DType output_type(std::string_view name, int64_t ne0, DType stored, std::optiona
   return stored;
 }
 
-ConvertResult convert_model(const ConvertOptions& options) {
-  SD_CHECK(!options.input.empty(), "[convert] no input model given (-m FILE)");
+ConvertResult convert_model(const ConvertOptions& options, const ConvertParts& part_files) {
+  const std::pair<const std::string*, io::FileRole> parts[] = {
+      {&part_files.diffusion_model, io::FileRole::DiffusionModel},
+      {&part_files.clip_l, io::FileRole::ClipL},
+      {&part_files.clip_g, io::FileRole::ClipG},
+      {&part_files.t5xxl, io::FileRole::T5xxl},
+  };
+  bool any_part = false;
+  for (const auto& [path, role] : parts) any_part |= !path->empty();
+  SD_CHECK(!options.input.empty() || any_part,
+           "[convert] no input model given (-m FILE, or --diffusion-model / --t5xxl / --clip_l "
+           "/ --clip_g FILE)");
   std::error_code ec;
-  SD_CHECK(fs::exists(options.input, ec), "[convert] input '%s' not found", options.input.c_str());
+  SD_CHECK(options.input.empty() || fs::exists(options.input, ec), "[convert] input '%s' not found",
+           options.input.c_str());
+  for (const auto& [path, role] : parts)
+    SD_CHECK(path->empty() || fs::exists(*path, ec), "[convert] input '%s' not found",
+             path->c_str());
   SD_CHECK(options.vae.empty() || fs::exists(options.vae, ec), "[convert] VAE file '%s' not found",
            options.vae.c_str());
   check_output_path(options.output);
@@ -154,8 +168,13 @@ ConvertResult convert_model(const ConvertOptions& options) {
            std::string(dtype_name(*options.type)).c_str(), convert_type_list().c_str());
 
   weights::ModelLoader loader;
-  loader.add(options.input);
+  if (!options.input.empty()) loader.add(options.input);
   if (!options.vae.empty()) loader.add(options.vae, io::FileRole::Vae);
+  for (const auto& [path, role] : parts)
+    if (!path->empty()) loader.add(*path, role);
+  std::string first_input = options.input;
+  for (const auto& [path, role] : parts)
+    if (first_input.empty()) first_input = *path;
   std::map<std::string, Entry> entries;  // sorted by name, the order sd.cpp writes
   for (const auto& [name, source] : loader.tensors()) {
     Entry e;
@@ -164,7 +183,7 @@ ConvertResult convert_model(const ConvertOptions& options) {
     e.stored = source.stored;
     entries[name] = std::move(e);
   }
-  SD_CHECK(!entries.empty(), "[convert] '%s' holds no tensors", options.input.c_str());
+  SD_CHECK(!entries.empty(), "[convert] '%s' holds no tensors", first_input.c_str());
 
   ConvertResult result;
   uint64_t total = 0;
@@ -179,8 +198,7 @@ ConvertResult convert_model(const ConvertOptions& options) {
   if (options.type) {
     writer.add("sd.convert.type", io::GgufValue::string(std::string(dtype_name(*options.type))));
   }
-  writer.add("sd.convert.source",
-             io::GgufValue::string(fs::path(options.input).filename().string()));
+  writer.add("sd.convert.source", io::GgufValue::string(fs::path(first_input).filename().string()));
 
   size_t index = 0;
   uint64_t written = 0;

@@ -49,6 +49,13 @@ struct ConvertOptions {
   std::function<void(const ConvertProgress&)> progress;
 };
 
+// Separate part files, as sd.cpp's convert takes them (--diffusion-model, --clip_l,
+// --clip_g, --t5xxl): each one's names go under its part's canonical root, so the output
+// loads back through the same flag. ConvertOptions::input may then be empty.
+struct ConvertParts {
+  std::string diffusion_model, clip_l, clip_g, t5xxl;
+};
+
 struct ConvertResult {
   size_t tensors = 0;
   std::map<DType, size_t> type_counts;  // output type -> tensors
@@ -58,7 +65,7 @@ struct ConvertResult {
 // Throws sd::Error "[convert] ..." (or "<path>: ..." from a reader) for a missing input,
 // an unreadable or unknown file, a bad rule, an unwritable output; no output file is left
 // behind on error.
-ConvertResult convert_model(const ConvertOptions& options);
+ConvertResult convert_model(const ConvertOptions& options, const ConvertParts& parts = {});
 
 // The types convert writes, in the order help texts list them: "f32, f16, bf16, q4_0, ...".
 const std::vector<DType>& convert_types();

@@ -4,6 +4,8 @@
 #include <span>
 #include <string>
 
+#include "io/t5_gguf_names.h"
+
 namespace sd::io {
 namespace {
 
@@ -353,6 +355,11 @@ NameMapping convert_checkpoint_name(std::string_view name, std::string_view pref
       full = std::string(r.to) + full.substr(r.from.size());
       break;
     }
+  }
+  // T5 encoders converted by llama.cpp's tools (enc.blk.N.attn_q, token_embd, ...).
+  if (starts_with(full, kT5xxlRoot)) {
+    if (auto hf = t5_name_from_llama_cpp(std::string_view(full).substr(kT5xxlRoot.size())))
+      return {std::string(kT5xxlRoot) + *hf, Transform::None, true};
   }
   for (const Root& root : kRoots) {
     if (!starts_with(full, root.prefix)) continue;

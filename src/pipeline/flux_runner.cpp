@@ -1,5 +1,7 @@
 #include "pipeline/flux_runner.h"
 
+#include <algorithm>
+
 #include "tensor/error.h"
 
 namespace sd::pipeline {
@@ -11,13 +13,30 @@ std::vector<std::vector<float>> FluxRunner::predict(
     const std::vector<float>& x, int64_t w, int64_t h, float timestep,
     const std::vector<const Conditioning*>& conditionings, const std::vector<float>& concat) {
   const int p = config_.patch_size;
-  const int64_t channels = config_.in_channels / (p * p);
-  SD_CHECK(concat.empty(), "[flux] this model takes no extra input channels (inpainting)");
+  const int64_t channels = config_.out_channels / (p * p);
+  // Fill: the planes of `concat` (pipeline/flux_fill.h) are patchified too and appended
+  // to each token.
+  const int64_t extra = config_.in_channels / (p * p) - channels;
+  SD_CHECK(concat.size() == static_cast<size_t>(w * h * extra),
+           "[flux] this transformer takes %lld extra input planes, got %zu values for a "
+           "%lldx%lld latent",
+           static_cast<long long>(extra), concat.size(), static_cast<long long>(w),
+           static_cast<long long>(h));
   SD_CHECK(w % p == 0 && h % p == 0 && x.size() == static_cast<size_t>(w * h * channels),
            "[flux] a %lldx%lld latent of %zu values does not make %dx%d patches of %lld channels",
            static_cast<long long>(w), static_cast<long long>(h), x.size(), p, p,
            static_cast<long long>(channels));
-  const std::vector<float> tokens = models::flux_patchify(x, w, h, channels, p);
+  std::vector<float> tokens = models::flux_patchify(x, w, h, channels, p);
+  if (extra > 0) {
+    const std::vector<float> more = models::flux_patchify(concat, w, h, extra, p);
+    const int64_t n = (w / p) * (h / p), a = channels * p * p, b = extra * p * p;
+    std::vector<float> joined(static_cast<size_t>(n * (a + b)));
+    for (int64_t t = 0; t < n; ++t) {
+      std::copy(tokens.begin() + t * a, tokens.begin() + (t + 1) * a, joined.begin() + t * (a + b));
+      std::copy(more.begin() + t * b, more.begin() + (t + 1) * b, joined.begin() + t * (a + b) + a);
+    }
+    tokens.swap(joined);
+  }
   std::vector<std::vector<float>> out;
   for (const Conditioning* c : conditionings)
     out.push_back(models::flux_unpatchify(run_one(tokens, w, h, timestep, *c), w, h,

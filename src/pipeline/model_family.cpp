@@ -148,14 +148,20 @@ models::FluxConfig flux_dit(ModelVersion v) {
       return models::FluxConfig::dev();
     case ModelVersion::FluxSchnell:
       return models::FluxConfig::schnell();
+    case ModelVersion::FluxFill: {
+      // dev plus the masked image's latent and the 8x8-folded mask (pipeline/flux_fill.h).
+      models::FluxConfig c = models::FluxConfig::dev();
+      c.in_channels = 384;
+      return c;
+    }
     default:
-      unsupported(v);  // Fill takes mask and image channels this build does not feed
+      unsupported(v);
   }
 }
 
-// sd.cpp: 1.15 when the transformer has a guidance embedding (dev), else 1 (schnell).
+// sd.cpp: 1.15 when the transformer has a guidance embedding (dev, Fill), else 1 (schnell).
 float flux_flow_shift(ModelVersion v) {
-  return v == ModelVersion::Flux ? 1.15f : 1.0f;
+  return v == ModelVersion::Flux || v == ModelVersion::FluxFill ? 1.15f : 1.0f;
 }
 
 // FLUX.1 dev and schnell (black-forest-labs/flux): CLIP-L's pooled output and T5-XXL's

@@ -148,7 +148,10 @@ TEST(ModelFamily, FluxIsT5AndClipLAFlowTransformerAnd16Channels) {
   EXPECT_EQ(d.diffusion, nullptr);
   EXPECT_TRUE(d.flux(ModelVersion::Flux).guidance_embed);
   EXPECT_FALSE(d.flux(ModelVersion::FluxSchnell).guidance_embed);
-  EXPECT_THROW(d.flux(ModelVersion::FluxFill), Error);  // mask channels not fed yet
+  // Fill: dev's guidance, and the masked image's latent and the folded mask in img_in.
+  EXPECT_TRUE(d.flux(ModelVersion::FluxFill).guidance_embed);
+  EXPECT_EQ(d.flux(ModelVersion::FluxFill).in_channels, 384);
+  EXPECT_EQ(d.flux(ModelVersion::FluxFill).out_channels, 64);
   const models::VaeConfig v = d.vae_config();
   EXPECT_EQ(v.z_channels, 16);
   EXPECT_EQ(v.embed_dim, 16);
@@ -163,6 +166,7 @@ TEST(ModelFamily, FluxIsT5AndClipLAFlowTransformerAnd16Channels) {
   EXPECT_EQ(d.default_scheduler(sampling::SampleMethod::Lcm, *d.prediction), Scheduler::Lcm);
   EXPECT_EQ(d.default_flow_shift(ModelVersion::Flux), 1.15f);
   EXPECT_EQ(d.default_flow_shift(ModelVersion::FluxSchnell), 1.0f);
+  EXPECT_EQ(d.default_flow_shift(ModelVersion::FluxFill), 1.15f);
 }
 
 TEST(ModelFamily, UnsupportedVersionsAreNamed) {

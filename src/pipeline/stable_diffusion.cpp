@@ -14,6 +14,7 @@
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/flux_conditioner.h"
+#include "pipeline/flux_fill.h"
 #include "pipeline/flux_runner.h"
 #include "pipeline/hires_fix.h"
 #include "pipeline/image_tensor.h"
@@ -679,8 +680,12 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
         for (size_t i = 0; i < pixels; ++i)
           masked[k * pixels + i] = (1.0f - mask[i]) * (planes[k * pixels + i] - 0.5f) + 0.5f;
       const std::vector<float> masked_latent = encode(masked);
-      p.concat = latent_mask;
-      p.concat.insert(p.concat.end(), masked_latent.begin(), masked_latent.end());
+      if (version == io::ModelVersion::FluxFill) {
+        p.concat = flux_fill_concat(masked_latent, mask, r.width, r.height, f);
+      } else {
+        p.concat = latent_mask;
+        p.concat.insert(p.concat.end(), masked_latent.begin(), masked_latent.end());
+      }
       p.mask.mask = dilate3x3(latent_mask, p.w, p.h);
     } else {
       p.mask.mask = latent_mask;
@@ -691,8 +696,15 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     phase_done(Module::Vae);
   } else if (inpaint_model) {
     warn("an inpainting model works best with an init image (-i) and a mask (--mask)");
-    p.concat.assign(static_cast<size_t>(p.w * p.h), 1.0f);
-    p.concat.resize(static_cast<size_t>(p.w * p.h * 5), 0.0f);
+    if (version == io::ModelVersion::FluxFill) {
+      // Nothing to keep: a zero latent and a mask over everything.
+      p.concat = flux_fill_concat(std::vector<float>(latent_size, 0.0f),
+                                  std::vector<float>(static_cast<size_t>(r.width) * r.height, 1.0f),
+                                  r.width, r.height, f);
+    } else {
+      p.concat.assign(static_cast<size_t>(p.w * p.h), 1.0f);
+      p.concat.resize(static_cast<size_t>(p.w * p.h * 5), 0.0f);
+    }
   }
   return p;
 }

@@ -224,13 +224,14 @@ inline constexpr const char* kTinyT5TokenizerJson = R"({
 })";
 
 // `t5_width`: T5's d_model; a value other than tiny_flux_config().context_dim makes a T5
-// file that does not fit the transformer.
+// file that does not fit the transformer. `fc`: the transformer's shape (its context_dim
+// and vec_dim must stay the tiny encoders' 32 and 64).
 inline TinyFluxFiles write_tiny_flux(const std::string& dir, int64_t t5_width = 32,
-                                     bool tokenizer = true) {
+                                     bool tokenizer = true,
+                                     const models::FluxConfig& fc = tiny_flux_config()) {
   TinyFluxFiles f{dir + "/flux_dit.safetensors", dir + "/t5xxl.safetensors",
                   dir + "/clip_l.safetensors", dir + "/ae.safetensors", dir};
   std::filesystem::create_directories(dir);
-  const models::FluxConfig fc = tiny_flux_config();
   Context ctx;
   {
     nn::RandomWeights w(DType::F16, 21);

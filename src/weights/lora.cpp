@@ -8,6 +8,7 @@
 #include "io/tensor_info.h"
 #include "tensor/error.h"
 #include "tensor/quant/quant.h"
+#include "weights/lora_flux_names.h"
 #include "weights/lora_names.h"
 #include "weights/model_file.h"
 
@@ -390,6 +391,30 @@ void accumulate_factors(const LoraFactor& up, const LoraFactor& down, const Lora
   accumulate_product(up.values.data(), folded.data(), out, mid.ne[3], k, c, dst);
 }
 
+// Rows of a weight or bias: a bias {out} has `out`.
+int64_t row_count(const Shape& ne) {
+  return ne[1] == 1 && ne[2] == 1 && ne[3] == 1 ? ne[0] : out_dim(ne);
+}
+
+// An update read against rows [begin, begin + count) of a fused weight, made an update of
+// the whole weight: the other rows change by zero. Low-rank: up [count, r] becomes
+// [out, r]. Full: the difference is padded.
+void widen_to_rows(LoraUpdate& u, const Shape& full, const RowRun& rows) {
+  const int64_t out = row_count(full);
+  LoraFactor& f = u.up;
+  const int64_t per_row = static_cast<int64_t>(f.values.size()) / rows.count;
+  std::vector<float> wide(static_cast<size_t>(out * per_row), 0.0f);
+  std::copy(f.values.begin(), f.values.end(), wide.begin() + rows.begin * per_row);
+  f.values.swap(wide);
+  if (u.kind == LoraKind::Full) {
+    f.ne = full;
+  } else {
+    f.ne = {per_row, out, 1, 1};
+    f.n_dims = 2;
+  }
+  u.target_ne = full;
+}
+
 }  // namespace
 
 const char* lora_kind_name(LoraKind kind) {
@@ -416,30 +441,58 @@ LoraFile read_lora(const std::string& path, const std::map<std::string, Shape>& 
   LoraFile out;
   out.path = path;
   const LoraNameIndex index(model_weights);
-  std::map<std::string, Group> groups;  // by target weight
+  // By target weight and part (-1: the whole weight; else a run of rows of a fused one).
+  std::map<std::pair<std::string, int>, Group> groups;
   for (const io::TensorInfo& t : file->tensors()) {
     const std::optional<ParsedKey> key = parse_key(t.name);
     std::optional<std::string> base;
-    if (key && key->role != Role::Ignored) base = index.find(key->stem);
+    int part = -1;
+    if (key && key->role != Role::Ignored) {
+      base = index.find(key->stem);
+      if (!base) {
+        if (const auto fused = index.find_part(key->stem)) {
+          base = fused->base;
+          part = fused->part;
+        }
+      }
+    }
     if (!base) {
       out.unmatched.push_back(t.name);
       continue;
     }
     const std::string target = *base + (key->role == Role::DiffBias ? ".bias" : ".weight");
-    if (!model_weights.count(target)) {
+    if (!model_weights.count(target) || (part >= 0 && !model_weights.count(*base + ".weight"))) {
       out.unmatched.push_back(t.name);
       continue;
     }
-    auto [it, inserted] = groups[target].parts.emplace(key->role, &t);
+    auto [it, inserted] = groups[{target, part}].parts.emplace(key->role, &t);
     SD_CHECK(inserted, "LoRA '%s': '%s' and '%s' both give the same factor of '%s'", path.c_str(),
              it->second->name.c_str(), t.name.c_str(), target.c_str());
   }
 
-  for (const auto& [target, group] : groups) {
-    UpdateBuilder b(*file, target, model_weights.at(target), group);
+  for (const auto& [where, group] : groups) {
+    const auto& [target, part] = where;
+    const Shape& full = model_weights.at(target);
+    // A part is read against its rows' shape, then widened to the whole weight.
+    Shape shape = full;
+    RowRun rows;
+    if (part >= 0) {
+      const Shape& weight = model_weights.at(target.substr(0, target.rfind('.')) + ".weight");
+      rows = flux_fused_rows(part, weight[0], weight[1]);
+      SD_CHECK(rows.count > 0 && rows.begin + rows.count <= row_count(full),
+               "LoRA '%s': '%s' names part %d of '%s' %s, which has no such rows; the LoRA was "
+               "made for another model",
+               path.c_str(), group.parts.begin()->second->name.c_str(), part, target.c_str(),
+               shape_text(full).c_str());
+      shape[full[1] == 1 && full[2] == 1 ? 0 : 1] = rows.count;
+    }
+    UpdateBuilder b(*file, target, shape, group);
     // One kind per weight, in sd.cpp's order of preference; the rest is reported.
     std::vector<Role> used;
-    if (b.has(Role::Up) || b.has(Role::Down)) {
+    if (part >= 0 &&
+        !(b.has(Role::Up) || b.has(Role::Down) || b.has(Role::Diff) || b.has(Role::DiffBias))) {
+      // Only plain low-rank pairs and differences are spread over a fused weight's rows.
+    } else if (b.has(Role::Up) || b.has(Role::Down)) {
       out.updates.push_back(b.low_rank());
       used = {Role::Up, Role::Down, Role::Mid, Role::Alpha, Role::Scale};
     } else if (b.has(Role::Diff) || b.has(Role::DiffBias)) {
@@ -454,6 +507,7 @@ LoraFile read_lora(const std::string& path, const std::map<std::string, Shape>& 
       used = {Role::W1a, Role::W1b, Role::W2a,   Role::W2b,
               Role::T1,  Role::T2,  Role::Alpha, Role::Scale};
     }
+    if (part >= 0 && !used.empty()) widen_to_rows(out.updates.back(), full, rows);
     for (const auto& [role, info] : group.parts)
       if (std::find(used.begin(), used.end(), role) == used.end())
         out.unmatched.push_back(info->name);

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "io/name_conversion.h"
+#include "weights/lora_flux_names.h"
 
 namespace sd::weights {
 namespace {
@@ -155,6 +156,12 @@ LoraNameIndex::LoraNameIndex(const std::map<std::string, Shape>& model_weights) 
         if (ends_with(diffusers, ".to_out.0"))
           add(Part::Unet, diffusers.substr(0, diffusers.size() - 2), base_name);
       }
+      for (const FluxSpelling& f : flux_diffusers_spellings(rel)) {
+        if (f.part < 0)
+          add(Part::Unet, f.diffusers, base_name);
+        else
+          fused_parts_[underscore_form(f.diffusers)] = {base_name, f.part};
+      }
     } else if (starts_with(base, kTextEncoder2Base)) {
       add(Part::TextEncoder2, std::string(base.substr(kTextEncoder2Base.size())), base_name);
     } else if (starts_with(base, kTextEncoderBase)) {
@@ -170,7 +177,8 @@ void LoraNameIndex::add(Part part, const std::string& spelling, const std::strin
   if (!inserted && it->second != base) it->second.clear();
 }
 
-std::optional<std::string> LoraNameIndex::find(std::string_view stem) const {
+std::pair<LoraNameIndex::Part, std::string_view> LoraNameIndex::split_prefix(
+    std::string_view stem) const {
   struct Prefix {
     std::string_view text;
     Part part;
@@ -182,6 +190,8 @@ std::optional<std::string> LoraNameIndex::find(std::string_view stem) const {
       {"model.diffusion_model.", Part::Unet},
       {"diffusion_model.", Part::Unet},
       {"unet.", Part::Unet},
+      {"transformer.", Part::Unet},       // diffusers DiT LoRAs (FLUX.1)
+      {"lora_transformer_", Part::Unet},  // the same, kohya-spelled
       {"lora_te2_", Part::TextEncoder2},
       {"te2.", Part::TextEncoder2},
       {"text_encoder_2.", Part::TextEncoder2},
@@ -199,15 +209,21 @@ std::optional<std::string> LoraNameIndex::find(std::string_view stem) const {
       {"vae.", Part::Vae},
       {"first_stage_model.", Part::Vae},
   };
-  Part part = Part::Unet;  // diffusers UNet LoRAs may come without a prefix
-  std::string_view rel = stem;
-  for (const Prefix& p : kPrefixes) {
-    if (starts_with(stem, p.text)) {
-      part = p.part;
-      rel = stem.substr(p.text.size());
-      break;
-    }
-  }
+  for (const Prefix& p : kPrefixes)
+    if (starts_with(stem, p.text)) return {p.part, stem.substr(p.text.size())};
+  return {Part::Unet, stem};  // diffusers UNet LoRAs may come without a prefix
+}
+
+std::optional<LoraNameIndex::FusedPart> LoraNameIndex::find_part(std::string_view stem) const {
+  const auto [part, rel] = split_prefix(stem);
+  if (part != Part::Unet) return std::nullopt;
+  auto it = fused_parts_.find(underscore_form(rel));
+  if (it == fused_parts_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<std::string> LoraNameIndex::find(std::string_view stem) const {
+  const auto [part, rel] = split_prefix(stem);
   auto table = spellings_.find(part);
   if (table == spellings_.end()) return std::nullopt;
   auto it = table->second.find(underscore_form(rel));

@@ -43,6 +43,14 @@ class LoraNameIndex {
   // model's weights, or more than one.
   std::optional<std::string> find(std::string_view stem) const;
 
+  // A stem that names a run of rows of a fused weight (diffusers' separate q/k/v of FLUX.1,
+  // lora_flux_names.h): the fused weight's canonical base and the part.
+  struct FusedPart {
+    std::string base;
+    int part = 0;
+  };
+  std::optional<FusedPart> find_part(std::string_view stem) const;
+
  private:
   enum class Part { Unet, TextEncoder, TextEncoder2, Vae };
   void add(Part part, const std::string& spelling, const std::string& base);
@@ -50,6 +58,10 @@ class LoraNameIndex {
   // Per part: underscore form of a part-relative spelling -> canonical base; "" when two
   // bases share a spelling (then neither is matched).
   std::map<Part, std::unordered_map<std::string, std::string>> spellings_;
+  // Transformer spellings (underscore form) of parts of fused weights.
+  std::unordered_map<std::string, FusedPart> fused_parts_;
+  // The part-relative form of a stem, and its part.
+  std::pair<Part, std::string_view> split_prefix(std::string_view stem) const;
 };
 
 }  // namespace sd::weights

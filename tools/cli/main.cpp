@@ -103,7 +103,8 @@ int run_convert(const Arguments& a) {
                  static_cast<double>(p.bytes_total) / (1 << 20), name.c_str());
     if (p.index == p.count) std::fputc('\n', stderr);
   };
-  const sd::api::ConvertResult r = sd::api::convert_model(options);
+  const sd::api::ConvertResult r = sd::api::convert_model(
+      options, {c.diffusion_model_path, c.clip_l_path, c.clip_g_path, c.t5xxl_path});
   std::string counts;
   for (const auto& [type, n] : r.type_counts) {
     if (!counts.empty()) counts += ", ";

@@ -1,0 +1,188 @@
+// A LoRA on FLUX.1 through the whole pipeline: a random LoRA in diffusers names (separate
+// q, k, v and proj_mlp onto BFL's fused weights) and kohya names changes the image as
+// merging it into the transformer file by hand does. A Stable Diffusion LoRA changes
+// nothing and is reported.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "io/io_test_util.h"
+#include "io/name_conversion.h"
+#include "pipeline/stable_diffusion.h"
+#include "pipeline/tiny_model_test_util.h"
+#include "test_support.h"
+#include "weights/model_loader.h"
+
+namespace sd::pipeline {
+namespace {
+
+double psnr(const io::Image& a, const io::Image& b) {
+  double se = 0;
+  for (size_t i = 0; i < a.pixels.size(); ++i) {
+    const double d = static_cast<double>(a.pixels[i]) - b.pixels[i];
+    se += d * d;
+  }
+  const double mse = se / static_cast<double>(a.pixels.size());
+  return mse == 0 ? 99.0 : 10.0 * std::log10(255.0 * 255.0 / mse);
+}
+
+std::vector<float> random_values(size_t n, uint32_t seed, float amplitude) {
+  std::vector<float> v(n);
+  uint32_t s = seed * 2654435761u + 7u;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;
+    x = amplitude * (static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f);
+  }
+  return v;
+}
+
+io::test::Bytes f32_bytes(const std::vector<float>& v) {
+  io::test::Bytes b(v.size() * 4);
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// One low-rank pair of the LoRA: `stem` + lora_A/lora_B (or lora_down/lora_up), changing
+// rows [row0, row0 + rows) of the BFL weight `target` [out, in].
+struct Pair {
+  std::string down_key, up_key, target;
+  int64_t row0, rows;
+};
+
+class FluxLoraPipeline : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string shared = sd::test::shared_dir();
+    if (shared.empty()) GTEST_SKIP() << "needs ../shared/data/clip for the CLIP vocabulary";
+    // One tiny model for the suite; each test writes its LoRAs beside it.
+    static const io::test::TempDir dir;
+    static const test::TinyFluxFiles files = test::write_tiny_flux(dir.file("flux"));
+    files_ = files;
+    dir_ = &dir;
+    options_.diffusion_model = files_.dit;
+    options_.t5xxl = files_.t5;
+    options_.clip_l = files_.clip_l;
+    options_.vae = files_.vae;
+    options_.t5_tokenizer = files_.dir + "/tokenizer.json";
+    options_.clip_vocab = shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+    options_.threads = 2;
+    // Merged in f32: the hand-merged file is f32 too.
+    options_.lora_mode = weights::ModelManagerOptions::LoraMode::Merge;
+    request_.prompt = "a cat";
+    request_.width = request_.height = 16;
+    request_.steps = 2;
+    request_.cfg_scale = 1.0f;
+  }
+
+  const io::test::TempDir* dir_ = nullptr;
+  test::TinyFluxFiles files_;
+  ModelOptions options_;
+  ImageRequest request_;
+};
+
+TEST_F(FluxLoraPipeline, ChangesTheImageAsMergingByHand) {
+  // The transformer's weights, as the engine reads them.
+  weights::ModelLoader loader;
+  loader.add(files_.dit, io::FileRole::DiffusionModel);
+  std::map<std::string, std::vector<float>> w;
+  std::map<std::string, Shape> shapes;
+  for (const auto& [name, source] : loader.tensors()) {
+    std::vector<float> v(
+        static_cast<size_t>(source.ne[0] * source.ne[1] * source.ne[2] * source.ne[3]));
+    loader.read(name, DType::F32, v.data());
+    w[name.substr(io::kUnetRoot.size())] = std::move(v);
+    shapes[name.substr(io::kUnetRoot.size())] = source.ne;
+  }
+  const int64_t h = shapes.at("img_in.weight")[1];
+  const int64_t l1_out = shapes.at("single_blocks.0.linear1.weight")[1];
+  const std::string d = "transformer.transformer_blocks.0.attn.";
+  const std::string s = "transformer.single_transformer_blocks.0.";
+  const Pair pairs[] = {
+      {d + "to_k.lora_A.weight", d + "to_k.lora_B.weight", "double_blocks.0.img_attn.qkv", h, h},
+      {d + "add_v_proj.lora_A.weight", d + "add_v_proj.lora_B.weight",
+       "double_blocks.0.txt_attn.qkv", 2 * h, h},
+      {s + "proj_mlp.lora_A.weight", s + "proj_mlp.lora_B.weight", "single_blocks.0.linear1", 3 * h,
+       l1_out - 3 * h},
+      {"lora_unet_single_blocks_0_linear2.lora_down.weight",
+       "lora_unet_single_blocks_0_linear2.lora_up.weight", "single_blocks.0.linear2", 0, h},
+  };
+  constexpr int64_t kRank = 2;
+  const float multiplier = 0.8f;
+  io::test::SafetensorsBuilder lora;
+  uint32_t seed = 1;
+  for (const Pair& p : pairs) {
+    std::vector<float>& weight = w.at(p.target + ".weight");
+    const int64_t in = shapes.at(p.target + ".weight")[0];
+    const std::vector<float> down = random_values(static_cast<size_t>(kRank * in), seed++, 0.3f);
+    const std::vector<float> up = random_values(static_cast<size_t>(p.rows * kRank), seed++, 0.3f);
+    lora.add(p.down_key, "F32", {kRank, static_cast<uint64_t>(in)}, f32_bytes(down));
+    lora.add(p.up_key, "F32", {static_cast<uint64_t>(p.rows), kRank}, f32_bytes(up));
+    for (int64_t o = 0; o < p.rows; ++o)
+      for (int64_t i = 0; i < in; ++i) {
+        float sum = 0;
+        for (int64_t r = 0; r < kRank; ++r) sum += up[o * kRank + r] * down[r * in + i];
+        weight[static_cast<size_t>((p.row0 + o) * in + i)] += multiplier * sum;
+      }
+  }
+  const std::string lora_path = dir_->file("flux_lora.safetensors");
+  io::test::write_file(lora_path, lora.bytes());
+  io::test::SafetensorsBuilder merged;
+  for (const auto& [name, v] : w) {
+    const Shape& ne = shapes.at(name);
+    std::vector<uint64_t> torch_shape;
+    for (int dim = 3; dim >= 0; --dim)
+      if (ne[dim] > 1 || !torch_shape.empty() || dim == 0)
+        torch_shape.push_back(static_cast<uint64_t>(ne[dim]));
+    merged.add(name, "F32", torch_shape, f32_bytes(v));
+  }
+  const std::string merged_path = dir_->file("flux_dit_merged.safetensors");
+  io::test::write_file(merged_path, merged.bytes());
+
+  StableDiffusion sd(options_);
+  const io::Image plain = sd.generate(request_)[0];
+  ImageRequest with_lora = request_;
+  with_lora.loras = {{lora_path, multiplier}};
+  const io::Image a = sd.generate(with_lora)[0];
+  ModelOptions by_hand = options_;
+  by_hand.diffusion_model = merged_path;
+  const io::Image b = StableDiffusion(by_hand).generate(request_)[0];
+  const double changed = psnr(a, plain), same = psnr(a, b);
+  std::printf("LoRA vs none: %.1f dB; LoRA vs merged by hand: %.1f dB\n", changed, same);
+  EXPECT_LT(changed, 40.0) << "the LoRA should change the image";
+  EXPECT_GE(same, 50.0);
+  // Added in each graph instead (the mode quantized weights get): the same change.
+  ModelOptions at_runtime = options_;
+  at_runtime.lora_mode = weights::ModelManagerOptions::LoraMode::AtRuntime;
+  const double runtime_db = psnr(StableDiffusion(at_runtime).generate(with_lora)[0], b);
+  std::printf("LoRA added at run time vs merged by hand: %.1f dB\n", runtime_db);
+  EXPECT_GE(runtime_db, 50.0);
+}
+
+TEST_F(FluxLoraPipeline, AStableDiffusionLoraChangesNothing) {
+  io::test::SafetensorsBuilder lora;
+  const std::vector<float> v = random_values(16, 1, 0.3f);
+  lora.add("lora_unet_down_blocks_0_attentions_0_proj_in.lora_down.weight", "F32", {2, 8},
+           f32_bytes(v));
+  lora.add("lora_unet_down_blocks_0_attentions_0_proj_in.lora_up.weight", "F32", {8, 2},
+           f32_bytes(v));
+  const std::string path = dir_->file("sd1_lora.safetensors");
+  io::test::write_file(path, lora.bytes());
+  StableDiffusion sd(options_);
+  const io::Image plain = sd.generate(request_)[0];
+  ImageRequest r = request_;
+  r.loras = {{path, 1.0f}};
+  std::vector<std::string> warnings;
+  r.warn = [&](const std::string& w) { warnings.push_back(w); };
+  EXPECT_EQ(sd.generate(r)[0].pixels, plain.pixels);
+  std::string all;
+  for (const std::string& w : warnings) all += w + "\n";
+  EXPECT_NE(all.find("2 of its tensors change no weight"), std::string::npos) << all;
+  EXPECT_NE(all.find("changes nothing in this model"), std::string::npos) << all;
+}
+
+}  // namespace
+}  // namespace sd::pipeline
