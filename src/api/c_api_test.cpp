@@ -353,9 +353,7 @@ TEST_F(CApiCallbacks, MissingFeaturesFailCleanly) {
   EXPECT_EQ(audio, nullptr);
   EXPECT_EQ(new_adetailer_ctx("x.safetensors", 1, nullptr, nullptr), nullptr);
   EXPECT_FALSE(load_imatrix("x.dat"));
-  sd_image_t image = {0, 0, 3, nullptr};
-  EXPECT_FALSE(preprocess_canny(image, 0.1f, 0.1f, 0.8f, 1.f, false));
-  ASSERT_GE(log_.lines.size(), 4u);
+  ASSERT_GE(log_.lines.size(), 3u);
   for (const auto& [level, text] : log_.lines) {
     EXPECT_EQ(level, SD_LOG_ERROR);
     EXPECT_NE(text.find("not supported"), std::string::npos) << text;
