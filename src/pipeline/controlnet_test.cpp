@@ -130,7 +130,7 @@ TEST_F(TinyControlNet, EveryPlacementGivesTheSameImage) {
 TEST_F(TinyControlNet, FilesWithoutThePrefixLoadTheSame) {
   const std::string bare =
       test::write_tiny_controlnet(test::tiny_controlnet_config(options_.architecture->unet),
-                                  dir_.file("bare.safetensors"), 31, "");
+                                  dir_.file("bare.safetensors"), 31, /*bare=*/true);
   ModelOptions o = options_;
   o.control_net = bare;
   EXPECT_EQ(generate(o, controlled(1.0f)), generate(with_control_net(), controlled(1.0f)));

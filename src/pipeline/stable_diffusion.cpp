@@ -433,6 +433,7 @@ std::string StableDiffusion::placement() const {
   std::string s;
   for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae})
     s += (s.empty() ? "" : "; ") + impl_->backends->describe(m);
+  if (impl_->control_net) s += "; " + impl_->backends->describe(Module::ControlNet);
   return s;
 }
 
@@ -829,14 +830,16 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   m.diffusion->set_distilled_guidance(r.guidance);
   timer.done("text encoding");
 
-  // ControlNet guidance for the first pass: the control image at the output size.
+  // ControlNet guidance for the first pass: the control image at 8x the latent's size (its
+  // hint block's factor; the output size with SD's VAE).
   const bool controlled = m.control_net && r.control_image && m.unet;
   if (controlled) {
     const io::Image& img = *r.control_image;
     const int64_t hint_c = m.control_net->runner().config().hint_channels;
+    const int64_t hint_w = 8 * plan.w, hint_h = 8 * plan.h;
     std::vector<float> hint = image_to_planes(io::to_channels(img, static_cast<int>(hint_c)));
-    if (img.width != r.width || img.height != r.height)
-      hint = resize_nearest(hint, img.width, img.height, hint_c, r.width, r.height);
+    if (img.width != hint_w || img.height != hint_h)
+      hint = resize_nearest(hint, img.width, img.height, hint_c, hint_w, hint_h);
     m.unet->set_control(&m.control_net->runner(), std::move(hint), r.control_strength);
   }
   struct ControlOff {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "models/controlnet.h"
+#include "nn/param_recorder.h"
 #include "nn/random_weights.h"
 #include "pipeline/tiny_model_test_util.h"
 
@@ -19,12 +20,13 @@ inline models::ControlNetConfig tiny_controlnet_config(const models::UnetConfig&
   return c;
 }
 
-// Writes the ControlNet to `path` with its tensors under `prefix` ("control_model.", or ""
-// as some converted files have them).
+// Writes the ControlNet to `path` with the original names (control_model.*); `bare`: the
+// same values without the control_model. prefix, as some converted files have them.
 inline std::string write_tiny_controlnet(const models::ControlNetConfig& c, const std::string& path,
-                                         uint32_t seed = 31,
-                                         const std::string& prefix = "control_model.") {
+                                         uint32_t seed = 31, bool bare = false) {
+  const std::string prefix = "control_model.";
   nn::RandomWeights w(DType::F16, seed);
+  nn::ParamRecorder recorder(w);
   Context ctx;
   const models::UnetConfig& u = c.unet;
   Tensor* x = ctx.new_tensor(DType::F32, {8, 8, u.in_channels, 1});
@@ -32,8 +34,16 @@ inline std::string write_tiny_controlnet(const models::ControlNetConfig& c, cons
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* context = ctx.new_tensor(DType::F32, {u.context_dim, 77, 1});
   Tensor* y = u.adm_in_channels > 0 ? ctx.new_tensor(DType::F32, {u.adm_in_channels, 1}) : nullptr;
-  models::controlnet_forward(nn::Scope(ctx, w, prefix), c, x, hint, t, context, y);
-  w.save_safetensors(path);
+  for (nn::Weights* weights : {static_cast<nn::Weights*>(&w), static_cast<nn::Weights*>(&recorder)})
+    models::controlnet_forward(nn::Scope(ctx, *weights, prefix), c, x, hint, t, context, y);
+  if (!bare) {
+    w.save_safetensors(path);
+    return path;
+  }
+  nn::RandomWeights renamed(DType::F16, seed);
+  for (const nn::ParamDecl& p : recorder.params())
+    renamed.set(p.name.substr(prefix.size()), p.ne, w.values(p.name));
+  renamed.save_safetensors(path);
   return path;
 }
 
