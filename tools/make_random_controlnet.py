@@ -25,6 +25,8 @@ Linear and conv layers normal(0, --std) (default 0.02) drawn from a generator se
 (seed, crc32(name)); biases 0; norm weights 1, their biases 0. ``--zero-std`` sets the
 zero convs' std apart (default: --std), so the ControlNet's effect on an image can be made
 large enough to measure; a trained ControlNet's zero convs are far from zero.
+``--hint-std`` does the same for the input_hint_block convs: at 0.02 eight random convs
+shrink the control image's signal about 10^4 times, so the image's content barely matters.
 
 Only numpy is needed; tensors are written one at a time, so memory use stays small.
 
@@ -113,7 +115,7 @@ def controlnet_specs(arch):
         _linear(specs, f"{p}.label_emb.0.2", emb, emb)
     c_in = 3
     for i, width in enumerate(HINT_WIDTHS + (mc,)):
-        _conv(specs, f"{p}.input_hint_block.{2 * i}", width, c_in, 3)
+        _conv(specs, f"{p}.input_hint_block.{2 * i}", width, c_in, 3, kind="h")
         c_in = width
     _conv(specs, f"{p}.input_blocks.0.0", mc, 4, 3)
     _conv(specs, f"{p}.zero_convs.0.0", mc, mc, 1, kind="z")
@@ -144,18 +146,18 @@ def controlnet_specs(arch):
 DTYPES = {"f16": (np.dtype("<f2"), "F16"), "f32": (np.dtype("<f4"), "F32")}
 
 
-def tensor_values(name, shape, kind, np_dtype, seed, std, zero_std):
-    if kind in ("w", "z"):
+def tensor_values(name, shape, kind, np_dtype, seed, std, zero_std, hint_std):
+    if kind in ("w", "z", "h"):
         rng = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
         x = rng.standard_normal(size=shape, dtype=np.float32)
-        x *= np.float32(std if kind == "w" else zero_std)
+        x *= np.float32({"w": std, "z": zero_std, "h": hint_std}[kind])
         return x.astype(np_dtype, copy=False)
     if kind == "nw":
         return np.ones(shape, dtype=np_dtype)
     return np.zeros(shape, dtype=np_dtype)
 
 
-def write(path, specs, dtype, seed, std, zero_std, metadata):
+def write(path, specs, dtype, seed, std, zero_std, hint_std, metadata):
     np_dtype, st_dtype = DTYPES[dtype]
     specs = sorted(specs, key=lambda s: s[0])
     header = {"__metadata__": metadata}
@@ -173,7 +175,7 @@ def write(path, specs, dtype, seed, std, zero_std, metadata):
         f.write(header_bytes)
         for name, shape, kind in specs:
             f.write(np.ascontiguousarray(
-                tensor_values(name, shape, kind, np_dtype, seed, std, zero_std)).tobytes())
+                tensor_values(name, shape, kind, np_dtype, seed, std, zero_std, hint_std)).tobytes())
     os.replace(tmp, path)
     return offset
 
@@ -187,6 +189,8 @@ def main(argv=None):
     ap.add_argument("--std", type=float, default=0.02)
     ap.add_argument("--zero-std", type=float, default=None,
                     help="std of the zero convs' weights (default: --std)")
+    ap.add_argument("--hint-std", type=float, default=None,
+                    help="std of the input_hint_block convs' weights (default: --std)")
     ap.add_argument("--list", action="store_true", help="print names and shapes only")
     args = ap.parse_args(argv)
     specs = controlnet_specs(args.arch)
@@ -197,10 +201,12 @@ def main(argv=None):
     if not args.out:
         ap.error("--out is required (unless --list is given)")
     zero_std = args.std if args.zero_std is None else args.zero_std
+    hint_std = args.std if args.hint_std is None else args.hint_std
     metadata = {"format": "pt", "generator": "make_random_controlnet.py", "arch": args.arch,
-                "seed": str(args.seed), "std": str(args.std), "zero_std": str(zero_std),
+                "seed": str(args.seed), "std": str(args.std), "zero_std": str(zero_std), "hint_std": str(hint_std),
                 "dtype": args.dtype}
-    nbytes = write(args.out, specs, args.dtype, args.seed, args.std, zero_std, metadata)
+    nbytes = write(args.out, specs, args.dtype, args.seed, args.std, zero_std, hint_std,
+                   metadata)
     params = sum(int(np.prod(s[1])) for s in specs)
     print(f"wrote {args.out} ({args.arch}): {len(specs)} tensors, {params / 1e6:.1f}M params, "
           f"{nbytes / 2**20:.1f} MiB of data")
