@@ -26,7 +26,8 @@ Linear and conv layers normal(0, --std) (default 0.02) drawn from a generator se
 zero convs' std apart (default: --std), so the ControlNet's effect on an image can be made
 large enough to measure; a trained ControlNet's zero convs are far from zero.
 ``--hint-std`` does the same for the input_hint_block convs: at 0.02 eight random convs
-shrink the control image's signal about 10^4 times, so the image's content barely matters.
+shrink the control image's signal about 10^4 times, so the image's content barely matters;
+0.06 keeps it about as large as it came in (0.3 overflows f16 activations).
 
 Only numpy is needed; tensors are written one at a time, so memory use stays small.
 
