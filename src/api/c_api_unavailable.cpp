@@ -39,25 +39,6 @@ bool adetail_image(adetailer_ctx_t*, sd_ctx_t*, sd_image_t, const sd_adetailer_p
   return false;
 }
 
-bool sd_ctx_load_control_net(sd_ctx_t*, const char*) {
-  unavailable("sd_ctx_load_control_net", "ControlNet");
-  return false;
-}
-
-bool sd_ctx_unload_control_net(sd_ctx_t*) {
-  unavailable("sd_ctx_unload_control_net", "ControlNet");
-  return false;
-}
-
-bool sd_ctx_has_control_net(const sd_ctx_t*) {
-  return false;
-}
-
-bool preprocess_canny(sd_image_t, float, float, float, float, bool) {
-  unavailable("preprocess_canny", "the canny preprocessor");
-  return false;
-}
-
 bool load_imatrix(const char*) {
   unavailable("load_imatrix", "importance-matrix quantization");
   return false;

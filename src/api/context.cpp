@@ -48,7 +48,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
       {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
       {p.embeddings_connectors_path, "--embeddings-connectors"},
       {p.audio_vae_path, "--audio-vae"},
-      {p.control_net_path, "--control-net"},
       {p.ip_adapter_path, "--ip-adapter"},
       {p.motion_module_path, "--motion-module"},
       {p.photo_maker_path, "--photo-maker"},
@@ -69,6 +68,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.diffusion_model_path)) o.diffusion_model = p.diffusion_model_path;
   if (given(p.vae_path)) o.vae = p.vae_path;
   if (given(p.taesd_path)) o.taesd = p.taesd_path;
+  if (given(p.control_net_path)) o.control_net = p.control_net_path;
   o.taesd_preview_only = p.tae_preview_only;
   if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
   if (given(p.clip_g_path)) o.clip_g = p.clip_g_path;
@@ -260,7 +260,6 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     SD_CHECK(p->lora_count == 0 || p->loras, "lora_count is %u but no LoRAs are given",
              p->lora_count);
     SD_CHECK(p->ref_images_count == 0, "reference images are not supported for SD 1.x/2.x");
-    SD_CHECK(!has_image(p->control_image), "ControlNet is not supported by this build");
     SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
     SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
     const sd_sample_params_t& s = p->sample_params;
@@ -310,6 +309,12 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
         r.mask = &mask;
       }
     }
+    sd::io::Image control;
+    if (has_image(p->control_image)) {
+      control = to_image(p->control_image, "control image");
+      r.control_image = &control;
+    }
+    r.control_strength = p->control_strength;
     if (p->vae_tiling_params.enabled) {
       sd::models::TilingParams t;
       t.tile_size_x = p->vae_tiling_params.tile_size_x;
@@ -420,6 +425,27 @@ bool sd_ctx_supports_video_generation(const sd_ctx_t*) {
 
 void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {
   if (sd_ctx) sd_ctx->cancel.request(mode);
+}
+
+bool sd_ctx_load_control_net(sd_ctx_t* sd_ctx, const char* path) {
+  return sd::api::c_boundary("sd_ctx_load_control_net", false, [&] {
+    SD_CHECK(sd_ctx && sd_ctx->sd, "no model context (new_sd_ctx failed or was not called)");
+    SD_CHECK(path && *path, "no ControlNet file given");
+    sd_ctx->sd->load_control_net(path);
+    return true;
+  });
+}
+
+bool sd_ctx_unload_control_net(sd_ctx_t* sd_ctx) {
+  return sd::api::c_boundary("sd_ctx_unload_control_net", false, [&] {
+    SD_CHECK(sd_ctx && sd_ctx->sd, "no model context (new_sd_ctx failed or was not called)");
+    sd_ctx->sd->unload_control_net();
+    return true;
+  });
+}
+
+bool sd_ctx_has_control_net(const sd_ctx_t* sd_ctx) {
+  return sd_ctx && sd_ctx->sd && sd_ctx->sd->has_control_net();
 }
 
 }  // extern "C"

@@ -153,7 +153,7 @@ UnetConfig UnetConfig::sdxl() {
 }
 
 Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tensor* timesteps,
-                     Tensor* context, Tensor* y) {
+                     Tensor* context, Tensor* y, const UnetControl* control) {
   c.validate();
   check_inputs(c, x, timesteps, context);
   SD_CHECK((c.adm_in_channels > 0) == (y != nullptr), "[unet] this UNet %s a conditioning vector",
@@ -211,6 +211,14 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
   if (c.depth_middle() > 0) {
     h = transformer_for(c, ch, c.depth_middle()).forward(unet["middle_block.1"], h, context);
     h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.2"], h, emb);
+  }
+  if (control) {
+    SD_CHECK(control->residuals.size() == skips.size() + 1,
+             "[unet] the ControlNet gives %zu residuals; this UNet takes %zu",
+             control->residuals.size(), skips.size() + 1);
+    h = add(ctx, h, scale(ctx, control->residuals.back(), control->strength));
+    for (size_t i = 0; i < skips.size(); ++i)
+      skips[i] = add(ctx, skips[i], scale(ctx, control->residuals[i], control->strength));
   }
 
   // 4. Output blocks: the input blocks in reverse, each res block taking the matching

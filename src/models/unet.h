@@ -81,9 +81,19 @@ struct UnetConfig {
 //   timesteps  f32 [N]
 //   context    f32 [context_dim, L, N] (or [.., .., 1], shared by the whole batch)
 //   y          f32 [adm_in_channels, N] when the config has a vector, else null
+//   control    a ControlNet's residuals (models/controlnet.h), or null
 // Returns f32 [W, H, out_channels, N]. W and H must be multiples of 2^(levels - 1) (8 for
 // SD: images in multiples of 64 pixels).
+struct UnetControl;
 Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& config, Tensor* x, Tensor* timesteps,
-                     Tensor* context, Tensor* y = nullptr);
+                     Tensor* context, Tensor* y = nullptr, const UnetControl* control = nullptr);
+
+// ControlNet guidance (Zhang et al. 2023): one residual per skip connection, in the order
+// the input blocks make them, then one for the middle block's output; each is scaled by
+// `strength` and added where it belongs.
+struct UnetControl {
+  std::vector<Tensor*> residuals;
+  float strength = 1.0f;
+};
 
 }  // namespace sd::models

@@ -13,6 +13,7 @@
 #include "models/t5_tokenizer.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "pipeline/control_net.h"
 #include "pipeline/flux_conditioner.h"
 #include "pipeline/flux_fill.h"
 #include "pipeline/flux_runner.h"
@@ -98,6 +99,7 @@ struct StableDiffusion::Impl {
   MmditRunner* mmdit = nullptr;  // `diffusion` when it is SD3's MMDiT
   float default_flow_shift = 3.0f;
   std::unique_ptr<VaeRunner> vae;
+  std::unique_ptr<LoadedControlNet> control_net;  // --control-net
   sampling::DiscreteSchedule schedule;
 
   // What setup() prepares for the batch.
@@ -248,6 +250,7 @@ struct StableDiffusion::Impl {
       for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae}) load(*weights, m);
       if (taesd_weights) load(*taesd_weights, Module::Vae);
     }
+    if (!o.control_net.empty()) load_control_net(o.control_net);
 
     if (o.prediction) {
       prediction = *o.prediction;
@@ -448,6 +451,16 @@ struct StableDiffusion::Impl {
     }
   }
 
+  // A ControlNet guides a UNet of its own family; checked from the files' metadata.
+  void load_control_net(const std::string& path) {
+    SD_CHECK(unet, "--control-net %s: ControlNets guide SD 1.x/2.x/SDXL UNets, not %s",
+             path.c_str(), io::family_name(family->family));
+    const weights::ModelManagerOptions manager_options{options.weight_type, options.use_mmap,
+                                                       options.threads, options.lora_mode};
+    control_net = std::make_unique<LoadedControlNet>(path, unet->config(), *backends,
+                                                     manager_options, options.eager_load);
+  }
+
   // TAESD files name their tensors decoder.layers.* / encoder.layers.*; the runner reads
   // them under "tae.", as sd.cpp prefixes a --taesd file.
   class PrefixedWeights final : public nn::Weights {
@@ -531,11 +544,25 @@ std::string StableDiffusion::placement() const {
   std::string s;
   for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae})
     s += (s.empty() ? "" : "; ") + impl_->backends->describe(m);
+  if (impl_->control_net) s += "; " + impl_->backends->describe(Module::ControlNet);
   return s;
+}
+
+void StableDiffusion::load_control_net(const std::string& path) {
+  impl_->load_control_net(path);
+}
+
+void StableDiffusion::unload_control_net() {
+  impl_->control_net.reset();
+}
+
+bool StableDiffusion::has_control_net() const {
+  return impl_->control_net != nullptr;
 }
 
 size_t StableDiffusion::resident_weight_bytes() const {
   size_t n = impl_->weights->resident_bytes() + impl_->weights->mapped_bytes();
+  if (impl_->control_net) n += impl_->control_net->resident_bytes();
   if (impl_->taesd_weights)
     n += impl_->taesd_weights->resident_bytes() + impl_->taesd_weights->mapped_bytes();
   return n;
@@ -586,6 +613,20 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
     r.height = aligned_h;
   }
   if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
+  if (r.control_image && !control_net)
+    warn("a control image without a ControlNet (--control-net) is ignored");
+  if (control_net && !r.control_image)
+    warn("--control-net without a control image (--control-image): the ControlNet is not used");
+  if (control_net && r.control_image) {
+    SD_CHECK(std::isfinite(r.control_strength), "--control-strength must be a finite number");
+    SD_CHECK(r.control_image->width > 0 && r.control_image->height > 0 &&
+                 r.control_image->channels > 0 &&
+                 r.control_image->pixels.size() == static_cast<size_t>(r.control_image->width) *
+                                                       r.control_image->height *
+                                                       r.control_image->channels,
+             "the control image is empty or its pixels do not match its size");
+    if (r.hires.enabled) warn("--hires: the ControlNet guides the first pass only");
+  }
   sampling::check_cache_options(r.cache);
   {
     const bool unet = io::is_unet_family(version);
@@ -927,6 +968,30 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   m.diffusion->set_distilled_guidance(r.guidance);
   timer.done("text encoding");
 
+  // ControlNet guidance for the first pass: the control image at 8x the latent's size (its
+  // hint block's factor; the output size with SD's VAE).
+  const bool controlled = m.control_net && r.control_image && m.unet;
+  if (controlled) {
+    const io::Image& img = *r.control_image;
+    const int64_t hint_c = m.control_net->runner().config().hint_channels;
+    const int64_t hint_w = 8 * plan.w, hint_h = 8 * plan.h;
+    std::vector<float> hint = image_to_planes(io::to_channels(img, static_cast<int>(hint_c)));
+    if (img.width != hint_w || img.height != hint_h)
+      hint = resize_nearest(hint, img.width, img.height, hint_c, hint_w, hint_h);
+    m.unet->set_control(&m.control_net->runner(), std::move(hint), r.control_strength);
+  }
+  struct ControlOff {
+    Impl& m;
+    bool on;
+    void operator()() {
+      if (!on) return;
+      on = false;
+      m.unet->set_control(nullptr);
+      m.control_net->phase_done();
+    }
+    ~ControlOff() { (*this)(); }
+  } control_off{m, controlled};
+
   std::vector<std::vector<float>> latents;
   // A latent upscale goes straight back to the UNet: keep it.
   const bool unet_again = hires && upscales_latent(r.hires.upscaler);
@@ -947,6 +1012,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     if (stop) break;
     timer.done(format("sampling image %d/%d", b + 1, r.batch_count));
   }
+  control_off();
 
   int width = r.width, height = r.height;
   if (hires) {

@@ -56,6 +56,7 @@ struct ModelOptions {
   std::string t5xxl;                 // --t5xxl: T5-XXL's encoder (FLUX.1, SD3)
   std::string t5_tokenizer;          // T5's tokenizer.json; empty: searched (t5_tokenizer.h)
   std::string embeddings_dir;        // --embd-dir: textual-inversion embeddings
+  std::string control_net;           // --control-net: a ControlNet for the UNet
   std::string clip_vocab;            // the CLIP merges file; empty: searched (clip_tokenizer.h)
   int threads = 0;                   // 0: all cores
   std::optional<DType> weight_type;  // --type
@@ -104,6 +105,10 @@ struct ImageRequest {
   const io::Image* init_image = nullptr;
   const io::Image* mask = nullptr;  // white = repaint
   float strength = 0.75f;
+  // ControlNet guidance (with a ControlNet loaded): the control image, resized (nearest) to
+  // the output size, and the residuals' scale.
+  const io::Image* control_image = nullptr;
+  float control_strength = 0.9f;
   std::optional<models::TilingParams> vae_tiling;
   // The highres fix (pipeline/hires_fix.h): a second pass at a larger size.
   HiresOptions hires;
@@ -164,6 +169,12 @@ class StableDiffusion {
   // One image per batch entry (seeds seed, seed + 1, ...), at the hires target size when
   // the highres fix is on. Throws sd::Error for invalid requests before any work is done.
   std::vector<io::Image> generate(const ImageRequest& request);
+
+  // A ControlNet for the following requests (replacing one loaded before), or none. Throws
+  // sd::Error naming the file when it does not fit this model; the old one stays then.
+  void load_control_net(const std::string& path);
+  void unload_control_net();
+  bool has_control_net() const;
 
  private:
   struct Impl;

@@ -1,5 +1,7 @@
 #include "pipeline/unet_runner.h"
 
+#include <optional>
+
 #include "tensor/error.h"
 
 namespace sd::pipeline {
@@ -39,6 +41,12 @@ std::vector<std::vector<float>> UnetRunner::predict(
   return out;
 }
 
+void UnetRunner::set_control(ControlNetRunner* net, std::vector<float> hint, float strength) {
+  control_net_ = net;
+  control_hint_ = std::move(hint);
+  control_strength_ = strength;
+}
+
 std::vector<std::vector<float>> UnetRunner::run_batch(
     const std::vector<float>& x_in, int64_t w, int64_t h, float timestep,
     const std::vector<const Conditioning*>& batch) {
@@ -62,8 +70,24 @@ std::vector<std::vector<float>> UnetRunner::run_batch(
   Tensor* t = call.input_f32("timesteps", make_shape({n}), timesteps.data());
   Tensor* ctx = call.input_f32("context", make_shape({dim, tokens, n}), context.data());
   Tensor* y = adm > 0 ? call.input_f32("y", make_shape({adm, n}), vector.data()) : nullptr;
-  Tensor* pred =
-      models::unet_forward(nn::Scope(call.ctx(), weights_, kScope), config_, x, t, ctx, y);
+  // ControlNet: its residuals for this batch first (on its own backend), then inputs here.
+  ControlResiduals residuals;
+  std::optional<models::UnetControl> control;
+  if (control_net_) {
+    // It sees the latent alone, not an inpainting model's extra channels.
+    const size_t per = static_cast<size_t>(w * h * control_net_->config().unet.in_channels);
+    std::vector<float> latents;
+    for (int64_t i = 0; i < n; ++i) latents.insert(latents.end(), x_in.begin(), x_in.begin() + per);
+    residuals =
+        control_net_->run(latents, w, h, n, timesteps, context, dim, tokens, vector, control_hint_);
+    control.emplace();
+    control->strength = control_strength_;
+    for (size_t i = 0; i < residuals.values.size(); ++i)
+      control->residuals.push_back(call.input_f32("control." + std::to_string(i),
+                                                  residuals.shapes[i], residuals.values[i].data()));
+  }
+  Tensor* pred = models::unet_forward(nn::Scope(call.ctx(), weights_, kScope), config_, x, t, ctx,
+                                      y, control ? &*control : nullptr);
   std::vector<float> all = runner_.run(call, pred);
   weights_.after_compute();
   const size_t per = all.size() / static_cast<size_t>(n);

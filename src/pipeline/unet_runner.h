@@ -12,6 +12,7 @@
 #include "nn/graph_runner.h"
 #include "nn/param_recorder.h"
 #include "nn/weights.h"
+#include "pipeline/controlnet_runner.h"
 #include "pipeline/diffusion_net.h"
 
 namespace sd::pipeline {
@@ -29,6 +30,9 @@ class UnetRunner final : public DiffusionNet {
                                           const std::vector<float>& concat = {}) override;
 
   const models::UnetConfig& config() const { return config_; }
+  // ControlNet guidance for the predictions that follow: its runner, the control image
+  // [8 w, 8 h, hint_channels] in [0, 1] and the strength. A null runner turns it off.
+  void set_control(ControlNetRunner* net, std::vector<float> hint = {}, float strength = 1.0f);
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const override;
   // Frees the compute buffer (sampling is over).
@@ -48,6 +52,9 @@ class UnetRunner final : public DiffusionNet {
   nn::Weights& weights_;
   models::UnetConfig config_;
   nn::GraphRunner runner_;
+  ControlNetRunner* control_net_ = nullptr;
+  std::vector<float> control_hint_;
+  float control_strength_ = 1.0f;
 };
 
 }  // namespace sd::pipeline
