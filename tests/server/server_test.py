@@ -33,7 +33,8 @@ ENV = dict(os.environ, SD_CLIP_VOCAB=VOCAB, OMP_NUM_THREADS="1")
 ENV.pop("SD_SERVER_TOKEN", None)
 WORK = tempfile.mkdtemp(prefix="sd_server_test_")
 MODEL = os.path.join(WORK, "tiny_sdxl.safetensors")
-subprocess.run([MAKE_MODEL, MODEL], check=True)
+CONTROL_NET = os.path.join(WORK, "tiny_sdxl_controlnet.safetensors")
+subprocess.run([MAKE_MODEL, MODEL, CONTROL_NET], check=True)
 failures = []
 
 
@@ -172,6 +173,17 @@ subprocess.run([CLI, "-m", MODEL, "-t", "1", "-p", PROMPT, "-n", "blurry", "-W",
                 "--sampling-method", "euler", "-o", cli_png],
                env=ENV, check=True, stdout=subprocess.DEVNULL)
 cli_bytes = open(cli_png, "rb").read()
+# ... and with the ControlNet guided by an image (the server runs with --control-net).
+CONTROL_PNG = os.path.join(WORK, "control.png")
+with open(CONTROL_PNG, "wb") as f:
+    f.write(cli_bytes)
+cli_control_png = os.path.join(WORK, "cli_control.png")
+subprocess.run([CLI, "-m", MODEL, "-t", "1", "-p", PROMPT, "-n", "blurry", "-W", "64", "-H", "64",
+                "--steps", str(STEPS), "-s", str(SEED), "--cfg-scale", "5",
+                "--sampling-method", "euler", "--control-net", CONTROL_NET,
+                "--control-image", CONTROL_PNG, "--control-strength", "0.8", "-o", cli_control_png],
+               env=ENV, check=True, stdout=subprocess.DEVNULL)
+cli_control_bytes = open(cli_control_png, "rb").read()
 
 UPSCALERS = os.path.join(WORK, "upscalers")
 os.makedirs(os.path.join(UPSCALERS, "anime"))
@@ -225,6 +237,10 @@ try:
           f"native job progress: {job['progress']}")
     check(same_image_file(base64.b64decode(job["result"]["images"][0]["b64_json"]), cli_bytes),
           "native job image equals sd-cli's")
+    # Without --control-net a control image is refused, naming the flag.
+    check(not caps["features"]["control_image"], "capabilities: no control images without a ControlNet")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen",
+                 dict(native, control_image=base64.b64encode(cli_bytes).decode()), 400, "--control-net")
     # Server-Sent Events of a finished job: one "done" event with the result.
     status, headers, events = server.request("GET", f"/sdcpp/v1/jobs/{submitted['id']}/events")
     check(status == 200 and b"event: done" in events and b"b64_json" in events,
@@ -405,9 +421,27 @@ result = subprocess.run([SERVER, "-m", MODEL, "--listen-ip", "0.0.0.0", "--liste
 check(result.returncode != 0 and "without a token" in result.stderr and "--insecure" in result.stderr,
       f"open address without a token: {result.returncode} {result.stderr}")
 token_env = dict(ENV, SD_SERVER_TOKEN="s3cret-token")
-secured = Server("--cors-origins", "http://app.example", env=token_env)
+secured = Server("--cors-origins", "http://app.example", "--control-net", CONTROL_NET, env=token_env)
 try:
     expect_error(secured, "GET", "/sdcpp/v1/capabilities", None, 401, "Authorization: Bearer")
+    # With --control-net, a control image guides it: the same pixels as sd-cli's --control-image.
+    auth = {"Authorization": "Bearer s3cret-token"}
+    _, _, caps = secured.json("GET", "/sdcpp/v1/capabilities", headers=auth)
+    check(caps["features"]["control_image"], "capabilities: control images with --control-net")
+    status, _, submitted = secured.json("POST", "/sdcpp/v1/img_gen", dict(
+        native, control_image=base64.b64encode(cli_bytes).decode(), control_strength=0.8), headers=auth)
+    check(status == 202, f"img_gen with a control image: {status} {submitted}")
+    job = {}
+    deadline = time.time() + 120
+    while status == 202 and time.time() < deadline and job.get("status") not in ("completed", "failed"):
+        _, _, job = secured.json("GET", "/sdcpp/v1/jobs/" + submitted["id"], headers=auth)
+        time.sleep(0.05)
+    controlled = base64.b64decode(job["result"]["images"][0]["b64_json"]) if job.get("result") else b""
+    check(controlled and png_pixels(controlled) == png_pixels(cli_control_bytes) and
+          png_pixels(controlled) != png_pixels(cli_bytes),
+          f"control image: sd-cli's pixels, not the plain image's: {job.get('status')} {job.get('error')}")
+    expect_error(secured, "POST", "/sdcpp/v1/img_gen", dict(native, control_image="not base64!"),
+                 400, "control_image", headers=auth)
     expect_error(secured, "GET", "/v1/models", None, 401, "token",
                  headers={"Authorization": "Bearer wrong-token!"})
     status, _, _ = secured.json("GET", "/v1/models", headers={"Authorization": "Bearer s3cret-token"})

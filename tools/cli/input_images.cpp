@@ -58,6 +58,10 @@ std::vector<io::Image> read_image_folder(const std::string& dir) {
 
 }  // namespace
 
+bool apply_canny(io::Image& control) {
+  return preprocess_canny(view_of(control), 0.08f, 0.08f, 0.8f, 1.0f, false);
+}
+
 InputImages load_input_images(const CliOptions& cli, GenerationOptions& g) {
   InputImages in;
   if (!g.init_image_path.empty()) {
@@ -85,7 +89,7 @@ InputImages load_input_images(const CliOptions& cli, GenerationOptions& g) {
   if (!g.control_image_path.empty()) {
     in.control = io::fit_to_size(read_rgb(g.control_image_path), width, height);
     if (cli.canny) {
-      SD_CHECK(preprocess_canny(view_of(in.control), 0.08f, 0.08f, 0.8f, 1.0f, false),
+      SD_CHECK(apply_canny(in.control),
                "--canny: the canny preprocessor failed (see the messages above)");
     }
   }

@@ -30,6 +30,10 @@ struct InputImages {
 // sd::Error "<path>: <reason>" for an unreadable image.
 InputImages load_input_images(const CliOptions& cli, GenerationOptions& g);
 
+// --canny: the control image replaced by its edges, in place, with sd-cli's thresholds.
+// False when the preprocessor refused the image (it logged why).
+bool apply_canny(io::Image& control);
+
 // Points the image fields of `params` at `inputs` (which must outlive the call that uses
 // them).
 void attach_input_images(InputImages& inputs, sd_img_gen_params_t& params);

@@ -199,10 +199,9 @@ void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
   if (auto v = f.number("control_strength", 0, kBig)) g.control_strength = static_cast<float>(*v);
   if (auto v = f.number("ip_adapter_strength", 0, kBig))
     g.ip_adapter_strength = static_cast<float>(*v);
-  if (f.get("control_image") || f.get("ip_adapter_image"))
-    throw BadRequest(
-        "fields 'control_image' and 'ip_adapter_image' are not supported by this "
-        "server yet; leave them out");
+  if (f.get("ip_adapter_image"))
+    throw BadRequest("field 'ip_adapter_image' is not supported by this server yet; leave it out");
+  if (auto v = f.text("control_image")) d.control = decode_image_field(*v, f.path("control_image"));
   if (auto v = f.text("init_image")) d.init = decode_image_field(*v, f.path("init_image"));
   if (auto v = f.text("mask_image")) d.mask = decode_image_field(*v, f.path("mask_image"));
   if (auto v = f.texts("ref_images")) {
@@ -359,6 +358,14 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
   }
   if (d.invert_mask)
     for (auto& p : r.images.mask.pixels) p = static_cast<uint8_t>(255 - p);
+  if (d.control) {
+    if (rc.context.control_net_path.empty())
+      throw BadRequest(
+          "control_image: the server has no ControlNet (start it with --control-net FILE)");
+    r.images.control = io::fit_to_size(io::to_channels(*d.control, 3), width, height);
+    if (rc.canny && !cli::apply_canny(r.images.control))
+      throw BadRequest("control_image: the canny preprocessor failed on it");
+  }
   r.format = d.output_format == "jpeg"   ? io::ImageFormat::Jpeg
              : d.output_format == "webp" ? io::ImageFormat::Webp
                                          : io::ImageFormat::Png;

@@ -23,11 +23,12 @@ struct RequestContext {
   cli::ContextOptions context;      // resolved
   int max_image_side = 2048;
   int max_batch = 8;
+  bool canny = false;  // --canny: every control image goes through the edge detector
 };
 
 struct RequestDraft {
   cli::GenerationOptions g;
-  std::optional<io::Image> init, mask;
+  std::optional<io::Image> init, mask, control;
   bool invert_mask = false;
   std::vector<io::Image> refs;
   std::vector<std::pair<std::string, float>> loras;  // names inside --lora-model-dir

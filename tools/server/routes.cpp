@@ -253,7 +253,7 @@ json capabilities(const ServerState& s) {
   for (int i = 0; i < SCHEDULER_COUNT; ++i) schedulers.push_back(sd_scheduler_name(scheduler_t(i)));
   const json features = {{"init_image", true},
                          {"mask_image", true},
-                         {"control_image", false},
+                         {"control_image", !s.requests.context.control_net_path.empty()},
                          {"ip_adapter_image", false},
                          {"ref_images", true},
                          {"lora", true},
