@@ -109,9 +109,9 @@ TEST(ModelFamily, TextEncodersLiveBelowTheTextEncoderRoot) {
   for (const FamilyDescription* f : supported_families())
     for (const TextEncoderSpec& t : f->text_encoders) {
       // SD3 checkpoints keep theirs under text_encoders.clip_l. / clip_g. (io::kClipLRoot).
-      const std::string_view root =
-          f->family == io::ModelFamily::SD3 ? std::string_view("text_encoders.")
-                                            : io::kTextEncoderRoot;
+      const std::string_view root = f->family == io::ModelFamily::SD3
+                                        ? std::string_view("text_encoders.")
+                                        : io::kTextEncoderRoot;
       EXPECT_EQ(t.scope.substr(0, root.size()), root) << io::family_name(f->family);
     }
 }
@@ -122,7 +122,7 @@ TEST(ModelFamily, Sd3IsTwoClipsAndT5AnMmditAnd16Channels) {
   EXPECT_EQ(d.conditioning, ConditioningKind::ClipAndT5JointContext);
   ASSERT_EQ(d.text_encoders.size(), 2u);
   EXPECT_EQ(d.text_encoders[0].config().hidden + d.text_encoders[1].config().projection_dim,
-            2048);  // the pooled vector
+            2048);                                      // the pooled vector
   EXPECT_EQ(d.text_encoders[1].config().pad_token, 0);  // OpenCLIP pads with "!"
   EXPECT_EQ(d.diffusion, nullptr);
   EXPECT_EQ(d.mmdit(ModelVersion::SD3).x_self_attn_blocks, 0);
