@@ -14,11 +14,6 @@ long long ll(int64_t v) {
   return static_cast<long long>(v);
 }
 
-SpatialTransformer transformer_for(const UnetConfig& c, int64_t channels, int depth) {
-  const int64_t heads = c.heads_for(channels);
-  return SpatialTransformer{channels, heads, channels / heads, depth, c.context_dim, c.linear_proj};
-}
-
 // 1x1 conv whose weights start at zero in training, so a fresh ControlNet changes nothing.
 Tensor* zero_conv(const nn::Scope& s, Tensor* x, int64_t channels) {
   return nn::conv2d(s, x, channels, channels, 1);
@@ -118,7 +113,7 @@ std::vector<Tensor*> controlnet_forward(const nn::Scope& s, const ControlNetConf
       h = ResBlock{ch, level_ch, emb_dim}.forward(b["0"], h, emb);
       ch = level_ch;
       if (u.depth_at(level) > 0)
-        h = transformer_for(u, ch, u.depth_at(level)).forward(b["1"], h, context);
+        h = unet_transformer(u, ch, u.depth_at(level)).forward(b["1"], h, context);
       residuals.push_back(zero_conv(s["zero_convs"][block]["0"], h, ch));
     }
     if (level != levels - 1) {
@@ -130,7 +125,7 @@ std::vector<Tensor*> controlnet_forward(const nn::Scope& s, const ControlNetConf
 
   // 4. Middle block, out through middle_block_out.
   h = ResBlock{ch, ch, emb_dim}.forward(s["middle_block.0"], h, emb);
-  h = transformer_for(u, ch, u.depth_middle()).forward(s["middle_block.1"], h, context);
+  h = unet_transformer(u, ch, u.depth_middle()).forward(s["middle_block.1"], h, context);
   h = ResBlock{ch, ch, emb_dim}.forward(s["middle_block.2"], h, emb);
   residuals.push_back(zero_conv(s["middle_block_out.0"], h, ch));
   for (size_t i = 0; i < residuals.size(); ++i)

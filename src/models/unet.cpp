@@ -17,11 +17,6 @@ long long ll(int64_t v) {
   return static_cast<long long>(v);
 }
 
-SpatialTransformer transformer_for(const UnetConfig& c, int64_t channels, int depth) {
-  const int64_t heads = c.heads_for(channels);
-  return SpatialTransformer{channels, heads, channels / heads, depth, c.context_dim, c.linear_proj};
-}
-
 // The context of one sample, repeated for a batch of `n` (classifier-free guidance runs
 // one context per sample; a single one may be shared).
 Tensor* context_for_batch(Context& ctx, Tensor* context, int64_t n) {
@@ -78,6 +73,11 @@ int UnetConfig::output_depth(int level, int j) const {
   const int levels = static_cast<int>(channel_mult.size());
   const size_t i = static_cast<size_t>((levels - 1 - level) * (num_res_blocks + 1) + j);
   return i < output_block_depth.size() ? output_block_depth[i] : depth_at(level);
+}
+
+SpatialTransformer unet_transformer(const UnetConfig& c, int64_t channels, int depth) {
+  const int64_t heads = c.heads_for(channels);
+  return SpatialTransformer{channels, heads, channels / heads, depth, c.context_dim, c.linear_proj};
 }
 
 int64_t UnetConfig::heads_for(int64_t channels) const {
@@ -193,7 +193,7 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
       h = ResBlock{ch, level_ch, emb_dim}.forward(b["0"], h, emb);
       ch = level_ch;
       if (const int depth = c.input_depth(level, j); depth > 0)
-        h = transformer_for(c, ch, depth).forward(b["1"], h, context);
+        h = unet_transformer(c, ch, depth).forward(b["1"], h, context);
       skips.push_back(h);
       skip_channels.push_back(ch);
     }
@@ -209,7 +209,7 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
   //    and Vega: the first res block alone).
   h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.0"], h, emb);
   if (c.depth_middle() > 0) {
-    h = transformer_for(c, ch, c.depth_middle()).forward(unet["middle_block.1"], h, context);
+    h = unet_transformer(c, ch, c.depth_middle()).forward(unet["middle_block.1"], h, context);
     h = ResBlock{ch, ch, emb_dim}.forward(unet["middle_block.2"], h, emb);
   }
   if (control) {
@@ -236,7 +236,7 @@ Tensor* unet_forward(const nn::Scope& unet, const UnetConfig& c, Tensor* x, Tens
       ch = level_ch;
       int layer = 1;
       if (const int depth = c.output_depth(level, j); depth > 0)
-        h = transformer_for(c, ch, depth).forward(b[layer++], h, context);
+        h = unet_transformer(c, ch, depth).forward(b[layer++], h, context);
       if (level > 0 && j == c.num_res_blocks) h = Upsample{ch}.forward(b[layer], h);
     }
   }

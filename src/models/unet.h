@@ -75,6 +75,11 @@ struct UnetConfig {
   static UnetConfig sdxl();
 };
 
+struct SpatialTransformer;
+// The transformer of `depth` blocks over `channels` that this UNet (and a ControlNet of it)
+// runs.
+SpatialTransformer unet_transformer(const UnetConfig& c, int64_t channels, int depth);
+
 // One denoiser evaluation.
 //   x          f32 [W, H, in_channels, N]: the latent, already scaled by c_in (and, for
 //              inpainting, concatenated with mask and masked-image latent)

@@ -59,24 +59,14 @@ std::vector<std::vector<float>> CacheDit::reuse(int step, float sigma,
     skip_step_ = true;
     ++skipped_steps_;
   }
-  if (residuals_.size() < conditionings) return {};
-  std::vector<std::vector<float>> outputs(conditionings);
-  for (size_t c = 0; c < conditionings; ++c) {
-    if (residuals_[c].size() != x_in.size()) return {};
-    outputs[c].resize(x_in.size());
-    for (size_t i = 0; i < x_in.size(); ++i) outputs[c][i] = x_in[i] + residuals_[c][i];
-  }
-  return outputs;
+  // Every conditioning needs its residual; one without (none computed yet) runs.
+  return residuals_.apply(x_in, conditionings);
 }
 
 void CacheDit::computed(int step, const std::vector<float>& x_in,
                         const std::vector<std::vector<float>>& outputs) {
   if (step <= 0 || !step_active_ || outputs.empty()) return;
-  residuals_.resize(std::max(residuals_.size(), outputs.size()));
-  for (size_t c = 0; c < outputs.size(); ++c) {
-    residuals_[c].resize(x_in.size());
-    for (size_t i = 0; i < x_in.size(); ++i) residuals_[c][i] = outputs[c][i] - x_in[i];
-  }
+  residuals_.save(x_in, outputs);
   prev_input_ = x_in;
 }
 

@@ -13,6 +13,7 @@
 
 #include <vector>
 
+#include "sampling/conditioning_residuals.h"
 #include "sampling/step_cache.h"
 
 namespace sd::sampling {
@@ -38,8 +39,8 @@ class CacheDit final : public OutputCache {
   int step_index_ = -1;
   bool step_active_ = false;
   bool skip_step_ = false;
-  std::vector<std::vector<float>> residuals_;  // per conditioning; empty: none yet
-  std::vector<float> prev_input_;              // the anchor's, last computed step
+  ConditioningResiduals residuals_;
+  std::vector<float> prev_input_;  // the anchor's, last computed step
   int skipped_steps_ = 0;
 };
 

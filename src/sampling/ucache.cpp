@@ -56,7 +56,7 @@ float UCache::threshold() const {
 }
 
 bool UCache::decide_skip(const std::vector<float>& x_in) {
-  if (prev_input_.empty() || prev_output_.empty() || residuals_.empty() || residuals_[0].empty() ||
+  if (prev_input_.empty() || prev_output_.empty() || !residuals_.has_anchor() ||
       prev_input_.size() != x_in.size()) {
     return false;
   }
@@ -97,24 +97,13 @@ std::vector<std::vector<float>> UCache::reuse(int step, float sigma, const std::
     ++skipped_in_a_row_;
   }
   // Every conditioning needs its residual; one without (none computed yet) runs.
-  if (residuals_.size() < conditionings) return {};
-  std::vector<std::vector<float>> outputs(conditionings);
-  for (size_t c = 0; c < conditionings; ++c) {
-    if (residuals_[c].size() != x_in.size()) return {};
-    outputs[c].resize(x_in.size());
-    for (size_t i = 0; i < x_in.size(); ++i) outputs[c][i] = x_in[i] + residuals_[c][i];
-  }
-  return outputs;
+  return residuals_.apply(x_in, conditionings);
 }
 
 void UCache::computed(int step, const std::vector<float>& x_in,
                       const std::vector<std::vector<float>>& outputs) {
   if (step <= 0 || !step_active_) return;
-  residuals_.resize(std::max(residuals_.size(), outputs.size()));
-  for (size_t c = 0; c < outputs.size(); ++c) {
-    residuals_[c].resize(x_in.size());
-    for (size_t i = 0; i < x_in.size(); ++i) residuals_[c][i] = outputs[c][i] - x_in[i];
-  }
+  residuals_.save(x_in, outputs);
   if (!outputs.empty()) observe_anchor(x_in, outputs[0]);
 }
 

@@ -10,6 +10,7 @@
 
 #include <vector>
 
+#include "sampling/conditioning_residuals.h"
 #include "sampling/step_cache.h"
 
 namespace sd::sampling {
@@ -40,7 +41,7 @@ class UCache final : public OutputCache {
   int step_index_ = -1;
   bool step_active_ = false;
   bool skip_step_ = false;
-  std::vector<std::vector<float>> residuals_;  // per conditioning; empty: none yet
+  ConditioningResiduals residuals_;
 
   std::vector<float> prev_input_, prev_output_;  // the anchor's, last computed step
   float output_norm_ = 0;                        // mean |output| of that step
