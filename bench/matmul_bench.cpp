@@ -20,6 +20,10 @@ constexpr MatmulShape kShapes[] = {
     {"clip 77x768->768", 768, 768, 77, 1},
     {"unet 256x1280->1280", 1280, 1280, 256, 2},
     {"unet time embedding 1280->1280", 1280, 1280, 1, 2},
+    // SDXL's 10-block transformers at its third stage (256 tokens at 512x512), where most
+    // of its weights are: the GEGLU projection and the feed-forward output.
+    {"sdxl 256x1280->10240", 1280, 10240, 256, 2},
+    {"sdxl 256x5120->1280", 5120, 1280, 256, 2},
 };
 constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
 
@@ -42,7 +46,7 @@ void BM_MatMul(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MatMul)
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

@@ -7,7 +7,7 @@
 //   BM_UnetProfile/<config>/<batch>/<dtype>  the same graph run node by node: wall seconds per op
 //                                    kind as counters, and a table of wall and CPU seconds
 //                                    on stderr
-// config: 0 = SD1.x, 1 = SD2.x; dtype: 0 = f16 weights (f32 compute), 1 = bf16. Creating the random
+// config: 0 = SD1.x, 1 = SD2.x, 2 = SDXL base (2.6G values, 5 GB in f16); dtype: 0 = f16 weights (f32 compute), 1 = bf16. Creating the random
 // weights (860M values) takes a while before the first run. Run: OMP_NUM_THREADS=2 sd-bench
 // --benchmark_filter=Unet
 #include <benchmark/benchmark.h>
@@ -35,7 +35,13 @@ namespace {
 constexpr int64_t kLatent = 64, kTokens = 77;
 
 models::UnetConfig config_of(int64_t index) {
+  if (index == 2) return models::UnetConfig::sdxl();
   return index == 0 ? models::UnetConfig::sd1() : models::UnetConfig::sd2();
+}
+
+const char* config_name(int64_t index) {
+  static const char* const names[] = {"SD1", "SD2", "SDXL"};
+  return names[index];
 }
 
 // One random weight set per config and dtype (0 f16, 1 bf16), shared by every benchmark of
@@ -91,9 +97,10 @@ class UnetCall {
     Tensor* x = input({kLatent, kLatent, c.in_channels, batch});
     Tensor* t = input({batch});
     Tensor* context = input({c.context_dim, kTokens, batch});
+    Tensor* y = c.adm_in_channels > 0 ? input({c.adm_in_channels, batch}) : nullptr;
     Tensor* out = models::unet_forward(
         nn::Scope(ctx_, weights_of(config_index, dtype), "model.diffusion_model."), c, x, t,
-        context);
+        context, y);
     graph_ = Graph::build({out});
     memory_.allocate(graph_);
     for (Tensor* in : inputs_) {
@@ -191,7 +198,7 @@ void BM_UnetProfile(benchmark::State& state) {
   }
   std::sort(rows.rbegin(), rows.rend());
   std::fprintf(stderr, "UNet %s batch %lld, %d threads, per call by op kind:\n",
-               state.range(0) == 0 ? "SD1" : "SD2", static_cast<long long>(state.range(1)),
+               config_name(state.range(0)), static_cast<long long>(state.range(1)),
                threads());
   std::fprintf(stderr, "  %-18s %9s %9s %7s %9s\n", "op", "wall s", "cpu s", "cpu %", "GFLOP/s");
   for (const auto& [cpu, kind] : rows) {
@@ -203,12 +210,12 @@ void BM_UnetProfile(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Unet)
-    ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{0, 1, 2}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kSecond)
     ->UseRealTime()
     ->Iterations(2);
 BENCHMARK(BM_UnetProfile)
-    ->ArgsProduct({{0, 1}, {1, 2}, {0, 1}})
+    ->ArgsProduct({{0, 1, 2}, {1, 2}, {0, 1}})
     ->Unit(benchmark::kSecond)
     ->UseRealTime()
     ->Iterations(1);

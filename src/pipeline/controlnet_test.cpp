@@ -107,6 +107,40 @@ TEST_F(TinyControlNet, OutputFollowsStrengthAndImageDeterministically) {
   EXPECT_EQ(sd.generate(controlled(1.0f))[0].pixels, full);
 }
 
+TEST_F(TinyControlNet, GuidesTheHiresPassAtItsOwnSize) {
+  // The hint is 8x the latent: 128x128 for the tiny model's 32x32 image (its VAE downscales
+  // by 2), 256x256 in a x2 hires pass. Two 256x256 control images that agree on every pixel
+  // the first pass's nearest resize reads and differ on all the others: only a second pass
+  // guided at its own size tells them apart.
+  const io::Image a = control_image(256, 256);
+  io::Image b = a;
+  for (int y = 0; y < b.height; ++y)
+    for (int x = 0; x < b.width; ++x)
+      if (x % 2 == 1 || y % 2 == 1)
+        for (int c = 0; c < b.channels; ++c) {
+          uint8_t& p = b.pixels[(static_cast<size_t>(y) * b.width + x) * b.channels + c];
+          p = static_cast<uint8_t>(255 - p);
+        }
+  StableDiffusion sd(with_control_net());
+  ImageRequest r = controlled(1.0f);
+  r.control_image = &a;
+  r.hires.enabled = true;
+  r.hires.upscaler = HiresUpscaler::Latent;
+  r.hires.scale = 2.0f;
+  r.hires.steps = 2;
+  const io::Image with_a = sd.generate(r)[0];
+  EXPECT_EQ(with_a.width, 64);
+  r.control_image = &b;
+  const std::vector<uint8_t> with_b = sd.generate(r)[0].pixels;
+  EXPECT_NE(with_b, with_a.pixels);
+  // Without hires the two give the same image: the difference above is the second pass's.
+  ImageRequest first = controlled(1.0f);
+  first.control_image = &a;
+  const std::vector<uint8_t> first_a = sd.generate(first)[0].pixels;
+  first.control_image = &b;
+  EXPECT_EQ(sd.generate(first)[0].pixels, first_a);
+}
+
 TEST_F(TinyControlNet, EveryPlacementGivesTheSameImage) {
   const std::vector<uint8_t> base = generate(with_control_net(), controlled(0.9f));
   for (const char* params : {"controlnet=disk", "cpu", "controlnet=cpu,diffusion=disk"}) {

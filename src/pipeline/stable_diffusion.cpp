@@ -625,7 +625,6 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
                                                        r.control_image->height *
                                                        r.control_image->channels,
              "the control image is empty or its pixels do not match its size");
-    if (r.hires.enabled) warn("--hires: the ControlNet guides the first pass only");
   }
   sampling::check_cache_options(r.cache);
   {
@@ -968,18 +967,20 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   m.diffusion->set_distilled_guidance(r.guidance);
   timer.done("text encoding");
 
-  // ControlNet guidance for the first pass: the control image at 8x the latent's size (its
-  // hint block's factor; the output size with SD's VAE).
+  // ControlNet guidance for a pass over `lw` x `lh` latents: the control image resized to
+  // 8x that size (its hint block's factor; the pass's image size with SD's VAE). The highres
+  // fix's second pass is guided by the same image at its own size, as the first.
   const bool controlled = m.control_net && r.control_image && m.unet;
-  if (controlled) {
+  auto control_on = [&](int64_t lw, int64_t lh) {
     const io::Image& img = *r.control_image;
     const int64_t hint_c = m.control_net->runner().config().hint_channels;
-    const int64_t hint_w = 8 * plan.w, hint_h = 8 * plan.h;
+    const int64_t hint_w = 8 * lw, hint_h = 8 * lh;
     std::vector<float> hint = image_to_planes(io::to_channels(img, static_cast<int>(hint_c)));
     if (img.width != hint_w || img.height != hint_h)
       hint = resize_nearest(hint, img.width, img.height, hint_c, hint_w, hint_h);
     m.unet->set_control(&m.control_net->runner(), std::move(hint), r.control_strength);
-  }
+  };
+  if (controlled) control_on(plan.w, plan.h);
   struct ControlOff {
     Impl& m;
     bool on;
@@ -1016,7 +1017,13 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
 
   int width = r.width, height = r.height;
   if (hires) {
+    if (controlled) {
+      const int64_t f = m.vae->config().downscale();
+      control_on(hires->width() / f, hires->height() / f);
+      control_off.on = true;
+    }
     latents = m.hires_pass(r, plan, *hires, cond, uncond, latents, timer);
+    control_off();
     width = hires->width();
     height = hires->height();
   }
