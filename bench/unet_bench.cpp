@@ -7,8 +7,9 @@
 //   BM_UnetProfile/<config>/<batch>/<dtype>  the same graph run node by node: wall seconds per op
 //                                    kind as counters, and a table of wall and CPU seconds
 //                                    on stderr
-// config: 0 = SD1.x, 1 = SD2.x, 2 = SDXL base (2.6G values, 5 GB in f16); dtype: 0 = f16 weights (f32 compute), 1 = bf16. Creating the random
-// weights (860M values) takes a while before the first run. Run: OMP_NUM_THREADS=2 sd-bench
+// config: 0 = SD1.x, 1 = SD2.x, 2 = SDXL base (2.6G values, 5 GB in f16); dtype: 0 = f16 weights
+// (f32 compute), 1 = bf16. Creating the random weights (860M values) takes a while before the first
+// run. Run: OMP_NUM_THREADS=2 sd-bench
 // --benchmark_filter=Unet
 #include <benchmark/benchmark.h>
 #include <omp.h>
@@ -198,8 +199,7 @@ void BM_UnetProfile(benchmark::State& state) {
   }
   std::sort(rows.rbegin(), rows.rend());
   std::fprintf(stderr, "UNet %s batch %lld, %d threads, per call by op kind:\n",
-               config_name(state.range(0)), static_cast<long long>(state.range(1)),
-               threads());
+               config_name(state.range(0)), static_cast<long long>(state.range(1)), threads());
   std::fprintf(stderr, "  %-18s %9s %9s %7s %9s\n", "op", "wall s", "cpu s", "cpu %", "GFLOP/s");
   for (const auto& [cpu, kind] : rows) {
     const UnetCall::Seconds& k = total[kind];

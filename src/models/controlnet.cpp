@@ -70,18 +70,27 @@ ControlNetConfig ControlNetConfig::sdxl() {
   return c;
 }
 
+Tensor* controlnet_hint(const nn::Scope& s, const ControlNetConfig& c, Tensor* hint) {
+  c.validate();
+  SD_CHECK(hint->ne[2] == c.hint_channels && hint->ne[0] % 8 == 0 && hint->ne[1] % 8 == 0,
+           "[controlnet] control image %s: this ControlNet takes %lld channels at 8x the "
+           "latent's size",
+           hint->shape_string().c_str(), ll(c.hint_channels));
+  return hint_forward(s["input_hint_block"], c, hint);
+}
+
 std::vector<Tensor*> controlnet_forward(const nn::Scope& s, const ControlNetConfig& c, Tensor* x,
-                                        Tensor* hint, Tensor* timesteps, Tensor* context,
+                                        Tensor* guided_hint, Tensor* timesteps, Tensor* context,
                                         Tensor* y) {
   c.validate();
   const UnetConfig& u = c.unet;
   SD_CHECK(x->ne[2] == u.in_channels, "[controlnet] latent %s: this ControlNet takes %lld channels",
            x->shape_string().c_str(), ll(u.in_channels));
-  SD_CHECK(hint->ne[0] == 8 * x->ne[0] && hint->ne[1] == 8 * x->ne[1] &&
-               hint->ne[2] == c.hint_channels && hint->ne[3] == x->ne[3],
-           "[controlnet] control image %s does not match the latent %s (8x its size, %lld "
-           "channels)",
-           hint->shape_string().c_str(), x->shape_string().c_str(), ll(c.hint_channels));
+  SD_CHECK(guided_hint->ne[0] == x->ne[0] && guided_hint->ne[1] == x->ne[1] &&
+               guided_hint->ne[2] == u.model_channels &&
+               (guided_hint->ne[3] == 1 || guided_hint->ne[3] == x->ne[3]),
+           "[controlnet] encoded control image %s does not match the latent %s",
+           guided_hint->shape_string().c_str(), x->shape_string().c_str());
   SD_CHECK((u.adm_in_channels > 0) == (y != nullptr), "[controlnet] this ControlNet %s a vector",
            u.adm_in_channels > 0 ? "needs" : "takes no");
   Context& ctx = s.ctx();
@@ -98,7 +107,6 @@ std::vector<Tensor*> controlnet_forward(const nn::Scope& s, const ControlNetConf
   }
 
   // 2. The control image, encoded to the latent's size, joins after the first conv.
-  Tensor* guided_hint = hint_forward(s["input_hint_block"], c, hint);
   Tensor* h = nn::conv2d(s["input_blocks.0.0"], x, u.in_channels, mc, 3, 1, 1);
   h = add(ctx, h, guided_hint);  // [W, H, mc, N]
   std::vector<Tensor*> residuals{zero_conv(s["zero_convs.0.0"], h, mc)};

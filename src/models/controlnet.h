@@ -38,14 +38,19 @@ struct ControlNetConfig {
   static ControlNetConfig sdxl();
 };
 
+// The control image through input_hint_block: hint f32 [8 W, 8 H, hint_channels, N], values
+// in [0, 1] -> f32 [W, H, model_channels, N]. It depends on nothing else, so a sampler's
+// steps can share one (stable-diffusion.cpp caches it likewise).
+Tensor* controlnet_hint(const nn::Scope& s, const ControlNetConfig& config, Tensor* hint);
+
 // One ControlNet evaluation.
-//   x          f32 [W, H, unet.in_channels, N]: the latent, as the UNet gets it
-//   hint       f32 [8 W, 8 H, hint_channels, N]: the control image, values in [0, 1]
-//   timesteps  f32 [N]; context f32 [context_dim, L, N]; y f32 [adm_in_channels, N] or null
+//   x            f32 [W, H, unet.in_channels, N]: the latent, as the UNet gets it
+//   guided_hint  f32 [W, H, model_channels, N or 1]: controlnet_hint's output
+//   timesteps    f32 [N]; context f32 [context_dim, L, N]; y f32 [adm_in_channels, N] or null
 // Returns the residuals: one per UNet skip connection ([W_i, H_i, C_i, N], in the input
 // blocks' order), then the middle block's.
 std::vector<Tensor*> controlnet_forward(const nn::Scope& s, const ControlNetConfig& config,
-                                        Tensor* x, Tensor* hint, Tensor* timesteps, Tensor* context,
-                                        Tensor* y = nullptr);
+                                        Tensor* x, Tensor* guided_hint, Tensor* timesteps,
+                                        Tensor* context, Tensor* y = nullptr);
 
 }  // namespace sd::models

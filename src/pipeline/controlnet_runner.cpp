@@ -35,26 +35,42 @@ ControlResiduals ControlNetRunner::run(const std::vector<float>& x, int64_t w, i
   SD_CHECK(dim == u.context_dim,
            "[controlnet] the text encoder gives %lld-wide tokens, this ControlNet attends to %lld",
            ll(dim), ll(u.context_dim));
-  std::vector<float> hints;
-  hints.reserve(hint.size() * static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) hints.insert(hints.end(), hint.begin(), hint.end());
+  if (hint != hint_source_ || guided_w_ != w || guided_h_ != h) {
+    nn::GraphCall encode;
+    Tensor* th =
+        encode.input_f32("hint", make_shape({8 * w, 8 * h, config_.hint_channels, 1}), hint.data());
+    Tensor* guided =
+        models::controlnet_hint(nn::Scope(encode.ctx(), weights_, kScope), config_, th);
+    guided_hint_ = runner_.run(encode, guided);
+    weights_.after_compute();
+    hint_source_ = hint;
+    guided_w_ = w;
+    guided_h_ = h;
+  }
 
   nn::GraphCall call;
   Tensor* tx = call.input_f32("x", make_shape({w, h, u.in_channels, n}), x.data());
-  Tensor* th =
-      call.input_f32("hint", make_shape({8 * w, 8 * h, config_.hint_channels, n}), hints.data());
+  Tensor* tg =
+      call.input_f32("guided_hint", make_shape({w, h, u.model_channels, 1}), guided_hint_.data());
   Tensor* tt = call.input_f32("timesteps", make_shape({n}), timesteps.data());
   Tensor* tc = call.input_f32("context", make_shape({dim, tokens, n}), context.data());
   Tensor* ty = u.adm_in_channels > 0
                    ? call.input_f32("y", make_shape({u.adm_in_channels, n}), vector.data())
                    : nullptr;
   std::vector<Tensor*> outs = models::controlnet_forward(nn::Scope(call.ctx(), weights_, kScope),
-                                                         config_, tx, th, tt, tc, ty);
+                                                         config_, tx, tg, tt, tc, ty);
   ControlResiduals r;
   for (Tensor* t : outs) r.shapes.push_back(make_shape({t->ne[0], t->ne[1], t->ne[2], t->ne[3]}));
   r.values = runner_.run(call, outs);
   weights_.after_compute();
   return r;
+}
+
+void ControlNetRunner::release() {
+  runner_.release();
+  hint_source_ = {};
+  guided_hint_ = {};
+  guided_w_ = guided_h_ = 0;
 }
 
 std::vector<nn::ParamDecl> ControlNetRunner::parameters() const {
@@ -66,7 +82,8 @@ std::vector<nn::ParamDecl> ControlNetRunner::parameters() const {
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* c = ctx.new_tensor(DType::F32, {u.context_dim, 77, 1});
   Tensor* y = u.adm_in_channels > 0 ? ctx.new_tensor(DType::F32, {u.adm_in_channels, 1}) : nullptr;
-  models::controlnet_forward(nn::Scope(ctx, recorder, kScope), config_, x, hint, t, c, y);
+  const nn::Scope s(ctx, recorder, kScope);
+  models::controlnet_forward(s, config_, x, models::controlnet_hint(s, config_, hint), t, c, y);
   return recorder.params();
 }
 

@@ -37,14 +37,19 @@ class ControlNetRunner {
   const models::ControlNetConfig& config() const { return config_; }
   // Every weight a call reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const;
-  // Frees the compute buffer (sampling is over).
-  void release() { runner_.release(); }
+  // Frees the compute buffer and the encoded control image (sampling is over).
+  void release();
   static constexpr const char* kScope = io::kControlNetRoot.data();
 
  private:
   nn::Weights& weights_;
   models::ControlNetConfig config_;
   nn::GraphRunner runner_;
+  // The control image of the last call and its input_hint_block output, [w, h,
+  // model_channels]: the same image at every step is encoded once.
+  std::vector<float> hint_source_;
+  std::vector<float> guided_hint_;
+  int64_t guided_w_ = 0, guided_h_ = 0;
 };
 
 // The ControlNet under `scope` (ControlNetRunner::kScope): the encoder's dimensions as

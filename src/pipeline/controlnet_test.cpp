@@ -254,8 +254,9 @@ TEST(ControlNetShapes, ReadFromTheFileNames) {
   Tensor* hint = ctx.new_tensor(DType::F32, {64, 64, 3, 1});
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* context = ctx.new_tensor(DType::F32, {c.unet.context_dim, 77, 1});
+  const nn::Scope s(ctx, w, "control_model.");
   const std::vector<Tensor*> out =
-      models::controlnet_forward(nn::Scope(ctx, w, "control_model."), c, x, hint, t, context);
+      models::controlnet_forward(s, c, x, models::controlnet_hint(s, c, hint), t, context);
   // One residual per skip connection and one for the middle, at their blocks' widths.
   const std::vector<int64_t> channels = c.residual_channels();
   ASSERT_EQ(out.size(), channels.size());

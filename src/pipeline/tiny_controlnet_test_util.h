@@ -34,8 +34,11 @@ inline std::string write_tiny_controlnet(const models::ControlNetConfig& c, cons
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* context = ctx.new_tensor(DType::F32, {u.context_dim, 77, 1});
   Tensor* y = u.adm_in_channels > 0 ? ctx.new_tensor(DType::F32, {u.adm_in_channels, 1}) : nullptr;
-  for (nn::Weights* weights : {static_cast<nn::Weights*>(&w), static_cast<nn::Weights*>(&recorder)})
-    models::controlnet_forward(nn::Scope(ctx, *weights, prefix), c, x, hint, t, context, y);
+  for (nn::Weights* weights :
+       {static_cast<nn::Weights*>(&w), static_cast<nn::Weights*>(&recorder)}) {
+    const nn::Scope s(ctx, *weights, prefix);
+    models::controlnet_forward(s, c, x, models::controlnet_hint(s, c, hint), t, context, y);
+  }
   if (!bare) {
     w.save_safetensors(path);
     return path;
