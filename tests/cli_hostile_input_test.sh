@@ -112,4 +112,16 @@ hires hires_steps_negative "--hires-steps must not be negative" --hires-steps -1
 hires hires_one_sigma "--hires-sigmas needs at least two values" --hires-sigmas 1.0
 hires hires_tile_zero "--hires-upscale-tile-size must be at least 1" --hires-upscale-tile-size 0
 
+# Reference images (-r): a missing or unreadable one is named in one error line before the
+# model is read, and nothing is written.
+printf 'not an image' >"$work/ref.png"
+run bad_ref_image nonzero -m "$work/readme.safetensors" -p x -r "$work/ref.png" -o "$work/ref_out.png"
+expect_text bad_ref_image "$work/ref.png"
+grep -q "not a safetensors" "$work/bad_ref_image.out" && fail "bad_ref_image: model read first"
+[ "$(grep -ci error "$work/bad_ref_image.out")" = 1 ] || fail "bad_ref_image: not one error line"
+[ -e "$work/ref_out.png" ] && fail "bad_ref_image: an image was written"
+run missing_ref_image nonzero -m "$work/readme.safetensors" -p x -r "$work/no_such.png" -o "$work/ref_out.png"
+expect_text missing_ref_image "--ref-image: '$work/no_such.png' does not exist"
+[ -e "$work/ref_out.png" ] && fail "missing_ref_image: an image was written"
+
 finish "all hostile-input cases passed"

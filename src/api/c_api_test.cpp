@@ -290,10 +290,10 @@ TEST_F(CApiCallbacks, IgnoredFlagsWarnOncePerFlag) {
   EXPECT_EQ(log_.lines[0].first, SD_LOG_WARN);
   EXPECT_NE(log_.lines[0].second.find("--temporal-tiling"), std::string::npos)
       << log_.lines[0].second;
-  p.ref_image_args = "x";  // a new flag is still said
+  p.qwen_image_layers += 1;  // a new flag is still said
   sd::api::warn_ignored_flags(p);
   ASSERT_EQ(log_.lines.size(), 2u);
-  EXPECT_NE(log_.lines[1].second.find("--ref-image-args"), std::string::npos)
+  EXPECT_NE(log_.lines[1].second.find("--qwen-image-layers"), std::string::npos)
       << log_.lines[1].second;
 }
 

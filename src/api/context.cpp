@@ -259,7 +259,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     SD_CHECK(p && images_out && num_images_out, "missing parameters or output pointers");
     SD_CHECK(p->lora_count == 0 || p->loras, "lora_count is %u but no LoRAs are given",
              p->lora_count);
-    SD_CHECK(p->ref_images_count == 0, "reference images are not supported for SD 1.x/2.x");
+    SD_CHECK(p->ref_images_count >= 0 && (p->ref_images_count == 0 || p->ref_images),
+             "ref_images_count is %d but no reference images are given", p->ref_images_count);
     SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
     SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
     const sd_sample_params_t& s = p->sample_params;
@@ -315,6 +316,19 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
       r.control_image = &control;
     }
     r.control_strength = p->control_strength;
+    std::vector<sd::io::Image> refs;
+    for (int i = 0; i < p->ref_images_count; ++i)
+      refs.push_back(
+          to_image(p->ref_images[i], ("reference image " + std::to_string(i + 1)).c_str()));
+    for (const sd::io::Image& ref : refs) r.ref_images.push_back(&ref);
+    {
+      std::vector<std::string> unused;
+      r.ref_options = sd::pipeline::parse_reference_image_args(
+          p->ref_image_args ? p->ref_image_args : "", &unused);
+      for (const std::string& key : unused)
+        sd::api::log(SD_LOG_WARN, "--ref-image-args '%s' is not used by this build; ignored",
+                     key.c_str());
+    }
     if (p->vae_tiling_params.enabled) {
       sd::models::TilingParams t;
       t.tile_size_x = p->vae_tiling_params.tile_size_x;

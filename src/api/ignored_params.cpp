@@ -32,7 +32,6 @@ std::vector<IgnoredFlag> ignored_flags(const sd_img_gen_params_t& p) {
   add_if(given(p.vae_tiling_params.extra_tiling_args), "--extra-tiling-args",
          "extra VAE tiling arguments");
   add_if(p.vae_tiling_params.temporal_tiling, "--temporal-tiling", "tiling over video frames");
-  add_if(given(p.ref_image_args), "--ref-image-args", "reference images of edit models");
   add_if(p.qwen_image_layers != d.qwen_image_layers, "--qwen-image-layers",
          "Qwen-Image-Layered outputs");
   return out;

@@ -25,23 +25,34 @@ FluxConfig FluxConfig::schnell() {
 }
 
 FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, int64_t patches_w) {
+  return flux_rope(c, text_tokens, patches_h, patches_w, {});
+}
+
+FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, int64_t patches_w,
+                   const std::vector<FluxPosition>& more) {
   const int64_t half = c.head_dim() / 2;
-  const int64_t tokens = text_tokens + patches_h * patches_w;
+  const int64_t image_end = text_tokens + patches_h * patches_w;
+  const int64_t tokens = image_end + static_cast<int64_t>(more.size());
   FluxRope r;
   r.cos.assign(static_cast<size_t>(half * tokens), 1.0f);
   r.sin.assign(static_cast<size_t>(half * tokens), 0.0f);
   for (int64_t t = text_tokens; t < tokens; ++t) {
-    const int64_t patch = t - text_tokens;
-    // Axis 0 is the image index (0 for the one image), 1 the row, 2 the column.
-    const float pos[3] = {0.0f, static_cast<float>(patch / patches_w),
-                          static_cast<float>(patch % patches_w)};
+    // Axis 0 is the image index (0 for the generated image), 1 the row, 2 the column.
+    FluxPosition pos;
+    if (t < image_end) {
+      const int64_t patch = t - text_tokens;
+      pos = {0.0f, static_cast<float>(patch / patches_w), static_cast<float>(patch % patches_w)};
+    } else {
+      pos = more[static_cast<size_t>(t - image_end)];
+    }
+    const float axes[3] = {pos.index, pos.row, pos.col};
     int64_t j0 = 0;
     for (size_t axis = 0; axis < c.axes_dim.size(); ++axis) {
       const int dim = c.axes_dim[axis];
       for (int j = 0; j < dim / 2; ++j) {
         // float arithmetic as the reference computes its tables
         const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
-        const float angle = (axis < 3 ? pos[axis] : 0.0f) * omega;
+        const float angle = (axis < 3 ? axes[axis] : 0.0f) * omega;
         r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(angle);
         r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(angle);
       }

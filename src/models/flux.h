@@ -53,6 +53,14 @@ struct FluxRope {
 };
 FluxRope flux_rope(const FluxConfig& config, int64_t text_tokens, int64_t patches_h,
                    int64_t patches_w);
+// A token's position on the three rotary axes: image index, row, column.
+struct FluxPosition {
+  float index = 0, row = 0, col = 0;
+};
+// As above, with `more` tokens after the image's at the positions given (FLUX.1 Kontext's
+// reference images, models/flux_kontext.h).
+FluxRope flux_rope(const FluxConfig& config, int64_t text_tokens, int64_t patches_h,
+                   int64_t patches_w, const std::vector<FluxPosition>& more);
 
 // Latent [W, H, C] planes <-> tokens [C * p * p, patches]: token (row, col) holds channel c's
 // p x p patch at c * p * p + dy * p + dx (the reference's "c ph pw" order).

@@ -91,5 +91,21 @@ TEST_F(TinyFluxFill, InpaintsWithTheMaskAndTheMaskedImage) {
   EXPECT_NE(warning.find("init image"), std::string::npos) << warning;
 }
 
+TEST_F(TinyFluxFill, RefusesReferenceImages) {
+  StableDiffusion sd(options_);
+  ImageRequest r = request_;
+  r.init_image = &init_;
+  r.mask = &mask_;
+  r.ref_images = {&init_};
+  try {
+    sd.generate(r);
+    ADD_FAILURE() << "FLUX.1 Fill took a reference image";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("FLUX.1 Fill does not take reference images (-r)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace sd::pipeline

@@ -2,6 +2,7 @@
 // project's own code and loaded back through the real loader with the CLI's file roles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -80,6 +81,78 @@ TEST_F(TinyFlux, GeneratesWithAndWithoutClassifierFreeGuidance) {
   r.cfg_scale = 3.0f;
   r.negative_prompt = "a dog";
   EXPECT_NE(sd.generate(r)[0].pixels, a[0].pixels);
+}
+
+// A deterministic RGB pattern, different per `seed`.
+io::Image pattern(int w, int h, int seed) {
+  io::Image img{w, h, 3, std::vector<uint8_t>(static_cast<size_t>(w) * h * 3)};
+  for (size_t i = 0; i < img.pixels.size(); ++i)
+    img.pixels[i] = static_cast<uint8_t>((i * (7 + 2 * seed) + seed * 31) % 251);
+  return img;
+}
+
+TEST_F(TinyFlux, ReferenceImagesChangeTheImageDeterministically) {
+  StableDiffusion sd(options_);
+  const std::vector<uint8_t> plain = sd.generate(request_)[0].pixels;
+  // Another size and aspect than the 16x16 output: resized to about the output's area.
+  const io::Image ref = pattern(24, 12, 1), other = pattern(16, 16, 2);
+  ImageRequest r = request_;
+  std::vector<std::string> info;
+  r.info = [&](const std::string& text) { info.push_back(text); };
+  r.ref_images = {&ref};
+  const io::Image a = sd.generate(r)[0];
+  EXPECT_EQ(a.width, 16);
+  EXPECT_EQ(a.height, 16);
+  EXPECT_NE(a.pixels, plain);
+  EXPECT_NE(std::find(info.begin(), info.end(), "reference image 1: 24x12, encoded at 24x12"),
+            info.end());
+  EXPECT_EQ(sd.generate(r)[0].pixels, a.pixels);
+  // Another reference, another image; two references, another again. (How the index
+  // modes place them: pipeline/flux_runner_test.cpp.)
+  r.ref_images = {&other};
+  const std::vector<uint8_t> b = sd.generate(r)[0].pixels;
+  EXPECT_NE(b, a.pixels);
+  r.ref_images = {&ref, &other};
+  const std::vector<uint8_t> two = sd.generate(r)[0].pixels;
+  EXPECT_NE(two, a.pixels);
+  EXPECT_NE(two, b);
+  // Encoded at its own size, the 24x12 reference gives what the resize gave (same size).
+  r.ref_images = {&ref};
+  r.ref_options.resize_before_vae = false;
+  EXPECT_EQ(sd.generate(r)[0].pixels, a.pixels);
+  // The next request without references is the plain image again.
+  EXPECT_EQ(sd.generate(request_)[0].pixels, plain);
+}
+
+TEST_F(TinyFlux, BadReferenceImagesAreRefusedBeforeAnyStep) {
+  StableDiffusion sd(options_);
+  int steps = 0;
+  auto error_of = [&](ImageRequest r) -> std::string {
+    r.progress = [&](int, int, double) { ++steps; };
+    try {
+      sd.generate(r);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const io::Image odd = pattern(18, 12, 1), thin = pattern(400, 1, 1);
+  io::Image broken = pattern(8, 8, 1);
+  broken.pixels.resize(5);
+  ImageRequest r = request_;
+  r.ref_images = {&broken};
+  EXPECT_NE(error_of(r).find("reference image 1 is empty"), std::string::npos);
+  // Too thin to resize: a side rounds to nothing.
+  r.ref_images = {&thin};
+  EXPECT_NE(error_of(r).find("400x1 reference image is too narrow"), std::string::npos);
+  // Unresized, its sides must make whole patches.
+  r.ref_images = {&odd};
+  r.ref_options.resize_before_vae = false;
+  const std::string e = error_of(r);
+  EXPECT_NE(e.find("reference image 1 is 18x12"), std::string::npos) << e;
+  EXPECT_NE(e.find("multiples of 4"), std::string::npos) << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  EXPECT_EQ(steps, 0);
 }
 
 // "dbcache: 7 of 20 network evaluations run, 13 reused (...)" -> 7; -1 without the line.

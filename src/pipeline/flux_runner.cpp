@@ -3,11 +3,36 @@
 #include <algorithm>
 
 #include "tensor/error.h"
+#include "tensor/ops/view.h"
 
 namespace sd::pipeline {
 
 FluxRunner::FluxRunner(nn::Weights& weights, models::FluxConfig config, Backend& backend)
     : weights_(weights), config_(std::move(config)), runner_(backend) {}
+
+void FluxRunner::set_references(std::vector<Reference> references, models::RefIndexMode mode) {
+  const int p = config_.patch_size;
+  const int64_t channels = config_.out_channels / (p * p);
+  // Fill's tokens also carry its mask and masked image; a reference has nothing for them.
+  SD_CHECK(references.empty() || config_.in_channels == config_.out_channels,
+           "[flux] this transformer takes %lld-channel tokens (FLUX.1 Fill?); reference images "
+           "need a FLUX.1 Kontext model",
+           static_cast<long long>(config_.in_channels));
+  ref_tokens_.clear();
+  std::vector<models::FluxRefGrid> grids;
+  for (const Reference& r : references) {
+    SD_CHECK(r.w % p == 0 && r.h % p == 0 &&
+                 r.latent.size() == static_cast<size_t>(r.w * r.h * channels),
+             "[flux] a %lldx%lld reference latent of %zu values does not make %dx%d patches of "
+             "%lld channels",
+             static_cast<long long>(r.w), static_cast<long long>(r.h), r.latent.size(), p, p,
+             static_cast<long long>(channels));
+    const std::vector<float> t = models::flux_patchify(r.latent, r.w, r.h, channels, p);
+    ref_tokens_.insert(ref_tokens_.end(), t.begin(), t.end());
+    grids.push_back({r.w, r.h});
+  }
+  ref_positions_ = models::flux_ref_positions(grids, p, mode);
+}
 
 std::vector<std::vector<float>> FluxRunner::predict(
     const std::vector<float>& x, int64_t w, int64_t h, float timestep,
@@ -37,6 +62,8 @@ std::vector<std::vector<float>> FluxRunner::predict(
     }
     tokens.swap(joined);
   }
+  // Kontext: the references' tokens after the image's.
+  tokens.insert(tokens.end(), ref_tokens_.begin(), ref_tokens_.end());
   std::vector<std::vector<float>> out;
   for (const Conditioning* c : conditionings)
     out.push_back(models::flux_unpatchify(run_one(tokens, w, h, timestep, *c), w, h,
@@ -54,12 +81,14 @@ std::vector<float> FluxRunner::run_one(const std::vector<float>& tokens, int64_t
            "[flux] the pooled CLIP vector has %zu values, this transformer takes %lld",
            c.vector.size(), static_cast<long long>(cfg.vec_dim));
   const int64_t ph = h / cfg.patch_size, pw = w / cfg.patch_size;
-  const models::FluxRope rope = models::flux_rope(cfg, c.tokens, ph, pw);
-  const int64_t all_tokens = c.tokens + ph * pw;
+  const int64_t image_tokens = static_cast<int64_t>(tokens.size()) / cfg.in_channels;
+  const models::FluxRope rope = models::flux_rope(cfg, c.tokens, ph, pw, ref_positions_);
+  const int64_t all_tokens = c.tokens + image_tokens;
   const float t = timestep, g = guidance_;
 
   nn::GraphCall call;
-  Tensor* img = call.input_f32("img", make_shape({cfg.in_channels, ph * pw, 1}), tokens.data());
+  Tensor* img =
+      call.input_f32("img", make_shape({cfg.in_channels, image_tokens, 1}), tokens.data());
   Tensor* txt = call.input_f32("txt", make_shape({c.dim, c.tokens, 1}), c.context.data());
   Tensor* ts = call.input_f32("timesteps", make_shape({1}), &t);
   Tensor* guidance = cfg.guidance_embed ? call.input_f32("guidance", make_shape({1}), &g) : nullptr;
@@ -69,6 +98,8 @@ std::vector<float> FluxRunner::run_one(const std::vector<float>& tokens, int64_t
   Tensor* rs = call.input_f32("rope_sin", make_shape({1, half, all_tokens}), rope.sin.data());
   Tensor* pred = models::flux_forward(nn::Scope(call.ctx(), weights_, kScope), cfg, img, txt, ts,
                                       guidance, y, rc, rs);
+  // Kontext: the prediction is the generated image's tokens only.
+  if (image_tokens > ph * pw) pred = cont(call.ctx(), slice(call.ctx(), pred, 1, 0, ph * pw));
   std::vector<float> out = runner_.run(call, pred);
   weights_.after_compute();
   return out;

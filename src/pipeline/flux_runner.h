@@ -7,6 +7,7 @@
 #include "backend/backend.h"
 #include "io/name_conversion.h"
 #include "models/flux.h"
+#include "models/flux_kontext.h"
 #include "nn/graph_runner.h"
 #include "nn/weights.h"
 #include "pipeline/diffusion_net.h"
@@ -29,6 +30,15 @@ class FluxRunner final : public DiffusionNet {
   int64_t latent_multiple() const override { return config_.patch_size; }
   void set_distilled_guidance(float guidance) override { guidance_ = guidance; }
 
+  // FLUX.1 Kontext: encoded reference images ([w, h, C] latents, w and h even) whose tokens
+  // join the image's in every following prediction, placed by `mode`
+  // (models/flux_kontext.h); none to stop.
+  struct Reference {
+    std::vector<float> latent;
+    int64_t w = 0, h = 0;
+  };
+  void set_references(std::vector<Reference> references, models::RefIndexMode mode);
+
   const models::FluxConfig& config() const { return config_; }
   static constexpr const char* kScope = io::kUnetRoot.data();
 
@@ -40,6 +50,9 @@ class FluxRunner final : public DiffusionNet {
   models::FluxConfig config_;
   nn::GraphRunner runner_;
   float guidance_ = 3.5f;
+  // The references' tokens [in_channels, tokens] and their rotary positions.
+  std::vector<float> ref_tokens_;
+  std::vector<models::FluxPosition> ref_positions_;
 };
 
 }  // namespace sd::pipeline

@@ -24,6 +24,7 @@
 #include "pipeline/mmdit_runner.h"
 #include "pipeline/model_family.h"
 #include "pipeline/model_shapes.h"
+#include "pipeline/reference_images.h"
 #include "pipeline/sd3_conditioner.h"
 #include "pipeline/text_conditioner.h"
 #include "pipeline/unet_runner.h"
@@ -97,6 +98,7 @@ struct StableDiffusion::Impl {
   std::unique_ptr<DiffusionNet> diffusion;
   UnetRunner* unet = nullptr;    // `diffusion` when it is a UNet
   MmditRunner* mmdit = nullptr;  // `diffusion` when it is SD3's MMDiT
+  FluxRunner* flux = nullptr;    // `diffusion` when it is FLUX.1's transformer
   float default_flow_shift = 3.0f;
   std::unique_ptr<VaeRunner> vae;
   std::unique_ptr<LoadedControlNet> control_net;  // --control-net
@@ -109,17 +111,23 @@ struct StableDiffusion::Impl {
     sampling::SchedulerOptions scheduler_options;
     int sample_steps = 0;  // what the first pass runs before any img2img trimming
     std::vector<float> sigmas;
-    int64_t w = 0, h = 0, c = 0;     // the latent
-    std::vector<float> init_latent;  // the encoded init image; zeros for text-to-image
-    std::vector<float> concat;       // inpainting models' extra UNet input
-    sampling::DenoiseMask mask;      // empty mask: nothing kept from the init image
+    int64_t w = 0, h = 0, c = 0;              // the latent
+    std::vector<float> init_latent;           // the encoded init image; zeros for text-to-image
+    std::vector<float> concat;                // inpainting models' extra UNet input
+    sampling::DenoiseMask mask;               // empty mask: nothing kept from the init image
+    std::vector<FluxRunner::Reference> refs;  // FLUX.1 Kontext's encoded reference images
   };
   ImageRequest validate(const ImageRequest& request) const;
+  // FLUX.1 Kontext's references: refused where they cannot work, dropped with a warning
+  // where the model does not take them, and their sizes checked, before any work.
+  void check_references(ImageRequest& r) const;
   Plan setup(const ImageRequest& r);
   // Image planes [W, H, 3] in [0, 1] -> the sampler's latent; the VAE's posterior sample
   // draws from `rng`.
   std::vector<float> encode(const std::vector<float>& planes, int width, int height,
                             sampling::Rng& rng);
+  // FLUX.1 Kontext: each reference image resized as the options say and encoded, in order.
+  std::vector<FluxRunner::Reference> encode_references(const ImageRequest& r, sampling::Rng& rng);
   // Noise from `rng` (seeded with `seed` and perhaps drawn from already), then the sampler.
   std::vector<float> sample(const ImageRequest& r, const Plan& p, const Conditioning& cond,
                             const Conditioning& uncond, int64_t seed, sampling::Rng& rng);
@@ -220,8 +228,10 @@ struct StableDiffusion::Impl {
       mmdit = m.get();
       diffusion = std::move(m);
     } else if (arch.flux) {
-      diffusion =
+      auto f =
           std::make_unique<FluxRunner>(*weights, *arch.flux, backends->backend(Module::Diffusion));
+      flux = f.get();
+      diffusion = std::move(f);
     } else {
       auto u =
           std::make_unique<UnetRunner>(*weights, arch.unet, backends->backend(Module::Diffusion));
@@ -613,6 +623,7 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
     r.height = aligned_h;
   }
   if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
+  if (!r.ref_images.empty()) check_references(r);
   if (r.control_image && !control_net)
     warn("a control image without a ControlNet (--control-net) is ignored");
   if (control_net && !r.control_image)
@@ -641,6 +652,42 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
            "--hires does not work with inpainting models; generate, then run img2img on the "
            "upscaled image");
   return r;
+}
+
+void StableDiffusion::Impl::check_references(ImageRequest& r) const {
+  if (!flux) {
+    if (r.warn)
+      r.warn(
+          format("reference images (-r) are for FLUX.1 Kontext models; %s does not take them: "
+                 "ignored",
+                 io::version_name(version)));
+    r.ref_images.clear();
+    return;
+  }
+  SD_CHECK(version != io::ModelVersion::FluxFill,
+           "FLUX.1 Fill does not take reference images (-r); use a FLUX.1 Kontext model, or -i "
+           "and --mask to inpaint with Fill");
+  if (!r.ref_options.pass_to_dit) {
+    r.ref_images.clear();
+    return;
+  }
+  const int unit = size_unit();
+  for (size_t i = 0; i < r.ref_images.size(); ++i) {
+    const io::Image* image = r.ref_images[i];
+    SD_CHECK(image && image->width > 0 && image->height > 0 && image->channels > 0 &&
+                 image->pixels.size() ==
+                     static_cast<size_t>(image->width) * image->height * image->channels,
+             "reference image %zu is empty or its pixels do not match its size", i + 1);
+    if (r.ref_options.resize_before_vae) {
+      reference_vae_size(image->width, image->height, r.width, r.height,
+                         r.ref_options.vae_input_max_pixels, unit);
+    } else {
+      SD_CHECK(image->width % unit == 0 && image->height % unit == 0,
+               "reference image %zu is %dx%d; unresized (resize_before_vae=0, "
+               "--disable-auto-resize-ref-image) its sides must be multiples of %d",
+               i + 1, image->width, image->height, unit);
+    }
+  }
 }
 
 // 2. Setup: LoRAs, the prediction, the sampler and its sigmas, and the image side of
@@ -731,9 +778,6 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
       p.mask.mask = latent_mask;
     }
     p.mask.init_latent = p.init_latent;
-    // Encoding is a phase of its own: the VAE is not needed again until decoding.
-    vae->release();
-    phase_done(Module::Vae);
   } else if (inpaint_model) {
     warn("an inpainting model works best with an init image (-i) and a mask (--mask)");
     if (version == io::ModelVersion::FluxFill) {
@@ -746,7 +790,35 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
       p.concat.resize(static_cast<size_t>(p.w * p.h * 5), 0.0f);
     }
   }
+  // sd.cpp compatibility: references are encoded after the init image, from the same RNG.
+  if (!r.ref_images.empty()) p.refs = encode_references(r, *rng);
+  if (r.init_image || !p.refs.empty()) {
+    // Encoding is a phase of its own: the VAE is not needed again until decoding.
+    vae->release();
+    phase_done(Module::Vae);
+  }
   return p;
+}
+
+std::vector<FluxRunner::Reference> StableDiffusion::Impl::encode_references(const ImageRequest& r,
+                                                                            sampling::Rng& rng) {
+  const int f = static_cast<int>(vae->config().downscale());
+  std::vector<FluxRunner::Reference> refs;
+  for (const io::Image* image : r.ref_images) {
+    std::vector<float> planes = image_to_planes(io::to_channels(*image, 3));
+    int w = image->width, h = image->height;
+    if (r.ref_options.resize_before_vae) {
+      std::tie(w, h) = reference_vae_size(image->width, image->height, r.width, r.height,
+                                          r.ref_options.vae_input_max_pixels, size_unit());
+      if (w != image->width || h != image->height)
+        planes = resize_nearest(planes, image->width, image->height, 3, w, h);
+    }
+    if (r.info)
+      r.info(format("reference image %zu: %dx%d, encoded at %dx%d", refs.size() + 1, image->width,
+                    image->height, w, h));
+    refs.push_back({encode(planes, w, h, rng), w / f, h / f});
+  }
+  return refs;
 }
 
 std::vector<float> StableDiffusion::Impl::encode(const std::vector<float>& planes, int width,
@@ -966,6 +1038,17 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   m.phase_done(Module::TextEncoder);
   m.diffusion->set_distilled_guidance(r.guidance);
   timer.done("text encoding");
+
+  // FLUX.1 Kontext: the references join every prediction of this request, the highres
+  // fix's second pass included.
+  struct ReferencesOff {
+    FluxRunner* flux;
+    ~ReferencesOff() {
+      if (flux) flux->set_references({}, models::RefIndexMode::Fixed);
+    }
+  } references_off{plan.refs.empty() ? nullptr : m.flux};
+  if (references_off.flux) m.flux->set_references(plan.refs, r.ref_options.index_mode);
+
 
   // ControlNet guidance for a pass over `lw` x `lh` latents: the control image resized to
   // 8x that size (its hint block's factor; the pass's image size with SD's VAE). The highres

@@ -21,6 +21,7 @@
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/hires_fix.h"
+#include "pipeline/reference_images.h"
 #include "sampling/guidance_extras.h"
 #include "sampling/rng.h"
 #include "sampling/samplers.h"
@@ -109,6 +110,11 @@ struct ImageRequest {
   // the output size, and the residuals' scale.
   const io::Image* control_image = nullptr;
   float control_strength = 0.9f;
+  // FLUX.1 Kontext's reference images (-r): VAE-encoded at about the output's area and
+  // joined to the image's tokens (pipeline/reference_images.h). Other families ignore them
+  // with a warning; FLUX.1 Fill refuses them.
+  std::vector<const io::Image*> ref_images;
+  ReferenceImageOptions ref_options;
   std::optional<models::TilingParams> vae_tiling;
   // The highres fix (pipeline/hires_fix.h): a second pass at a larger size.
   HiresOptions hires;

@@ -206,6 +206,19 @@ TEST_F(TinyPipeline, OddSizesAreAlignedWithAWarning) {
   EXPECT_TRUE(warning.empty()) << warning;
 }
 
+TEST_F(TinyPipeline, ReferenceImagesAreIgnoredWithAWarningByUNetModels) {
+  const io::Image ref{32, 32, 3, std::vector<uint8_t>(32 * 32 * 3, 200)};
+  ImageRequest r = request_;
+  std::string warning;
+  r.warn = [&](const std::string& w) { warning = w; };
+  r.ref_images = {&ref};
+  EXPECT_EQ(sd_->generate(r)[0].pixels, sd_->generate(request_)[0].pixels);
+  EXPECT_NE(warning.find("reference images (-r) are for FLUX.1 Kontext models; SD 1.x does not "
+                         "take them: ignored"),
+            std::string::npos)
+      << warning;
+}
+
 TEST_F(TinyPipeline, DefaultSchedulerFollowsTheModel) {
   EXPECT_EQ(sd_->default_sample_method(), sampling::SampleMethod::EulerA);
   EXPECT_EQ(sd_->default_scheduler(sampling::SampleMethod::Euler), sampling::Scheduler::Discrete);

@@ -311,6 +311,9 @@ try:
                  {"prompt": "x", "init_images": [base64.b64encode(b"not an image").decode()]},
                  400, "'init_images[0]' is not a readable image")
     expect_error(server, "POST", "/sdapi/v1/img2img", {"prompt": "x"}, 400, "'init_images' is required")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen",
+                 {"prompt": "x", "ref_images": [base64.b64encode(b"not an image").decode()]},
+                 400, "'ref_images[0]' is not a readable image")
     expect_error(server, "POST", "/v1/images/generations", {"size": "64x64"}, 400, "'prompt' is required")
     expect_error(server, "POST", "/v1/images/generations", {"prompt": "x", "size": "big"}, 400,
                  "WIDTHxHEIGHT")
