@@ -1049,7 +1049,6 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   } references_off{plan.refs.empty() ? nullptr : m.flux};
   if (references_off.flux) m.flux->set_references(plan.refs, r.ref_options.index_mode);
 
-
   // ControlNet guidance for a pass over `lw` x `lh` latents: the control image resized to
   // 8x that size (its hint block's factor; the pass's image size with SD's VAE). The highres
   // fix's second pass is guided by the same image at its own size, as the first.
