@@ -150,6 +150,32 @@ TEST_F(ManagerLora, AutoAddsAtRuntimeOnlyToQuantizedWeights) {
   EXPECT_NE(quantized.get(ctx, kQ, make_shape({kDim, kDim}))->op, Op::None);
 }
 
+// A LoRA made for a diffusion transformer (SD3 here) on a UNet model (SD 1.x/SDXL) is
+// refused, though its CLIP-L part fits, and the LoRAs in force stay as they were.
+TEST_F(ManagerLora, ALoraForAnotherFamilysNetworkIsRefusedAndChangesNothing) {
+  ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
+  const std::vector<float> original = weight(m);
+  m.set_loras({{lora_, 1.0f}});
+  const std::string sd3 = dir_.file("sd3.safetensors");
+  nn::RandomWeights l;
+  const std::string stem = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj";
+  l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
+  l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+  l.set("lora_unet_joint_blocks_0_x_block_attn_qkv.lora_up.weight", make_shape({1, 2}), {1, 1});
+  l.set("lora_unet_joint_blocks_0_x_block_attn_qkv.lora_down.weight", make_shape({2, 1}), {1, 1});
+  l.save_safetensors(sd3);
+  try {
+    m.set_loras({{sd3, 1.0f}}, nullptr, "SDXL");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(sd3), std::string::npos) << what;
+    EXPECT_NE(what.find("made for SD3"), std::string::npos) << what;
+    EXPECT_NE(what.find("this SDXL model"), std::string::npos) << what;
+  }
+  EXPECT_EQ(weight(m), merged(original, 1.0f));
+}
+
 TEST_F(ManagerLora, MissingLoraFileIsNamed) {
   ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
   const std::string missing = dir_.file("nope.safetensors");
