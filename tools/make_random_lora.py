@@ -7,13 +7,15 @@ rank-R factors for a few weights of every ``--every``-th joint block:
 
 * ``--style kohya``: ``lora_unet_joint_blocks_N_x_block_attn_qkv.lora_down.weight`` /
   ``.lora_up.weight`` / ``.alpha`` (the model's own names, '.' as '_');
+* ``--style ldm``: the same with the model's dotted names,
+  ``model.diffusion_model.joint_blocks.N.x_block.attn.qkv.lora_down.weight``;
 * ``--style diffusers``: ``transformer.transformer_blocks.N.attn.to_q.lora_A.weight`` /
   ``.lora_B.weight``: q, k and v (and the text stream's add_q/k/v_proj) as separate
   Linears, each a third of the rows of the fused qkv weight.
 
 Values: normal(0, --std) from --seed. Needs numpy only.
 Usage: make_random_lora.py --model DIT.safetensors --out LORA.safetensors
-[--style kohya|diffusers] [--rank 4] [--every 3] [--std 0.05] [--seed 0]
+[--style kohya|ldm|diffusers] [--rank 4] [--every 3] [--std 0.05] [--seed 0]
 """
 
 import argparse
@@ -58,7 +60,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--model", required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--style", choices=("kohya", "diffusers"), default="kohya")
+    ap.add_argument("--style", choices=("kohya", "ldm", "diffusers"), default="kohya")
     ap.add_argument("--rank", type=int, default=4)
     ap.add_argument("--every", type=int, default=3, help="every N-th joint block")
     ap.add_argument("--std", type=float, default=0.05)
@@ -79,12 +81,13 @@ def main():
         b = "joint_blocks.%d." % i
         n_out, n_in = shapes[b + "x_block.attn.qkv.weight"]
         h = n_out // 3
-        if a.style == "kohya":
+        if a.style in ("kohya", "ldm"):
             for w in ("x_block.attn.qkv", "context_block.attn.qkv", "x_block.attn.proj",
                       "x_block.mlp.fc1"):
                 o, n = shapes[b + w + ".weight"]
-                pair("lora_unet_" + (b + w).replace(".", "_"), o, n,
-                     ".lora_down.weight", ".lora_up.weight", True)
+                stem = ("lora_unet_" + (b + w).replace(".", "_") if a.style == "kohya"
+                        else "model.diffusion_model." + b + w)
+                pair(stem, o, n, ".lora_down.weight", ".lora_up.weight", True)
         else:
             t = "transformer.transformer_blocks.%d." % i
             for w in ("attn.to_q", "attn.to_k", "attn.to_v", "attn.add_q_proj",
