@@ -19,14 +19,18 @@ namespace {
 
 // A LoRA that changes nothing, or nothing of the diffusion network while it was made for
 // another family's, is refused: whoever passes a LoRA expects it to apply.
-void check_lora_fits(const LoraFile& file, std::string_view model) {
+void check_lora_fits(const LoraFile& file, std::string_view model,
+                     const std::optional<LoraNetworkGuess>& model_network) {
   const std::string this_model =
       model.empty() ? std::string("this model") : "this " + std::string(model) + " model";
   const bool changes_diffusion =
       std::any_of(file.updates.begin(), file.updates.end(),
                   [](const LoraUpdate& u) { return u.target.rfind(io::kUnetRoot, 0) == 0; });
   if (!changes_diffusion) {
-    if (const std::optional<LoraNetworkGuess> g = guess_lora_network(file.unmatched))
+    const std::optional<LoraNetworkGuess> g = guess_lora_network(file.unmatched);
+    // Names of this model's own network that missed (an SDXL LoRA on SD 1.x) are no
+    // other family's.
+    if (g && (!model_network || g->network != model_network->network))
       fail(
           "LoRA '%s' is made for %s (its tensor '%s'), not for %s, whose diffusion weights "
           "it does not change; pass a LoRA made for this model",
@@ -54,7 +58,13 @@ const LoraFile& ModelManager::lora_file(const std::string& path) {
 std::vector<std::string> ModelManager::set_loras(const std::vector<LoraRequest>& loras,
                                                  bool* changed, std::string_view model) {
   // Every file is read and checked before any weight changes.
-  for (const LoraRequest& request : loras) check_lora_fits(lora_file(request.path), model);
+  if (!loras.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, source] : loader_.tensors()) names.push_back(name);
+    const std::optional<LoraNetworkGuess> model_network = guess_lora_network(names);
+    for (const LoraRequest& request : loras)
+      check_lora_fits(lora_file(request.path), model, model_network);
+  }
   std::vector<std::string> warnings;
   std::map<std::string, LoraList> next;
   for (const LoraRequest& request : loras) {

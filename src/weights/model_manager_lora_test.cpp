@@ -176,6 +176,31 @@ TEST_F(ManagerLora, ALoraForAnotherFamilysNetworkIsRefusedAndChangesNothing) {
   EXPECT_EQ(weight(m), merged(original, 1.0f));
 }
 
+// Names of the model's own network that miss (an SDXL LoRA's deeper blocks on SD 1.x) are
+// a warning, not another family's LoRA.
+TEST_F(ManagerLora, MissingNamesOfTheModelsOwnNetworkAreAWarning) {
+  const std::string unet = dir_.file("unet.safetensors");
+  nn::RandomWeights w(DType::F16, 4);
+  Context ctx;
+  w.get(ctx, kQ, make_shape({kDim, kDim}));
+  w.get(ctx, "model.diffusion_model.input_blocks.1.1.proj_in.weight", make_shape({kDim, kDim}));
+  w.save_safetensors(unet);
+  ModelLoader loader;
+  loader.add(unet);
+  ModelManager m(loader, DeviceRegistry::instance().get("CPU"));
+  const std::string sdxl = dir_.file("sdxl.safetensors");
+  nn::RandomWeights l;
+  const std::string stem = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj";
+  l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
+  l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+  l.set("lora_unet_input_blocks_7_1_proj_in.lora_up.weight", make_shape({1, 2}), {1, 1});
+  l.set("lora_unet_input_blocks_7_1_proj_in.lora_down.weight", make_shape({2, 1}), {1, 1});
+  l.save_safetensors(sdxl);
+  const std::vector<std::string> warnings = m.set_loras({{sdxl, 1.0f}}, nullptr, "SD 1.x");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("input_blocks_7"), std::string::npos) << warnings[0];
+}
+
 TEST_F(ManagerLora, MissingLoraFileIsNamed) {
   ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
   const std::string missing = dir_.file("nope.safetensors");
