@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -141,7 +142,7 @@ TEST_F(QuantizedFlux, Q8T5AndTransformerTogether) {
   q.t5xxl = convert(files_->t5, DType::Q8_0, &ConvertParts::t5xxl);
   const io::GgufFile t5 = io::GgufFile::open(q.t5xxl);
   for (const io::TensorInfo& t : t5.tensors())
-    EXPECT_EQ(t.name.rfind("text_encoders.t5xxl.", 0), 0u) << t.name;
+    EXPECT_EQ(t.name.rfind("text_encoders.t5xxl.transformer.", 0), 0u) << t.name;  // sd.cpp's
   const double db = psnr(pipeline::StableDiffusion(q).generate(request_)[0], f16);
   std::printf("q8_0 transformer and T5: PSNR %.2f dB against f16\n", db);
   EXPECT_GE(db, 46.0);  // measured 54 dB
@@ -193,6 +194,37 @@ TEST_F(QuantizedFlux, T5InLlamaCppNamesGivesTheSameImage) {
   b.t5xxl = llama;
   EXPECT_EQ(pipeline::StableDiffusion(b).generate(request_)[0].pixels,
             pipeline::StableDiffusion(a).generate(request_)[0].pixels);
+}
+
+// Every root sd.cpp reads T5 under gives the same image: the converted file's own
+// text_encoders.t5xxl.transformer., no root (a --t5xxl file's Hugging Face names), the
+// shorter text_encoders.t5xxl., and llama.cpp's names under the root.
+TEST_F(QuantizedFlux, EveryT5RootGivesTheSameImage) {
+  const std::string q8 = convert(files_->t5, DType::Q8_0, &ConvertParts::t5xxl);
+  const io::GgufFile in = io::GgufFile::open(q8);
+  const std::string root = "text_encoders.t5xxl.transformer.";
+  const std::pair<const char*, std::function<std::string(const std::string&)>> spellings[] = {
+      {"bare", [&](const std::string& n) { return n.substr(root.size()); }},
+      {"short",
+       [&](const std::string& n) { return "text_encoders.t5xxl." + n.substr(root.size()); }},
+      {"llama", [](const std::string& n) { return llama_cpp_t5_name(n); }},
+  };
+  pipeline::ModelOptions o = options_;
+  o.t5xxl = q8;
+  const std::vector<uint8_t> want = pipeline::StableDiffusion(o).generate(request_)[0].pixels;
+  for (const auto& [label, spell] : spellings) {
+    io::GgufWriter writer;
+    for (const io::TensorInfo& t : in.tensors()) {
+      ASSERT_EQ(t.name.rfind(root, 0), 0u) << t.name;
+      const io::TensorInfo* info = &t;
+      writer.add_tensor(
+          spell(t.name), t.dtype, std::vector<int64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
+          [&in, info](io::GgufSink& sink) { sink.write(in.data(*info), info->size); });
+    }
+    o.t5xxl = dir_->file(std::string("t5_") + label + ".gguf");
+    writer.write(o.t5xxl);
+    EXPECT_EQ(pipeline::StableDiffusion(o).generate(request_)[0].pixels, want) << label;
+  }
 }
 
 }  // namespace

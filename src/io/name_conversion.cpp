@@ -356,10 +356,14 @@ NameMapping convert_checkpoint_name(std::string_view name, std::string_view pref
       break;
     }
   }
-  // T5 encoders converted by llama.cpp's tools (enc.blk.N.attn_q, token_embd, ...).
+  // T5 under "text_encoders.t5xxl." with or without "transformer.", in Hugging Face names
+  // or llama.cpp's (enc.blk.N.attn_q, token_embd, ...): all onto kT5Root.
   if (starts_with(full, kT5xxlRoot)) {
-    if (auto hf = t5_name_from_llama_cpp(std::string_view(full).substr(kT5xxlRoot.size())))
-      return {std::string(kT5xxlRoot) + *hf, Transform::None, true};
+    std::string_view rest = std::string_view(full).substr(kT5xxlRoot.size());
+    if (starts_with(rest, "transformer.")) rest.remove_prefix(12);
+    if (auto hf = t5_name_from_llama_cpp(rest))
+      return {std::string(kT5Root) + *hf, Transform::None, true};
+    return {std::string(kT5Root) += rest, Transform::None, true};
   }
   for (const Root& root : kRoots) {
     if (!starts_with(full, root.prefix)) continue;

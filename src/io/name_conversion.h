@@ -44,6 +44,10 @@ inline constexpr std::string_view kTextEncoder2Root = "cond_stage_model.1.";
 inline constexpr std::string_view kClipLRoot = "text_encoders.clip_l.";
 inline constexpr std::string_view kClipGRoot = "text_encoders.clip_g.";
 inline constexpr std::string_view kT5xxlRoot = "text_encoders.t5xxl.";
+// Where the T5 encoder's Hugging Face names sit, as sd.cpp has them: every T5 spelling
+// (bare HF names of a --t5xxl file, "text_encoders.t5xxl.*", llama.cpp's GGUF names with
+// or without the root) is mapped below it.
+inline constexpr std::string_view kT5Root = "text_encoders.t5xxl.transformer.";
 
 // Which flag a file came from; each puts its names under a root, as sd.cpp's
 // init_from_file prefixes do ("model.diffusion_model.", "vae.", "clip_l.", "clip_g.",

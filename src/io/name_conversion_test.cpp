@@ -188,6 +188,29 @@ TEST(NameConversion, TransformersTextEncoders) {
               SourceLayout::HfTransformers, file_prefix(FileRole::T5xxl, false));
 }
 
+// Every T5 root sd.cpp reads lands under one root: the --t5xxl file's bare Hugging Face
+// names, a single-file checkpoint's (or an sd.cpp-converted file's) text_encoders.t5xxl.
+// transformer.*, our own earlier text_encoders.t5xxl.*, and llama.cpp's GGUF names with or
+// without the root.
+TEST(NameConversion, T5RootsLandUnderOneRoot) {
+  const std::string q = "encoder.block.0.layer.0.SelfAttention.q.weight";
+  const std::string want = std::string(kT5Root) + q;
+  const std::string_view t5_file = file_prefix(FileRole::T5xxl, false);
+  for (const std::string& from :
+       {q, "text_encoders.t5xxl.transformer." + q, "text_encoders.t5xxl." + q,
+        std::string("enc.blk.0.attn_q.weight"),
+        std::string("text_encoders.t5xxl.transformer.enc.blk.0.attn_q.weight"),
+        std::string("text_encoders.t5xxl.enc.blk.0.attn_q.weight")}) {
+    expect_maps({{from, want}}, SourceLayout::Ldm, t5_file);
+    // The same names inside a whole checkpoint (-m), where nothing is prefixed.
+    if (from.rfind("text_encoders.", 0) == 0) expect_maps({{from, want}}, SourceLayout::Ldm, "");
+  }
+  expect_maps(
+      {{"text_encoders.t5xxl.transformer.shared.weight", std::string(kT5Root) + "shared.weight"},
+       {"token_embd.weight", std::string(kT5Root) + "shared.weight"}},
+      SourceLayout::Ldm, t5_file);
+}
+
 TEST(NameConversion, CheckpointTextEncoders) {
   expect_maps(
       {

@@ -28,7 +28,7 @@ TEST(T5GgufNames, MapsLlamaCppNamesOntoHuggingFaceNames) {
     // Through the loader's mapping, under the --t5xxl root.
     const NameMapping m =
         convert_name(from, SourceLayout::Ldm, file_prefix(FileRole::T5xxl, false));
-    EXPECT_EQ(m.name, std::string(kT5xxlRoot) + to);
+    EXPECT_EQ(m.name, std::string(kT5Root) + to);
     EXPECT_TRUE(m.known);
   }
 }

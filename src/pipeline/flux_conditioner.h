@@ -37,7 +37,7 @@ class FluxConditioner final : public PromptEncoder {
 
   // The canonical scopes of the two encoders (--clip_l and --t5xxl files land there).
   static constexpr const char* kClipScope = "cond_stage_model.transformer.text_model.";
-  static constexpr const char* kT5Scope = "text_encoders.t5xxl.";
+  static constexpr const char* kT5Scope = "text_encoders.t5xxl.transformer.";
 
  private:
   std::vector<float> clip_pooled(const std::string& prompt);

@@ -1,7 +1,6 @@
 // A LoRA on FLUX.1 through the whole pipeline: a random LoRA in diffusers names (separate
 // q, k, v and proj_mlp onto BFL's fused weights) and kohya names changes the image as
-// merging it into the transformer file by hand does. A Stable Diffusion LoRA changes
-// nothing and is reported.
+// merging it into the transformer file by hand does. A LoRA for another family is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +13,7 @@
 #include "io/name_conversion.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_model_test_util.h"
+#include "tensor/error.h"
 #include "test_support.h"
 #include "weights/model_loader.h"
 
@@ -162,26 +162,39 @@ TEST_F(FluxLoraPipeline, ChangesTheImageAsMergingByHand) {
   EXPECT_GE(runtime_db, 50.0);
 }
 
-TEST_F(FluxLoraPipeline, AStableDiffusionLoraChangesNothing) {
-  io::test::SafetensorsBuilder lora;
-  const std::vector<float> v = random_values(16, 1, 0.3f);
-  lora.add("lora_unet_down_blocks_0_attentions_0_proj_in.lora_down.weight", "F32", {2, 8},
-           f32_bytes(v));
-  lora.add("lora_unet_down_blocks_0_attentions_0_proj_in.lora_up.weight", "F32", {8, 2},
-           f32_bytes(v));
-  const std::string path = dir_->file("sd1_lora.safetensors");
-  io::test::write_file(path, lora.bytes());
-  StableDiffusion sd(options_);
-  const io::Image plain = sd.generate(request_)[0];
-  ImageRequest r = request_;
-  r.loras = {{path, 1.0f}};
-  std::vector<std::string> warnings;
-  r.warn = [&](const std::string& w) { warnings.push_back(w); };
-  EXPECT_EQ(sd.generate(r)[0].pixels, plain.pixels);
-  std::string all;
-  for (const std::string& w : warnings) all += w + "\n";
-  EXPECT_NE(all.find("2 of its tensors change no weight"), std::string::npos) << all;
-  EXPECT_NE(all.find("changes nothing in this model"), std::string::npos) << all;
+// A LoRA for another family's diffusion network is refused before anything is generated,
+// naming the file, the family it is for and this model: a Stable Diffusion UNet LoRA and an
+// SD3 one.
+TEST_F(FluxLoraPipeline, ALoraForAnotherFamilyIsRefused) {
+  const struct {
+    const char* file;
+    const char* stem;
+    const char* family;
+  } cases[] = {
+      {"sd1_lora.safetensors", "lora_unet_down_blocks_0_attentions_0_proj_in", "UNet"},
+      {"sd3_lora.safetensors", "lora_unet_joint_blocks_0_x_block_attn_qkv", "SD3"},
+  };
+  for (const auto& c : cases) {
+    io::test::SafetensorsBuilder lora;
+    const std::vector<float> v = random_values(16, 1, 0.3f);
+    lora.add(std::string(c.stem) + ".lora_down.weight", "F32", {2, 8}, f32_bytes(v));
+    lora.add(std::string(c.stem) + ".lora_up.weight", "F32", {8, 2}, f32_bytes(v));
+    const std::string path = dir_->file(c.file);
+    io::test::write_file(path, lora.bytes());
+    StableDiffusion sd(options_);
+    ImageRequest r = request_;
+    r.loras = {{path, 1.0f}};
+    std::string error;
+    try {
+      sd.generate(r);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find(path), std::string::npos) << error;
+    EXPECT_NE(error.find(c.family), std::string::npos) << error;
+    EXPECT_NE(error.find("this Flux model"), std::string::npos) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "io/io_test_util.h"
 #include "pipeline/stable_diffusion.h"
@@ -120,6 +121,21 @@ TEST_F(TinySd3, EachMissingClipFileIsNamedByItsFlag) {
     o.*field = "";
     const std::string e = error_of(o);
     EXPECT_NE(e.find(flag), std::string::npos) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+// A tokenizer of another kind where T5's belongs (CLIP's BPE tokenizer.json, CLIP's
+// merges file) fails when the model is set up, in one line naming the file.
+TEST_F(TinySd3, ATokenizerOfAnotherKindForT5IsNamed) {
+  const std::string bpe = temp_ + "/clip_tokenizer.json";
+  std::ofstream(bpe) << R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": []}})";
+  for (const std::string& wrong : {bpe, options_.clip_vocab}) {
+    ModelOptions o = options_;
+    o.t5_tokenizer = wrong;
+    const std::string e = error_of(o);
+    EXPECT_NE(e.find(wrong), std::string::npos) << e;
+    EXPECT_NE(e.find("T5 tokenizer"), std::string::npos) << e;
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
   }
 }

@@ -291,10 +291,9 @@ struct StableDiffusion::Impl {
   // where a --clip_l / --clip_g / --t5xxl file put them.
   std::string sd3_scope(std::string_view checkpoint_scope) const {
     const std::string s(checkpoint_scope);
-    const bool t5 = s == Sd3Conditioner::kT5Scope;
-    const std::string probe = t5 ? "shared.weight" : "embeddings.token_embedding.weight";
-    if (loader.contains(s + probe)) return s;
-    if (t5) return std::string(io::kT5xxlRoot);
+    // Every T5 spelling is mapped onto one root when read (io::kT5Root).
+    if (s == Sd3Conditioner::kT5Scope) return s;
+    if (loader.contains(s + "embeddings.token_embedding.weight")) return s;
     return s == Sd3Conditioner::kClipLScope ? TextConditioner::kScope : TextConditioner::kScope2;
   }
 
@@ -700,7 +699,8 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     std::vector<weights::ModelManager::LoraRequest> loras;
     for (const ImageRequest::Lora& l : r.loras) loras.push_back({l.path, l.multiplier});
     bool changed = false;
-    for (const std::string& w : weights->set_loras(loras, &changed)) warn(w);
+    for (const std::string& w : weights->set_loras(loras, &changed, io::version_name(version)))
+      warn(w);
     if (changed) backends->release_caches();  // packed copies of the old weights
   }
   probe_prediction();

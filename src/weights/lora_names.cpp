@@ -6,6 +6,7 @@
 
 #include "io/name_conversion.h"
 #include "weights/lora_flux_names.h"
+#include "weights/lora_sd3_names.h"
 
 namespace sd::weights {
 namespace {
@@ -125,12 +126,40 @@ std::string underscore_form(std::string_view name) {
   return s;
 }
 
+std::optional<LoraNetworkGuess> guess_lora_network(const std::vector<std::string>& keys) {
+  struct Marker {
+    std::string_view network;
+    std::vector<std::string_view> words;  // compared in underscore form
+  };
+  // Most telling first; diffusers' transformer_blocks.N.attn.add_q_proj is FLUX.1's and
+  // SD3's alike.
+  static const Marker kMarkers[] = {
+      {"FLUX.1", {"double_blocks_", "single_blocks_", "single_transformer_blocks_"}},
+      {"SD3", {"joint_blocks_"}},
+      {"a Stable Diffusion UNet (SD 1.x/2.x, SDXL)",
+       {"down_blocks_", "up_blocks_", "mid_block_", "input_blocks_", "output_blocks_",
+        "middle_block_"}},
+      {"a diffusion transformer (FLUX.1 or SD3)",
+       {"add_q_proj", "add_k_proj", "add_v_proj", "norm1_context", "ff_context"}},
+  };
+  for (const Marker& m : kMarkers)
+    for (const std::string& key : keys) {
+      const std::string u = underscore_form(key);
+      for (std::string_view w : m.words)
+        if (u.find(w) != std::string::npos) return LoraNetworkGuess{std::string(m.network), key};
+    }
+  return std::nullopt;
+}
+
 namespace {
 
 // Where each part's tensors sit among the canonical names: HF CLIP names for the text
 // encoders sit below their root's "transformer.".
 constexpr std::string_view kTextEncoderBase = "cond_stage_model.transformer.";
 constexpr std::string_view kTextEncoder2Base = "cond_stage_model.1.transformer.";
+// SD3 checkpoints keep CLIP-L and CLIP-G here; T5-XXL (SD3's third encoder) at io::kT5Root.
+constexpr std::string_view kClipLBase = "text_encoders.clip_l.transformer.";
+constexpr std::string_view kClipGBase = "text_encoders.clip_g.transformer.";
 
 }  // namespace
 
@@ -156,16 +185,24 @@ LoraNameIndex::LoraNameIndex(const std::map<std::string, Shape>& model_weights) 
         if (ends_with(diffusers, ".to_out.0"))
           add(Part::Unet, diffusers.substr(0, diffusers.size() - 2), base_name);
       }
-      for (const FluxSpelling& f : flux_diffusers_spellings(rel)) {
-        if (f.part < 0)
-          add(Part::Unet, f.diffusers, base_name);
-        else
-          fused_parts_[underscore_form(f.diffusers)] = {base_name, f.part};
-      }
+      // The diffusers names of the DiT families (a name is only FLUX.1's or only SD3's).
+      for (const auto& spellings : {flux_diffusers_spellings(rel), sd3_diffusers_spellings(rel)})
+        for (const FluxSpelling& f : spellings) {
+          if (f.part < 0)
+            add(Part::Unet, f.diffusers, base_name);
+          else
+            fused_parts_[underscore_form(f.diffusers)] = {base_name, f.part};
+        }
     } else if (starts_with(base, kTextEncoder2Base)) {
       add(Part::TextEncoder2, std::string(base.substr(kTextEncoder2Base.size())), base_name);
     } else if (starts_with(base, kTextEncoderBase)) {
       add(Part::TextEncoder, std::string(base.substr(kTextEncoderBase.size())), base_name);
+    } else if (starts_with(base, kClipLBase)) {
+      add(Part::TextEncoder, std::string(base.substr(kClipLBase.size())), base_name);
+    } else if (starts_with(base, kClipGBase)) {
+      add(Part::TextEncoder2, std::string(base.substr(kClipGBase.size())), base_name);
+    } else if (starts_with(base, io::kT5Root)) {
+      add(Part::TextEncoder3, std::string(base.substr(io::kT5Root.size())), base_name);
     } else if (starts_with(base, io::kVaeRoot)) {
       add(Part::Vae, std::string(base.substr(io::kVaeRoot.size())), base_name);
     }
@@ -190,7 +227,7 @@ std::pair<LoraNameIndex::Part, std::string_view> LoraNameIndex::split_prefix(
       {"model.diffusion_model.", Part::Unet},
       {"diffusion_model.", Part::Unet},
       {"unet.", Part::Unet},
-      {"transformer.", Part::Unet},       // diffusers DiT LoRAs (FLUX.1)
+      {"transformer.", Part::Unet},       // diffusers DiT LoRAs (FLUX.1, SD3)
       {"lora_transformer_", Part::Unet},  // the same, kohya-spelled
       {"lora_te2_", Part::TextEncoder2},
       {"te2.", Part::TextEncoder2},
@@ -198,6 +235,10 @@ std::pair<LoraNameIndex::Part, std::string_view> LoraNameIndex::split_prefix(
       {"text_encoder.2.", Part::TextEncoder2},
       {"cond_stage_model.1.transformer.", Part::TextEncoder2},
       {"clip_g.", Part::TextEncoder2},
+      {"lora_te3_", Part::TextEncoder3},  // SD3's T5-XXL
+      {"te3.", Part::TextEncoder3},
+      {"text_encoder_3.", Part::TextEncoder3},
+      {"t5xxl.", Part::TextEncoder3},
       {"lora_te1_", Part::TextEncoder},
       {"lora_te_", Part::TextEncoder},
       {"te1.", Part::TextEncoder},

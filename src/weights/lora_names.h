@@ -6,6 +6,10 @@
 //   diffusers/PEFT  unet.down_blocks.0.attentions.0.proj_in.lora_B.weight
 //                   text_encoder.text_model.encoder.layers.0.self_attn.q_proj.lora_A.weight
 //   LDM-style       model.diffusion_model.input_blocks.1.1.proj_in.lora_up.weight
+//   DiT (FLUX.1, SD3) lora_unet_joint_blocks_0_x_block_attn_qkv.lora_down.weight
+//                   transformer.transformer_blocks.0.attn.to_q.lora_A.weight (a part of
+//                   the fused qkv: lora_flux_names.h, lora_sd3_names.h)
+//   text encoders   lora_te1_ / lora_te2_ (CLIP-L, CLIP-G), lora_te3_ (SD3's T5-XXL)
 //
 // kohya replaces every '.' by '_', which cannot be undone from the key alone (proj_in is
 // one word, input_blocks_1_1 three). So the index goes the other way: from each weight the
@@ -18,6 +22,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "tensor/context.h"
 
@@ -31,6 +36,16 @@ std::optional<std::string> ldm_to_diffusers_unet(std::string_view ldm);
 
 // '.' -> '_': the form kohya keys use, and the form stems are compared in.
 std::string underscore_form(std::string_view name);
+
+// Which family's diffusion network a LoRA's keys were made for, judged from names only that
+// family has ("double_blocks": FLUX.1, "joint_blocks": SD3, "down_blocks": a UNet), with
+// the first key that shows it; nullopt when no key tells. For the error a LoRA for another
+// family gets, which changes none of the model's diffusion weights.
+struct LoraNetworkGuess {
+  std::string network;
+  std::string example_key;
+};
+std::optional<LoraNetworkGuess> guess_lora_network(const std::vector<std::string>& keys);
 
 class LoraNameIndex {
  public:
@@ -52,7 +67,7 @@ class LoraNameIndex {
   std::optional<FusedPart> find_part(std::string_view stem) const;
 
  private:
-  enum class Part { Unet, TextEncoder, TextEncoder2, Vae };
+  enum class Part { Unet, TextEncoder, TextEncoder2, TextEncoder3, Vae };
   void add(Part part, const std::string& spelling, const std::string& base);
 
   // Per part: underscore form of a part-relative spelling -> canonical base; "" when two

@@ -93,14 +93,17 @@ class ModelManager final : public nn::Weights {
   // LoRAs merged into the weights they change as those become resident (and again after a
   // disk reload). A different set drops the weights either set changes, so they are read
   // again clean and merged anew; an empty set removes every LoRA. Returns warnings (keys
-  // of a file that change no weight of this model); throws for unreadable files. Returns
-  // via `changed` whether any resident weight was dropped (backend caches are then stale).
+  // of a file that change no weight of this model); throws for unreadable files, for a
+  // file that changes no weight at all, and for one made for another family's diffusion
+  // network (`model`, e.g. "SD3", names this one in that error), before anything changes.
+  // Returns via `changed` whether any resident weight was dropped (backend caches are then
+  // stale).
   struct LoraRequest {
     std::string path;
     float multiplier = 1.0f;
   };
-  std::vector<std::string> set_loras(const std::vector<LoraRequest>& loras,
-                                     bool* changed = nullptr);
+  std::vector<std::string> set_loras(const std::vector<LoraRequest>& loras, bool* changed = nullptr,
+                                     std::string_view model = {});
 
   // The dtype `name` has (or will have) once resident.
   DType resident_type(const std::string& name) const;

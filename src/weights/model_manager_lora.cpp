@@ -4,15 +4,48 @@
 #include <cstring>
 #include <set>
 
+#include "io/name_conversion.h"
 #include "tensor/error.h"
 #include "tensor/ops/cast.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/view.h"
 #include "tensor/quant/quant.h"
+#include "weights/lora_names.h"
 #include "weights/model_manager.h"
 
 namespace sd::weights {
+namespace {
+
+// A LoRA that changes nothing, or nothing of the diffusion network while it was made for
+// another family's, is refused: whoever passes a LoRA expects it to apply.
+void check_lora_fits(const LoraFile& file, std::string_view model,
+                     const std::optional<LoraNetworkGuess>& model_network) {
+  const std::string this_model =
+      model.empty() ? std::string("this model") : "this " + std::string(model) + " model";
+  const bool changes_diffusion =
+      std::any_of(file.updates.begin(), file.updates.end(),
+                  [](const LoraUpdate& u) { return u.target.rfind(io::kUnetRoot, 0) == 0; });
+  if (!changes_diffusion) {
+    const std::optional<LoraNetworkGuess> g = guess_lora_network(file.unmatched);
+    // Names of this model's own network that missed (an SDXL LoRA on SD 1.x) are no
+    // other family's.
+    if (g && (!model_network || g->network != model_network->network))
+      fail(
+          "LoRA '%s' is made for %s (its tensor '%s'), not for %s, whose diffusion weights "
+          "it does not change; pass a LoRA made for this model",
+          file.path.c_str(), g->network.c_str(), g->example_key.c_str(), this_model.c_str());
+  }
+  SD_CHECK(!file.updates.empty(),
+           "LoRA '%s' changes no weight of %s (%s); pass a LoRA made for this model",
+           file.path.c_str(), this_model.c_str(),
+           file.unmatched.empty() ? "it holds no LoRA tensors"
+                                  : ("its tensors, e.g. '" + file.unmatched.front() +
+                                     "', name none of the model's weights")
+                                        .c_str());
+}
+
+}  // namespace
 
 const LoraFile& ModelManager::lora_file(const std::string& path) {
   auto it = lora_files_.find(path);
@@ -23,7 +56,15 @@ const LoraFile& ModelManager::lora_file(const std::string& path) {
 }
 
 std::vector<std::string> ModelManager::set_loras(const std::vector<LoraRequest>& loras,
-                                                 bool* changed) {
+                                                 bool* changed, std::string_view model) {
+  // Every file is read and checked before any weight changes.
+  if (!loras.empty()) {
+    std::vector<std::string> names;
+    for (const auto& [name, source] : loader_.tensors()) names.push_back(name);
+    const std::optional<LoraNetworkGuess> model_network = guess_lora_network(names);
+    for (const LoraRequest& request : loras)
+      check_lora_fits(lora_file(request.path), model, model_network);
+  }
   std::vector<std::string> warnings;
   std::map<std::string, LoraList> next;
   for (const LoraRequest& request : loras) {
@@ -33,8 +74,6 @@ std::vector<std::string> ModelManager::set_loras(const std::vector<LoraRequest>&
           format("LoRA '%s': %zu of its tensors change no weight of this model "
                  "and are ignored (e.g. '%s')",
                  request.path.c_str(), file.unmatched.size(), file.unmatched.front().c_str()));
-    if (file.updates.empty())
-      warnings.push_back(format("LoRA '%s' changes nothing in this model", request.path.c_str()));
     if (request.multiplier == 0.0f) continue;
     for (const LoraUpdate& u : file.updates) next[u.target].push_back({&u, request.multiplier});
   }

@@ -150,6 +150,57 @@ TEST_F(ManagerLora, AutoAddsAtRuntimeOnlyToQuantizedWeights) {
   EXPECT_NE(quantized.get(ctx, kQ, make_shape({kDim, kDim}))->op, Op::None);
 }
 
+// A LoRA made for a diffusion transformer (SD3 here) on a UNet model (SD 1.x/SDXL) is
+// refused, though its CLIP-L part fits, and the LoRAs in force stay as they were.
+TEST_F(ManagerLora, ALoraForAnotherFamilysNetworkIsRefusedAndChangesNothing) {
+  ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
+  const std::vector<float> original = weight(m);
+  m.set_loras({{lora_, 1.0f}});
+  const std::string sd3 = dir_.file("sd3.safetensors");
+  nn::RandomWeights l;
+  const std::string stem = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj";
+  l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
+  l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+  l.set("lora_unet_joint_blocks_0_x_block_attn_qkv.lora_up.weight", make_shape({1, 2}), {1, 1});
+  l.set("lora_unet_joint_blocks_0_x_block_attn_qkv.lora_down.weight", make_shape({2, 1}), {1, 1});
+  l.save_safetensors(sd3);
+  try {
+    m.set_loras({{sd3, 1.0f}}, nullptr, "SDXL");
+    FAIL();
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(sd3), std::string::npos) << what;
+    EXPECT_NE(what.find("made for SD3"), std::string::npos) << what;
+    EXPECT_NE(what.find("this SDXL model"), std::string::npos) << what;
+  }
+  EXPECT_EQ(weight(m), merged(original, 1.0f));
+}
+
+// Names of the model's own network that miss (an SDXL LoRA's deeper blocks on SD 1.x) are
+// a warning, not another family's LoRA.
+TEST_F(ManagerLora, MissingNamesOfTheModelsOwnNetworkAreAWarning) {
+  const std::string unet = dir_.file("unet.safetensors");
+  nn::RandomWeights w(DType::F16, 4);
+  Context ctx;
+  w.get(ctx, kQ, make_shape({kDim, kDim}));
+  w.get(ctx, "model.diffusion_model.input_blocks.1.1.proj_in.weight", make_shape({kDim, kDim}));
+  w.save_safetensors(unet);
+  ModelLoader loader;
+  loader.add(unet);
+  ModelManager m(loader, DeviceRegistry::instance().get("CPU"));
+  const std::string sdxl = dir_.file("sdxl.safetensors");
+  nn::RandomWeights l;
+  const std::string stem = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj";
+  l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
+  l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+  l.set("lora_unet_input_blocks_7_1_proj_in.lora_up.weight", make_shape({1, 2}), {1, 1});
+  l.set("lora_unet_input_blocks_7_1_proj_in.lora_down.weight", make_shape({2, 1}), {1, 1});
+  l.save_safetensors(sdxl);
+  const std::vector<std::string> warnings = m.set_loras({{sdxl, 1.0f}}, nullptr, "SD 1.x");
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("input_blocks_7"), std::string::npos) << warnings[0];
+}
+
 TEST_F(ManagerLora, MissingLoraFileIsNamed) {
   ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
   const std::string missing = dir_.file("nope.safetensors");
