@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -169,6 +170,19 @@ TEST(ModelVersion, FluxVariants) {
   EXPECT_EQ(detect_version(flux(384, true)), ModelVersion::FluxFill);
   EXPECT_EQ(describe_model(flux(64, true)).depth, 19);
   EXPECT_STREQ(version_name(ModelVersion::FluxFill), "Flux Fill");
+}
+
+TEST(ModelVersion, ChromaFromItsApproximator) {
+  // Chroma: schnell's blocks and the approximator, under any of the names files use.
+  std::vector<TensorInfo> chroma = flux(64, false);
+  chroma.push_back(t("model.diffusion_model.distilled_guidance_layer.in_proj.weight", {5120, 64}));
+  EXPECT_EQ(detect_version(chroma), ModelVersion::Chroma);
+  EXPECT_EQ(describe_model(chroma).depth, 19);
+  for (TensorInfo& info : chroma) info.name = info.name.substr(strlen("model.diffusion_model."));
+  EXPECT_EQ(detect_version(chroma), ModelVersion::Chroma);
+  EXPECT_EQ(family_of(ModelVersion::Chroma), ModelFamily::Chroma);
+  EXPECT_STREQ(version_name(ModelVersion::Chroma), "Chroma");
+  EXPECT_FALSE(is_unet_family(ModelVersion::Chroma));
 }
 
 TEST(ModelVersion, UnknownModelIsAnErrorNamingWhatWasSeen) {
