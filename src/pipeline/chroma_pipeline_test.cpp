@@ -86,6 +86,7 @@ TEST_F(TinyChroma, IsDetectedAndGenerates) {
 }
 
 TEST_F(TinyChroma, MaskOptionsChangeTheImage) {
+  request_.steps = 1;
   const std::vector<uint8_t> plain = pixels_with("");
   // The defaults spelled out give the same image.
   EXPECT_EQ(pixels_with("chroma_use_dit_mask=true, chroma_use_t5_mask=false;chroma_t5_mask_pad=1"),
