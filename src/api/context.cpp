@@ -73,6 +73,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
   if (given(p.clip_g_path)) o.clip_g = p.clip_g_path;
   if (given(p.t5xxl_path)) o.t5xxl = p.t5xxl_path;
+  if (given(p.model_args)) o.model_args = p.model_args;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
   o.use_mmap = p.enable_mmap;

@@ -84,6 +84,8 @@ ModelFamily family_of(ModelVersion v) {
     case ModelVersion::FluxSchnell:
     case ModelVersion::FluxFill:
       return ModelFamily::Flux;
+    case ModelVersion::Chroma:
+      return ModelFamily::Chroma;
     case ModelVersion::Unknown:
       break;
   }
@@ -128,6 +130,8 @@ const char* version_name(ModelVersion v) {
       return "Flux Schnell";
     case ModelVersion::FluxFill:
       return "Flux Fill";
+    case ModelVersion::Chroma:
+      return "Chroma";
   }
   return "unknown";
 }
@@ -144,6 +148,8 @@ const char* family_name(ModelFamily f) {
       return "SD3";
     case ModelFamily::Flux:
       return "Flux";
+    case ModelFamily::Chroma:
+      return "Chroma";
     case ModelFamily::Unknown:
       break;
   }
@@ -208,6 +214,11 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
   if (double_depth > 0) {
     d.depth = double_depth;
     if (const TensorInfo* img_in = find("img_in.weight")) d.in_channels = img_in->ne[0];
+    // Chroma: every modulation comes from one approximator (sd.cpp looks for the same name).
+    if (find("distilled_guidance_layer.in_proj.weight")) {
+      d.version = ModelVersion::Chroma;
+      return d;
+    }
     d.version = d.in_channels == kFluxFillChannels    ? ModelVersion::FluxFill
                 : find("guidance_in.in_layer.weight") ? ModelVersion::Flux
                                                       : ModelVersion::FluxSchnell;
@@ -268,8 +279,8 @@ ModelVersion detect_version(const std::vector<TensorInfo>& tensors) {
                      static_cast<long long>(d.in_channels), static_cast<long long>(d.context_dim));
   }
   fail(
-      "unknown model: saw %zu tensors, e.g. %s%s; expected one of SD1.x, SD2.x, SDXL, SD3, Flux "
-      "(a VAE or text-encoder file goes with --vae / --clip_l, not -m)",
+      "unknown model: saw %zu tensors, e.g. %s%s; expected one of SD1.x, SD2.x, SDXL, SD3, Flux, "
+      "Chroma (a VAE or text-encoder file goes with --vae / --clip_l, not -m)",
       tensors.size(), tensors.empty() ? "none" : seen.c_str(), why.c_str());
 }
 

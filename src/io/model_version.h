@@ -31,9 +31,10 @@ enum class ModelVersion {
   Flux,         // Flux.1 dev: guidance embedding (guidance_in)
   FluxSchnell,  // no guidance_in
   FluxFill,     // img_in takes 384 channels (64 latent + 320 mask/image)
+  Chroma,       // FLUX.1 blocks without modulation linears: distilled_guidance_layer
 };
 
-enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux };
+enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma };
 
 ModelFamily family_of(ModelVersion v);
 // sd.cpp's strings where it has the version ("SD 1.x", "SD 2.x Inpaint", "SDXL", "Flux

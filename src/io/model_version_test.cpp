@@ -171,6 +171,17 @@ TEST(ModelVersion, FluxVariants) {
   EXPECT_STREQ(version_name(ModelVersion::FluxFill), "Flux Fill");
 }
 
+TEST(ModelVersion, ChromaFromItsApproximator) {
+  // Chroma: schnell's blocks and the approximator.
+  std::vector<TensorInfo> chroma = flux(64, false);
+  chroma.push_back(t("model.diffusion_model.distilled_guidance_layer.in_proj.weight", {5120, 64}));
+  EXPECT_EQ(detect_version(chroma), ModelVersion::Chroma);
+  EXPECT_EQ(describe_model(chroma).depth, 19);
+  EXPECT_EQ(family_of(ModelVersion::Chroma), ModelFamily::Chroma);
+  EXPECT_STREQ(version_name(ModelVersion::Chroma), "Chroma");
+  EXPECT_FALSE(is_unet_family(ModelVersion::Chroma));
+}
+
 TEST(ModelVersion, UnknownModelIsAnErrorNamingWhatWasSeen) {
   std::vector<TensorInfo> vae = {t("first_stage_model.encoder.conv_in.weight", {128, 3, 3, 3}),
                                  t("first_stage_model.encoder.conv_in.bias", {128})};

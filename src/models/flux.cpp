@@ -24,6 +24,13 @@ FluxConfig FluxConfig::schnell() {
   return c;
 }
 
+FluxConfig FluxConfig::chroma() {
+  FluxConfig c = schnell();
+  c.vec_dim = 0;
+  c.approximator.depth = 5;
+  return c;
+}
+
 FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, int64_t patches_w) {
   return flux_rope(c, text_tokens, patches_h, patches_w, {});
 }
@@ -112,6 +119,29 @@ std::vector<Tensor*> modulation_chunks(const nn::Scope& lin, Tensor* vec, int64_
   return chunks;
 }
 
+// Where a block's shift, scale and gate vectors come from: FLUX.1 computes them per block
+// from the vector embedding (lin(silu(vec))); Chroma reads them from its approximator's
+// table, each block at its offset (FluxConfig::modulation_count gives the order).
+struct Modulations {
+  Tensor* vec = nullptr;    // FLUX.1: [hidden, N]
+  Tensor* table = nullptr;  // Chroma: [hidden, modulation_count, N]
+  int64_t hidden = 0;
+
+  std::vector<Tensor*> get(const nn::Scope& lin, int64_t offset, int count) const {
+    if (!table) return modulation_chunks(lin, vec, hidden, count);
+    std::vector<Tensor*> chunks;
+    for (int i = 0; i < count; ++i)
+      chunks.push_back(cont(lin.ctx(), slice(lin.ctx(), table, 1, offset + i, offset + i + 1)));
+    return chunks;
+  }
+};
+
+// x [C, 1, N] repeated along dim 1: [C, count, N] (a view with row stride 0, copied).
+Tensor* repeat_rows(Context& ctx, Tensor* x, int64_t count) {
+  return cont(ctx,
+              view(ctx, x, {x->ne[0], count, x->ne[2], 1}, {x->nb[0], 0, x->nb[2], x->nb[3]}, 0));
+}
+
 // LayerNorm without affine parameters, then (1 + scale) * x + shift.
 Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
   Tensor* h = layer_norm(ctx, x, 1e-6f);
@@ -152,15 +182,19 @@ Tensor* qk_norm(const nn::Scope& norm, const char* which, Tensor* x, int64_t d) 
 }
 
 // Scaled dot-product attention over [D, H, L, N] q, k, v with RoPE: [hidden, L, N].
+// key_mask: null or f32 [L], the same for every query (a view with row stride 0).
 Tensor* rope_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* cos_t, Tensor* sin_t,
-                       AttentionPrecision precision) {
+                       Tensor* key_mask, AttentionPrecision precision) {
   const int64_t d = q->ne[0], heads = q->ne[1], len = q->ne[2], n = q->ne[3];
   q = apply_rope(ctx, q, cos_t, sin_t);
   k = apply_rope(ctx, k, cos_t, sin_t);
+  Tensor* mask = nullptr;
+  if (key_mask)
+    mask = view(ctx, key_mask, {len, len, 1, 1}, {key_mask->nb[0], 0, 0, 0}, 0);  // [Lk, Lq]
   const std::array<int, kMaxDims> tokens_then_heads = {0, 2, 1, 3};
   Tensor* out = attention(ctx, permute(ctx, q, tokens_then_heads),
                           permute(ctx, k, tokens_then_heads), permute(ctx, v, tokens_then_heads),
-                          nullptr, 1.0f / std::sqrt(static_cast<float>(d)), precision);
+                          mask, 1.0f / std::sqrt(static_cast<float>(d)), precision);
   return reshape(ctx, out, {d * heads, len, n});  // [D, H, L, N] -> [hidden, L, N]
 }
 
@@ -190,18 +224,20 @@ Tensor* stream_after_attention(const nn::Scope& block, const std::string& side, 
 }
 
 // Double-stream block: image and text keep their own weights and attend jointly.
-void double_block(const nn::Scope& block, const FluxConfig& c, Tensor*& img, Tensor*& txt,
-                  Tensor* vec, Tensor* cos_t, Tensor* sin_t) {
+void double_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor*& img,
+                  Tensor*& txt, const Modulations& mods, Tensor* cos_t, Tensor* sin_t,
+                  Tensor* key_mask) {
   Context& ctx = block.ctx();
-  const std::vector<Tensor*> img_mod = modulation_chunks(block["img_mod"]["lin"], vec, c.hidden, 6);
-  const std::vector<Tensor*> txt_mod = modulation_chunks(block["txt_mod"]["lin"], vec, c.hidden, 6);
+  const int64_t img_at = 3 * c.depth_single + 6 * index, txt_at = img_at + 6 * c.depth;
+  const std::vector<Tensor*> img_mod = mods.get(block["img_mod"]["lin"], img_at, 6);
+  const std::vector<Tensor*> txt_mod = mods.get(block["txt_mod"]["lin"], txt_at, 6);
   const StreamQkv iq = stream_qkv(block["img_attn"], c, modulate(ctx, img, img_mod[0], img_mod[1]));
   const StreamQkv tq = stream_qkv(block["txt_attn"], c, modulate(ctx, txt, txt_mod[0], txt_mod[1]));
   // Joint sequence: text tokens first, as the positions were made.
   Tensor* q = concat(ctx, tq.q, iq.q, 2);
   Tensor* k = concat(ctx, tq.k, iq.k, 2);
   Tensor* v = concat(ctx, tq.v, iq.v, 2);
-  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t,
+  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
                                 nn::attention_precision_for(block["img_attn"]["qkv"].param(
                                     "weight", {c.hidden, 3 * c.hidden})));
   const int64_t lt = txt->ne[1], li = img->ne[1];
@@ -215,17 +251,17 @@ void double_block(const nn::Scope& block, const FluxConfig& c, Tensor*& img, Ten
 
 // Single-stream block: one fused linear gives q, k, v and the MLP input; attention and MLP
 // run in parallel and one linear maps both back.
-Tensor* single_block(const nn::Scope& block, const FluxConfig& c, Tensor* x, Tensor* vec,
-                     Tensor* cos_t, Tensor* sin_t) {
+Tensor* single_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor* x,
+                     const Modulations& mods, Tensor* cos_t, Tensor* sin_t, Tensor* key_mask) {
   Context& ctx = block.ctx();
-  const std::vector<Tensor*> mod = modulation_chunks(block["modulation"]["lin"], vec, c.hidden, 3);
+  const std::vector<Tensor*> mod = mods.get(block["modulation"]["lin"], 3 * index, 3);
   Tensor* h = modulate(ctx, x, mod[0], mod[1]);
   Tensor* fused = nn::linear(block["linear1"], h, c.hidden, 3 * c.hidden + c.mlp_hidden);
   const nn::Scope norm = block["norm"];
   Tensor* q = qk_norm(norm, "query_norm", qkv_part(ctx, fused, 0, c), c.head_dim());
   Tensor* k = qk_norm(norm, "key_norm", qkv_part(ctx, fused, 1, c), c.head_dim());
   Tensor* v = qkv_part(ctx, fused, 2, c);
-  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t,
+  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
                                 nn::attention_precision_for(block["linear1"].param(
                                     "weight", {c.hidden, 3 * c.hidden + c.mlp_hidden})));
   Tensor* mlp =
@@ -235,26 +271,36 @@ Tensor* single_block(const nn::Scope& block, const FluxConfig& c, Tensor* x, Ten
   return set_name(add(ctx, x, mul(ctx, out, mod[2])), block.prefix() + "out");
 }
 
-}  // namespace
+// Chroma's approximator: sinusoids of the timestep, the guidance and each modulation's index
+// (all times 1000, as sd.cpp and the released code embed them) side by side, through
+// in_proj, residual RMSNorm + MLP layers and out_proj: [hidden, modulation_count, N].
+Tensor* approximator(const nn::Scope& s, const FluxConfig& c, Tensor* timesteps, Tensor* guidance) {
+  Context& ctx = s.ctx();
+  const FluxConfig::Approximator& a = c.approximator;
+  const int64_t count = c.modulation_count(), n = timesteps->ne[0];
+  const int quarter = static_cast<int>(a.in / 4);
+  Tensor* t = timestep_embedding(ctx, scale(ctx, timesteps, 1000.0f), quarter);  // [in/4, N]
+  Tensor* g = timestep_embedding(ctx, scale(ctx, guidance, 1000.0f), quarter);
+  Tensor* tg = reshape(ctx, concat(ctx, t, g, 0), {2 * quarter, 1, n});
+  Tensor* index = timestep_embedding(
+      ctx, scale(ctx, arange(ctx, 0.0f, static_cast<float>(count), 1.0f), 1000.0f),
+      static_cast<int>(a.in - 2 * quarter));  // [in/2, count]
+  index = reshape(ctx, index, {index->ne[0], count, 1});
+  Tensor* x = repeat_rows(ctx, tg, count);  // [in/2, count, N]
+  for (Tensor* one = index; index->ne[2] < n;) index = concat(ctx, index, one, 2);
+  x = concat(ctx, x, index, 0);  // [in, count, N]
+  x = nn::linear(s["in_proj"], x, a.in, a.hidden);
+  for (int i = 0; i < a.depth; ++i) {
+    Tensor* h = rms_norm(ctx, x, 1e-6f, s["norms"][i].param("scale", {a.hidden}));
+    x = add(ctx, x, mlp_embedder(s["layers"][i], h, a.hidden, a.hidden));
+  }
+  return set_name(nn::linear(s["out_proj"], x, a.hidden, c.hidden), s.prefix() + "out");
+}
 
-Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Tensor* txt,
-                     Tensor* timesteps, Tensor* guidance, Tensor* y, Tensor* rope_cos,
-                     Tensor* rope_sin) {
+// FLUX.1's vector: embeddings of the timestep, the guidance (dev) and the pooled text, summed.
+Tensor* vector_embedding(const nn::Scope& dit, const FluxConfig& c, Tensor* timesteps,
+                         Tensor* guidance, Tensor* y) {
   Context& ctx = dit.ctx();
-  SD_CHECK(c.heads > 0 && c.hidden % c.heads == 0 && c.head_dim() % 2 == 0,
-           "[flux] %lld heads do not split a width of %lld into even head widths",
-           static_cast<long long>(c.heads), static_cast<long long>(c.hidden));
-  SD_CHECK(img->ne[0] == c.in_channels && txt->ne[0] == c.context_dim && y->ne[0] == c.vec_dim,
-           "[flux] inputs have %lld, %lld and %lld channels; the model takes %lld (image), %lld "
-           "(text) and %lld (vector)",
-           static_cast<long long>(img->ne[0]), static_cast<long long>(txt->ne[0]),
-           static_cast<long long>(y->ne[0]), static_cast<long long>(c.in_channels),
-           static_cast<long long>(c.context_dim), static_cast<long long>(c.vec_dim));
-  SD_CHECK(!c.guidance_embed || guidance, "[flux] this model needs a guidance input");
-
-  // 1. Embeddings: image patches, text tokens, and the vector of timestep, guidance and
-  // pooled text (sinusoids of t * 1000, as the model was trained).
-  img = nn::linear(dit["img_in"], img, c.in_channels, c.hidden);  // [h, Li, N]
   Tensor* vec = mlp_embedder(dit["time_in"],
                              timestep_embedding(ctx, scale(ctx, timesteps, 1000.0f), 256), 256,
                              c.hidden);  // [h, N]
@@ -263,24 +309,61 @@ Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Ten
         ctx, vec,
         mlp_embedder(dit["guidance_in"],
                      timestep_embedding(ctx, scale(ctx, guidance, 1000.0f), 256), 256, c.hidden));
-  vec = add(ctx, vec, mlp_embedder(dit["vector_in"], y, c.vec_dim, c.hidden));
+  return add(ctx, vec, mlp_embedder(dit["vector_in"], y, c.vec_dim, c.hidden));
+}
+
+}  // namespace
+
+Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Tensor* txt,
+                     Tensor* timesteps, Tensor* guidance, Tensor* y, Tensor* rope_cos,
+                     Tensor* rope_sin, Tensor* key_mask) {
+  Context& ctx = dit.ctx();
+  SD_CHECK(c.heads > 0 && c.hidden % c.heads == 0 && c.head_dim() % 2 == 0,
+           "[flux] %lld heads do not split a width of %lld into even head widths",
+           static_cast<long long>(c.heads), static_cast<long long>(c.hidden));
+  const int64_t y_dim = y ? y->ne[0] : 0;
+  SD_CHECK(img->ne[0] == c.in_channels && txt->ne[0] == c.context_dim &&
+               y_dim == (c.is_chroma() ? 0 : c.vec_dim),
+           "[flux] inputs have %lld, %lld and %lld channels; the model takes %lld (image), %lld "
+           "(text) and %lld (vector)",
+           static_cast<long long>(img->ne[0]), static_cast<long long>(txt->ne[0]),
+           static_cast<long long>(y_dim), static_cast<long long>(c.in_channels),
+           static_cast<long long>(c.context_dim), static_cast<long long>(c.vec_dim));
+  SD_CHECK(!(c.guidance_embed || c.is_chroma()) || guidance,
+           "[flux] this model needs a guidance input");
+  SD_CHECK(!key_mask || (key_mask->ne[0] == txt->ne[1] + img->ne[1] && img->ne[2] == 1),
+           "[flux] the attention mask covers %lld tokens; the sequence has %lld",
+           static_cast<long long>(key_mask ? key_mask->ne[0] : 0),
+           static_cast<long long>(txt->ne[1] + img->ne[1]));
+
+  // 1. Embeddings: image patches, text tokens, and the vector of timestep, guidance and
+  // pooled text (sinusoids of t * 1000, as the model was trained); Chroma: every block's
+  // modulation from the approximator instead.
+  img = nn::linear(dit["img_in"], img, c.in_channels, c.hidden);  // [h, Li, N]
+  Modulations mods;
+  mods.hidden = c.hidden;
+  if (c.is_chroma())
+    mods.table = approximator(dit["distilled_guidance_layer"], c, timesteps, guidance);
+  else
+    mods.vec = vector_embedding(dit, c, timesteps, guidance, y);
   txt = nn::linear(dit["txt_in"], txt, c.context_dim, c.hidden);  // [h, Lt, N]
 
   // 2. Double-stream blocks.
   const nn::Scope doubles = dit["double_blocks"];
-  for (int i = 0; i < c.depth; ++i) double_block(doubles[i], c, img, txt, vec, rope_cos, rope_sin);
+  for (int i = 0; i < c.depth; ++i)
+    double_block(doubles[i], i, c, img, txt, mods, rope_cos, rope_sin, key_mask);
 
   // 3. Single-stream blocks over the joint sequence.
   const int64_t lt = txt->ne[1], li = img->ne[1];
   Tensor* x = concat(ctx, txt, img, 1);  // [h, Lt + Li, N]
   const nn::Scope singles = dit["single_blocks"];
   for (int i = 0; i < c.depth_single; ++i)
-    x = single_block(singles[i], c, x, vec, rope_cos, rope_sin);
+    x = single_block(singles[i], i, c, x, mods, rope_cos, rope_sin, key_mask);
   img = cont(ctx, slice(ctx, x, 1, lt, lt + li));
 
   // 4. Final layer: adaLN (shift first) and the projection to patches.
   const std::vector<Tensor*> mod =
-      modulation_chunks(dit["final_layer"]["adaLN_modulation"]["1"], vec, c.hidden, 2);
+      mods.get(dit["final_layer"]["adaLN_modulation"]["1"], 3 * c.depth_single + 12 * c.depth, 2);
   img = modulate(ctx, img, mod[0], mod[1]);
   img = nn::linear(dit["final_layer"]["linear"], img, c.hidden, c.out_channels);
   return set_name(img, dit.prefix() + "out");

@@ -14,6 +14,12 @@
 // attn.norm.{query,key}_norm.scale, attn.proj, mlp.0, mlp.2}, single_blocks.N.{linear1,
 // linear2, norm.{query,key}_norm.scale, modulation.lin}, final_layer.{linear,
 // adaLN_modulation.1}.
+//
+// Chroma (lodestones 2025, a FLUX.1-schnell derivative) prunes every modulation linear and
+// the time, vector and guidance embedders: one "distilled guidance layer" (the approximator:
+// distilled_guidance_layer.{in_proj, norms.N.scale, layers.N.{in,out}_layer, out_proj})
+// maps sinusoids of (timestep, guidance, modulation index) to all shift/scale/gate vectors
+// at once, and the text is T5's alone, with a key mask over its padding.
 #pragma once
 
 #include <cstdint>
@@ -37,12 +43,25 @@ struct FluxConfig {
   std::vector<int> axes_dim = {16, 56, 56};
   float theta = 10000.0f;
   int patch_size = 2;
+  // Chroma's approximator; depth 0: FLUX.1's per-block modulation linears instead.
+  struct Approximator {
+    int64_t in = 64;        // sinusoids: timestep in/4, guidance in/4, modulation index in/2
+    int64_t hidden = 5120;  // inner width
+    int depth = 0;          // residual RMSNorm + MLP layers
+  } approximator;
 
   int64_t head_dim() const { return hidden / heads; }
+  bool is_chroma() const { return approximator.depth > 0; }
+  // Chroma's modulation vectors, in order: 3 per single block, 6 per double block's image
+  // stream, 6 per double block's text stream, 2 for the final layer (344 when released).
+  int64_t modulation_count() const { return 3 * depth_single + 12 * depth + 2; }
 
   // black-forest-labs/FLUX.1-dev and FLUX.1-schnell (no guidance embedding).
   static FluxConfig dev();
   static FluxConfig schnell();
+  // lodestones/Chroma: schnell's transformer without modulation linears and vector input,
+  // an approximator 64 -> 5120 (5 layers) -> 3072.
+  static FluxConfig chroma();
 };
 
 // The rotary tables of the joint sequence (text tokens, then the image's patches in
@@ -72,11 +91,13 @@ std::vector<float> flux_unpatchify(const std::vector<float>& tokens, int64_t w, 
 // Builds the DiT graph for one call.
 //   img: f32 [in_channels, image tokens, N]; txt: f32 [context_dim, text tokens, N];
 //   timesteps: f32 [N] in [0, 1] (sigma); guidance: f32 [N] or null (schnell);
-//   y: f32 [vec_dim, N]; rope_cos, rope_sin: f32 [1, head_dim / 2, tokens * N], flux_rope's
-//   tables repeated once per batch entry.
+//   y: f32 [vec_dim, N] (null for Chroma); rope_cos, rope_sin: f32 [1, head_dim / 2,
+//   tokens * N], flux_rope's tables repeated once per batch entry;
+//   key_mask (Chroma, N = 1): null or f32 [text + image tokens], added to every attention
+//   score of that key (0 or -inf).
 // Returns f32 [out_channels, image tokens, N]: the flow (velocity) prediction.
 Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& config, Tensor* img, Tensor* txt,
                      Tensor* timesteps, Tensor* guidance, Tensor* y, Tensor* rope_cos,
-                     Tensor* rope_sin);
+                     Tensor* rope_sin, Tensor* key_mask = nullptr);
 
 }  // namespace sd::models

@@ -288,5 +288,50 @@ TEST(Flux, MismatchedInputsFailWithTheirSizes) {
   }
 }
 
+// Chroma: the approximator gives every modulation; a masked text token is invisible to the
+// image, an unmasked one is not.
+TEST(Flux, ChromaMaskHidesMaskedTextTokensFromTheImage) {
+  FluxConfig c = tiny_config(false);
+  c.vec_dim = 0;
+  c.approximator.in = 16;
+  c.approximator.hidden = 20;
+  c.approximator.depth = 2;
+  ASSERT_EQ(c.modulation_count(), 3 * 2 + 12 * 1 + 2);
+  nn::RandomWeights w(DType::F32, 5);
+  Inputs in = some_inputs(c);
+  const int64_t li = (in.w / 2) * (in.h / 2);
+  const float inf = INFINITY;
+  auto run = [&](const Values& txt, const Values& mask) {
+    const Values tokens = flux_patchify(in.latent, in.w, in.h, c.in_channels / 4, 2);
+    const FluxRope rope = flux_rope(c, in.text, in.h / 2, in.w / 2);
+    nn::GraphRunner runner(cpu_backend());
+    nn::GraphCall call;
+    Tensor* img = call.input_f32("img", make_shape({c.in_channels, li, 1}), tokens.data());
+    Tensor* t = call.input_f32("txt", make_shape({c.context_dim, in.text, 1}), txt.data());
+    Tensor* ts = call.input_f32("t", make_shape({1}), &in.t);
+    const float zero = 0.0f;
+    Tensor* g = call.input_f32("g", make_shape({1}), &zero);
+    const int64_t half = c.head_dim() / 2;
+    Tensor* rc = call.input_f32("cos", make_shape({1, half, in.text + li}), rope.cos.data());
+    Tensor* rs = call.input_f32("sin", make_shape({1, half, in.text + li}), rope.sin.data());
+    Tensor* m =
+        mask.empty() ? nullptr : call.input_f32("mask", make_shape({in.text + li}), mask.data());
+    return runner.run(call, flux_forward(nn::Scope(call.ctx(), w, kPrefix), c, img, t, ts, g,
+                                         nullptr, rc, rs, m));
+  };
+  Values other = in.txt;
+  for (int64_t i = 2 * c.context_dim; i < 3 * c.context_dim; ++i) other[i] += 1.0f;  // token 2
+  Values mask(static_cast<size_t>(in.text + li), 0.0f);
+  mask[2] = -inf;
+  const Values masked = run(in.txt, mask);
+  EXPECT_EQ(run(other, mask), masked);
+  EXPECT_NE(run(other, {}), run(in.txt, {}));
+  EXPECT_NE(run(in.txt, {}), masked);
+  for (const std::string& name : w.names()) {
+    EXPECT_EQ(name.find("_mod."), std::string::npos) << name;
+    EXPECT_EQ(name.find("time_in"), std::string::npos) << name;
+  }
+}
+
 }  // namespace
 }  // namespace sd::models

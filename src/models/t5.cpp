@@ -88,7 +88,7 @@ Tensor* feed_forward(const nn::Scope& ff, const T5Config& c, Tensor* x) {
 }  // namespace
 
 Tensor* t5_encoder_forward(const nn::Scope& t5, const T5Config& c, Tensor* token_ids,
-                           Tensor* buckets) {
+                           Tensor* buckets, Tensor* key_mask) {
   Context& ctx = t5.ctx();
   SD_CHECK(token_ids->type == DType::I32, "[t5] token ids must be i32");
   SD_CHECK(c.heads > 0 && c.inner_dim % c.heads == 0, "[t5] %lld heads do not divide %lld",
@@ -100,6 +100,8 @@ Tensor* t5_encoder_forward(const nn::Scope& t5, const T5Config& c, Tensor* token
   Tensor* x = get_rows(ctx, t5["shared"].param("weight", {c.model_dim, c.vocab_size}),
                        token_ids);  // [d, L, N]
   Tensor* bias = position_bias(blocks[0]["layer"][0]["SelfAttention"], c, buckets, len);
+  // A padding mask joins the bias: the same for every query and head.
+  if (key_mask) bias = add(ctx, bias, reshape(ctx, key_mask, {len, 1, 1}));
 
   // 2. Pre-norm layers: x + attn(norm(x)), x + ff(norm(x)).
   for (int i = 0; i < c.layers; ++i) {

@@ -42,9 +42,10 @@ std::vector<int32_t> t5_relative_position_buckets(int64_t n, int buckets, int ma
 
 // Builds the encoder graph.
 //   token_ids: i32 [L, N];
-//   buckets: i32 [L * L] holding t5_relative_position_buckets(L, ...).
+//   buckets: i32 [L * L] holding t5_relative_position_buckets(L, ...);
+//   key_mask: null or f32 [L], added to every score of that key (0, or -inf for padding).
 // Returns f32 [model_dim, L, N], after the final norm.
 Tensor* t5_encoder_forward(const nn::Scope& t5, const T5Config& config, Tensor* token_ids,
-                           Tensor* buckets);
+                           Tensor* buckets, Tensor* key_mask = nullptr);
 
 }  // namespace sd::models

@@ -15,6 +15,9 @@ struct Conditioning {
   int64_t tokens = 0;
   std::vector<float> pooled;  // SDXL: the second encoder's pooled, projected output
   std::vector<float> vector;
+  // Chroma: what the transformer adds to each text token's attention scores (0, or -inf for
+  // masked padding), one value per token; empty: every token is attended.
+  std::vector<float> mask;
 };
 
 }  // namespace sd::pipeline

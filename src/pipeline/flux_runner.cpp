@@ -77,27 +77,44 @@ std::vector<float> FluxRunner::run_one(const std::vector<float>& tokens, int64_t
   SD_CHECK(c.dim == cfg.context_dim,
            "[flux] the T5 encoder gives %lld-wide tokens, this transformer takes %lld",
            static_cast<long long>(c.dim), static_cast<long long>(cfg.context_dim));
-  SD_CHECK(static_cast<int64_t>(c.vector.size()) == cfg.vec_dim,
+  const int64_t vec_dim = cfg.is_chroma() ? 0 : cfg.vec_dim;
+  SD_CHECK(static_cast<int64_t>(c.vector.size()) == vec_dim,
            "[flux] the pooled CLIP vector has %zu values, this transformer takes %lld",
-           c.vector.size(), static_cast<long long>(cfg.vec_dim));
+           c.vector.size(), static_cast<long long>(vec_dim));
+  SD_CHECK(c.mask.empty() || static_cast<int64_t>(c.mask.size()) == c.tokens,
+           "[flux] the text mask has %zu values for %lld tokens", c.mask.size(),
+           static_cast<long long>(c.tokens));
   const int64_t ph = h / cfg.patch_size, pw = w / cfg.patch_size;
   const int64_t image_tokens = static_cast<int64_t>(tokens.size()) / cfg.in_channels;
   const models::FluxRope rope = models::flux_rope(cfg, c.tokens, ph, pw, ref_positions_);
   const int64_t all_tokens = c.tokens + image_tokens;
-  const float t = timestep, g = guidance_;
+  // sd.cpp compatibility: Chroma's guidance input is always zero (--guidance is not read).
+  const float t = timestep, g = cfg.is_chroma() ? 0.0f : guidance_;
+  // Chroma's key mask: the text's, then zeros for the image (and reference) tokens.
+  std::vector<float> key_mask;
+  if (!c.mask.empty()) {
+    key_mask = c.mask;
+    key_mask.resize(static_cast<size_t>(all_tokens), 0.0f);
+  }
 
   nn::GraphCall call;
   Tensor* img =
       call.input_f32("img", make_shape({cfg.in_channels, image_tokens, 1}), tokens.data());
   Tensor* txt = call.input_f32("txt", make_shape({c.dim, c.tokens, 1}), c.context.data());
   Tensor* ts = call.input_f32("timesteps", make_shape({1}), &t);
-  Tensor* guidance = cfg.guidance_embed ? call.input_f32("guidance", make_shape({1}), &g) : nullptr;
-  Tensor* y = call.input_f32("y", make_shape({cfg.vec_dim, 1}), c.vector.data());
+  Tensor* guidance = cfg.guidance_embed || cfg.is_chroma()
+                         ? call.input_f32("guidance", make_shape({1}), &g)
+                         : nullptr;
+  Tensor* y =
+      vec_dim > 0 ? call.input_f32("y", make_shape({vec_dim, 1}), c.vector.data()) : nullptr;
+  Tensor* mask = key_mask.empty()
+                     ? nullptr
+                     : call.input_f32("key_mask", make_shape({all_tokens}), key_mask.data());
   const int64_t half = cfg.head_dim() / 2;
   Tensor* rc = call.input_f32("rope_cos", make_shape({1, half, all_tokens}), rope.cos.data());
   Tensor* rs = call.input_f32("rope_sin", make_shape({1, half, all_tokens}), rope.sin.data());
   Tensor* pred = models::flux_forward(nn::Scope(call.ctx(), weights_, kScope), cfg, img, txt, ts,
-                                      guidance, y, rc, rs);
+                                      guidance, y, rc, rs, mask);
   // Kontext: the prediction is the generated image's tokens only.
   if (image_tokens > ph * pw) pred = cont(call.ctx(), slice(call.ctx(), pred, 1, 0, ph * pw));
   std::vector<float> out = runner_.run(call, pred);
@@ -112,8 +129,8 @@ std::vector<nn::ParamDecl> FluxRunner::parameters() const {
   Tensor* img = ctx.new_tensor(DType::F32, {cfg.in_channels, 4, 1});
   Tensor* txt = ctx.new_tensor(DType::F32, {cfg.context_dim, 4, 1});
   Tensor* t = ctx.new_tensor(DType::F32, {1});
-  Tensor* g = cfg.guidance_embed ? ctx.new_tensor(DType::F32, {1}) : nullptr;
-  Tensor* y = ctx.new_tensor(DType::F32, {cfg.vec_dim, 1});
+  Tensor* g = cfg.guidance_embed || cfg.is_chroma() ? ctx.new_tensor(DType::F32, {1}) : nullptr;
+  Tensor* y = cfg.is_chroma() ? nullptr : ctx.new_tensor(DType::F32, {cfg.vec_dim, 1});
   Tensor* rc = ctx.new_tensor(DType::F32, {1, cfg.head_dim() / 2, 8});
   Tensor* rs = ctx.new_tensor(DType::F32, {1, cfg.head_dim() / 2, 8});
   models::flux_forward(nn::Scope(ctx, recorder, kScope), cfg, img, txt, t, g, y, rc, rs);

@@ -185,6 +185,25 @@ FamilyDescription flux() {
   return d;
 }
 
+models::FluxConfig chroma_dit(ModelVersion v) {
+  if (v != ModelVersion::Chroma) unsupported(v);
+  return models::FluxConfig::chroma();
+}
+
+// Chroma (lodestones/Chroma; sd.cpp's Chroma support): FLUX.1 schnell's transformer with one
+// approximator for all modulations, conditioned on T5-XXL alone (no CLIP), FLUX.1's
+// autoencoder and sampling defaults; flow shift 1 (no guidance embedding). Dimensions from
+// the files.
+FamilyDescription chroma() {
+  FamilyDescription d = flux();
+  d.family = io::ModelFamily::Chroma;
+  d.text_encoders = {};
+  d.conditioning = ConditioningKind::T5ContextWithMask;
+  d.flux = chroma_dit;
+  d.flow_shift = [](ModelVersion) { return 1.0f; };
+  return d;
+}
+
 models::MmditConfig sd3_mmdit(ModelVersion v) {
   switch (v) {
     case ModelVersion::SD3:
@@ -249,7 +268,9 @@ const std::vector<const FamilyDescription*>& supported_families() {
   static const FamilyDescription kSdxl = sdxl();
   static const FamilyDescription kFlux = flux();
   static const FamilyDescription kSd3 = sd3();
-  static const std::vector<const FamilyDescription*> kAll = {&kSd1, &kSd2, &kSdxl, &kFlux, &kSd3};
+  static const FamilyDescription kChroma = chroma();
+  static const std::vector<const FamilyDescription*> kAll = {&kSd1,  &kSd2, &kSdxl,
+                                                             &kFlux, &kSd3, &kChroma};
   return kAll;
 }
 

@@ -40,6 +40,9 @@ enum class ConditioningKind {
   // width, then T5-XXL's tokens (zeros without a T5 file) as the context; both pooled
   // outputs as the vector (pipeline/sd3_conditioner.h).
   ClipAndT5JointContext,
+  // T5-XXL's hidden states alone as the context, in 512-token windows, with its padding
+  // mask for T5 and the transformer (Chroma; pipeline/chroma_conditioner.h). No CLIP.
+  T5ContextWithMask,
 };
 
 // A text encoder of the family and where its weights live (below io::kTextEncoderRoot

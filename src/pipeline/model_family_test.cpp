@@ -177,7 +177,7 @@ TEST(ModelFamily, UnsupportedVersionsAreNamed) {
     } catch (const Error& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find(io::version_name(v)), std::string::npos) << what;
-      EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux and SD3"), std::string::npos) << what;
+      EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3 and Chroma"), std::string::npos) << what;
     }
   }
   // A variant of a supported family this build cannot run.

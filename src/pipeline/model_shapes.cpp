@@ -171,8 +171,24 @@ models::FluxConfig flux_config_from_shapes(models::FluxConfig c, std::string_vie
   c.hidden = img_in[1];
   c.out_channels = need("final_layer.linear.weight")[1];
   c.context_dim = need("txt_in.weight")[0];
-  c.vec_dim = need("vector_in.in_layer.weight")[0];
   c.guidance_embed = shape_of(root + "guidance_in.in_layer.weight").has_value();
+  // Chroma: the approximator's widths from its projections, its depth from its layers.
+  const std::string approximator = "distilled_guidance_layer.";
+  c.approximator.depth = 0;
+  if (const auto in_proj = shape_of(root + approximator + "in_proj.weight")) {
+    c.approximator.in = (*in_proj)[0];
+    c.approximator.hidden = (*in_proj)[1];
+    while (shape_of(root + approximator + "layers." + std::to_string(c.approximator.depth) +
+                    ".in_layer.weight"))
+      ++c.approximator.depth;
+    SD_CHECK(c.approximator.depth > 0 && c.approximator.in % 4 == 0,
+             "[flux] %sdistilled_guidance_layer has %d layers and %lld inputs (Chroma's "
+             "approximator needs layers and a multiple of 4 inputs)",
+             root.c_str(), c.approximator.depth, ll(c.approximator.in));
+    c.vec_dim = 0;
+  } else {
+    c.vec_dim = need("vector_in.in_layer.weight")[0];
+  }
   c.depth = 0;
   while (shape_of(root + "double_blocks." + std::to_string(c.depth) + ".img_attn.qkv.weight"))
     ++c.depth;

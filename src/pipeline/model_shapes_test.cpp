@@ -163,15 +163,20 @@ TEST(ModelShapes, FluxAndT5ReadBackFromTheirTensors) {
   small.vec_dim = 64;
   small.depth = 2;
   small.depth_single = 3;
-  for (const models::FluxConfig& want : {models::FluxConfig::dev(), small}) {
+  // Chroma: no vector input; the approximator's widths and depth from its tensors.
+  models::FluxConfig chroma = small;
+  chroma.guidance_embed = false;
+  chroma.vec_dim = 0;
+  chroma.approximator = {32, 48, 3};
+  for (const models::FluxConfig& want : {models::FluxConfig::dev(), small, chroma}) {
     AnyWeights any;
     nn::ParamRecorder rec(any);
     Context ctx;
     Tensor* img = ctx.new_tensor(DType::F32, {want.in_channels, 4, 1});
     Tensor* txt = ctx.new_tensor(DType::F32, {want.context_dim, 4, 1});
     Tensor* t = ctx.new_tensor(DType::F32, {1});
-    Tensor* g = want.guidance_embed ? ctx.new_tensor(DType::F32, {1}) : nullptr;
-    Tensor* y = ctx.new_tensor(DType::F32, {want.vec_dim, 1});
+    Tensor* g = want.guidance_embed || want.is_chroma() ? ctx.new_tensor(DType::F32, {1}) : nullptr;
+    Tensor* y = want.is_chroma() ? nullptr : ctx.new_tensor(DType::F32, {want.vec_dim, 1});
     Tensor* rope = ctx.new_tensor(DType::F32, {1, want.head_dim() / 2, 8});
     models::flux_forward(nn::Scope(ctx, rec, "model.diffusion_model."), want, img, txt, t, g, y,
                          rope, rope);
@@ -191,6 +196,11 @@ TEST(ModelShapes, FluxAndT5ReadBackFromTheirTensors) {
     EXPECT_EQ(got.guidance_embed, want.guidance_embed);
     EXPECT_EQ(got.in_channels, want.in_channels);
     EXPECT_EQ(got.out_channels, want.out_channels);
+    EXPECT_EQ(got.approximator.depth, want.approximator.depth);
+    if (want.is_chroma()) {
+      EXPECT_EQ(got.approximator.in, want.approximator.in);
+      EXPECT_EQ(got.approximator.hidden, want.approximator.hidden);
+    }
   }
   models::T5Config small_t5;
   small_t5.vocab_size = 8000;

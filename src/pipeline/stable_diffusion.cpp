@@ -13,6 +13,7 @@
 #include "models/t5_tokenizer.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "pipeline/chroma_conditioner.h"
 #include "pipeline/control_net.h"
 #include "pipeline/flux_conditioner.h"
 #include "pipeline/flux_fill.h"
@@ -22,6 +23,7 @@
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
 #include "pipeline/mmdit_runner.h"
+#include "pipeline/model_args.h"
 #include "pipeline/model_family.h"
 #include "pipeline/model_shapes.h"
 #include "pipeline/reference_images.h"
@@ -85,6 +87,7 @@ class PhaseTimer {
 
 struct StableDiffusion::Impl {
   ModelOptions options;
+  ModelArgs model_args;  // --model-args, read before any file
   weights::ModelLoader loader;
   weights::ModelLoader taesd_loader;
   ModelVersion version = ModelVersion::Unknown;
@@ -144,7 +147,7 @@ struct StableDiffusion::Impl {
     return static_cast<int>(vae->config().downscale() * diffusion->latent_multiple());
   }
 
-  explicit Impl(const ModelOptions& o) : options(o) {
+  explicit Impl(const ModelOptions& o) : options(o), model_args(parse_model_args(o.model_args)) {
     SD_CHECK(!o.model.empty() || !o.diffusion_model.empty(),
              "no model given: pass -m MODEL (a .safetensors, .gguf, .ckpt file or a diffusers "
              "folder)");
@@ -165,12 +168,21 @@ struct StableDiffusion::Impl {
     Architecture arch = o.architecture ? *o.architecture : detect_architecture();
     if (o.architecture) family = &family_description(arch.version);
     version = arch.version;
-    if (o.architecture && arch.t5 && !arch.mmdit) require_flux_files();
+    if (o.architecture && family->conditioning == ConditioningKind::T5ContextClipVector)
+      require_flux_files();
+    if (o.architecture && family->conditioning == ConditioningKind::T5ContextWithMask)
+      require_chroma_files();
     check_vae_latent(arch);
+    const bool chroma = family->conditioning == ConditioningKind::T5ContextWithMask;
+    if (o.note && !chroma && (model_args.chroma.t5_mask || !model_args.chroma.dit_mask))
+      o.note("warning: --model-args chroma_* options are read by Chroma models only");
+    for (const std::string& key : model_args.unused)
+      if (o.note) o.note("warning: --model-args " + key + " is not used by this build");
     const size_t encoders = family->conditioning == ConditioningKind::ContextAndVector ||
                                     family->conditioning == ConditioningKind::ClipAndT5JointContext
                                 ? 2
-                                : 1;
+                            : chroma ? 0
+                                     : 1;
     SD_CHECK(family->text_encoders.size() == encoders && arch.text2.has_value() == (encoders == 2),
              "%s: expected %zu text encoders", io::family_name(family->family), encoders);
 
@@ -192,11 +204,15 @@ struct StableDiffusion::Impl {
     add_module(*weights, Module::Diffusion, io::kUnetRoot);
     add_module(*weights, Module::Vae, io::kVaeRoot);
 
-    const std::string vocab = models::find_clip_vocab(
-        o.clip_vocab,
-        loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..");
-    auto tokenizer =
-        std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
+    // Chroma reads no CLIP: its vocabulary is not looked for.
+    std::shared_ptr<const models::ClipTokenizer> tokenizer;
+    if (!chroma) {
+      const std::string vocab = models::find_clip_vocab(
+          o.clip_vocab,
+          loader.tokenizer_dir().empty() ? std::string() : loader.tokenizer_dir() + "/..");
+      tokenizer =
+          std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
+    }
     std::optional<TextEncoderSetup> second;
     if (arch.text2)
       second = TextEncoderSetup{*arch.text2, std::string(family->text_encoders[1].scope)};
@@ -213,6 +229,10 @@ struct StableDiffusion::Impl {
           tokenizer, Sd3Encoder{arch.text, sd3_scope(family->text_encoders[0].scope)},
           Sd3Encoder{*arch.text2, sd3_scope(family->text_encoders[1].scope)}, t5_tokenizer, arch.t5,
           sd3_scope(Sd3Conditioner::kT5Scope), *weights, backends->backend(Module::TextEncoder));
+    } else if (chroma) {
+      text = std::make_unique<ChromaConditioner>(t5_tokenizer, *arch.t5, model_args.chroma,
+                                                 *weights, backends->backend(Module::TextEncoder),
+                                                 FluxConditioner::kT5Scope);
     } else if (arch.t5) {
       text = std::make_unique<FluxConditioner>(tokenizer, arch.text, t5_tokenizer, *arch.t5,
                                                *weights, backends->backend(Module::TextEncoder),
@@ -287,6 +307,18 @@ struct StableDiffusion::Impl {
              "FLUX.1 needs its autoencoder: pass --vae FILE (ae.safetensors)");
   }
 
+  // Chroma is its transformer, T5-XXL and FLUX.1's autoencoder; a missing one is named with
+  // its flag before any work. A --clip_l file is not read (as sd.cpp: Chroma has no CLIP).
+  void require_chroma_files() const {
+    SD_CHECK(loader.contains(std::string(FluxConditioner::kT5Scope) + "shared.weight"),
+             "Chroma needs its T5-XXL text encoder: pass --t5xxl FILE (t5xxl_fp16.safetensors)");
+    SD_CHECK(loader.contains(std::string(io::kVaeRoot) + "decoder.conv_in.weight"),
+             "Chroma needs its autoencoder: pass --vae FILE (ae.safetensors)");
+    if (options.note && loader.contains(std::string(FluxConditioner::kClipScope) +
+                                        "embeddings.token_embedding.weight"))
+      options.note("warning: Chroma has no CLIP text encoder; the --clip_l file is not used");
+  }
+
   // Where an SD3 encoder's weights are: under the checkpoint's text_encoders.* scope, or
   // where a --clip_l / --clip_g / --t5xxl file put them.
   std::string sd3_scope(std::string_view checkpoint_scope) const {
@@ -336,7 +368,7 @@ struct StableDiffusion::Impl {
              "file of another model?)",
              static_cast<long long>(arch.t5->model_dim),
              static_cast<long long>(arch.flux->context_dim));
-    SD_CHECK(arch.text.hidden == arch.flux->vec_dim,
+    SD_CHECK(arch.flux->is_chroma() || arch.text.hidden == arch.flux->vec_dim,
              "the --clip_l encoder gives a %lld-value pooled vector but the transformer reads "
              "%lld (a CLIP file of another model?)",
              static_cast<long long>(arch.text.hidden), static_cast<long long>(arch.flux->vec_dim));
@@ -410,6 +442,7 @@ struct StableDiffusion::Impl {
       arch.version = io::detect_version(loader.canonical_infos());
       family = &family_description(arch.version);
       if (family->conditioning == ConditioningKind::T5ContextClipVector) require_flux_files();
+      if (family->conditioning == ConditioningKind::T5ContextWithMask) require_chroma_files();
       if (family->flux) arch.flux = family->flux(arch.version);
       if (family->mmdit) {
         require_sd3_files();
@@ -422,9 +455,10 @@ struct StableDiffusion::Impl {
               "place and follows the prompt less closely");
       }
       if (family->diffusion) arch.unet = family->diffusion(arch.version);
-      if (family->conditioning == ConditioningKind::T5ContextClipVector)
+      if (family->conditioning == ConditioningKind::T5ContextClipVector ||
+          family->conditioning == ConditioningKind::T5ContextWithMask)
         arch.t5 = models::T5Config::xxl();
-      arch.text = family->text_encoders.front().config();
+      if (!family->text_encoders.empty()) arch.text = family->text_encoders.front().config();
       if (family->text_encoders.size() > 1) arch.text2 = family->text_encoders[1].config();
       arch.vae = family->vae_config();
       if (family->shapes_from_file) {
@@ -448,7 +482,8 @@ struct StableDiffusion::Impl {
           const std::string_view s = family->text_encoders[i].scope;
           return arch.mmdit ? sd3_scope(s) : std::string(s);
         };
-        arch.text = clip_config_from_shapes(arch.text, text_scope(0), shape_of);
+        if (!family->text_encoders.empty())
+          arch.text = clip_config_from_shapes(arch.text, text_scope(0), shape_of);
         if (arch.text2) arch.text2 = clip_config_from_shapes(*arch.text2, text_scope(1), shape_of);
         arch.vae = vae_config_from_shapes(arch.vae, io::kVaeRoot, shape_of);
       }

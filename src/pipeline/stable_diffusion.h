@@ -42,7 +42,7 @@ struct Architecture {
   std::optional<models::ClipTextConfig> text2;  // SDXL's second encoder (with a projection)
   std::optional<models::FluxConfig> flux;       // FLUX.1: its transformer instead of the UNet
   std::optional<models::MmditConfig> mmdit;     // SD3: its MMDiT instead of the UNet
-  std::optional<models::T5Config> t5;           // FLUX.1's T5-XXL encoder
+  std::optional<models::T5Config> t5;           // FLUX.1's (and Chroma's) T5-XXL encoder
   models::VaeConfig vae;
 };
 
@@ -82,6 +82,8 @@ struct ModelOptions {
   // Told while --eager-load reads a module: (module, tensors done, tensors in all).
   std::function<void(const std::string&, size_t, size_t)> load_progress;
   std::optional<Architecture> architecture;  // unset: detected from the files
+  // --model-args: "key=value,..." (pipeline/model_args.h); Chroma's masking options.
+  std::string model_args;
 };
 
 struct ImageRequest {

@@ -288,4 +288,35 @@ inline TinyFluxFiles write_tiny_flux(const std::string& dir, int64_t t5_width = 
   return f;
 }
 
+// A tiny Chroma: write_tiny_flux's T5 (with its tokenizer.json), CLIP and autoencoder, and
+// a Chroma transformer in the released layout (no modulation linears, an approximator).
+// `dit` replaces the FLUX.1 transformer file.
+inline models::FluxConfig tiny_chroma_config() {
+  models::FluxConfig c = tiny_flux_config();
+  c.guidance_embed = false;
+  c.vec_dim = 0;
+  c.depth = 2;
+  c.depth_single = 1;
+  c.approximator.in = 16;
+  c.approximator.hidden = 24;
+  c.approximator.depth = 2;
+  return c;
+}
+
+inline TinyFluxFiles write_tiny_chroma(const std::string& dir,
+                                       const models::FluxConfig& fc = tiny_chroma_config()) {
+  TinyFluxFiles f = write_tiny_flux(dir);
+  f.dit = dir + "/chroma_dit.safetensors";
+  nn::RandomWeights w(DType::F16, 25);
+  Context ctx;
+  Tensor* img = ctx.new_tensor(DType::F32, {fc.in_channels, 4, 1});
+  Tensor* txt = ctx.new_tensor(DType::F32, {fc.context_dim, 4, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* g = ctx.new_tensor(DType::F32, {1});
+  Tensor* rope = ctx.new_tensor(DType::F32, {1, fc.head_dim() / 2, 8});
+  models::flux_forward(nn::Scope(ctx, w, ""), fc, img, txt, t, g, nullptr, rope, rope);
+  w.save_safetensors(f.dit);
+  return f;
+}
+
 }  // namespace sd::pipeline::test

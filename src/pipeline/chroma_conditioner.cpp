@@ -1,0 +1,100 @@
+#include "pipeline/chroma_conditioner.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "pipeline/text_conditioner.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+std::vector<float> t5_padding_mask(const std::vector<int>& ids, int64_t window) {
+  // Each window is prompt tokens, </s>, then padding: what follows its last </s> is padding.
+  std::vector<float> mask(ids.size(), 0.0f);
+  for (size_t start = 0; start < ids.size(); start += static_cast<size_t>(window)) {
+    const size_t end = std::min(ids.size(), start + static_cast<size_t>(window));
+    size_t eos = end;
+    for (size_t i = start; i < end; ++i)
+      if (ids[i] == models::kT5EosToken) eos = i;
+    for (size_t i = eos + 1; i < end; ++i) mask[i] = -INFINITY;
+  }
+  return mask;
+}
+
+std::vector<float> attend_padding(std::vector<float> mask, int pad) {
+  int opened = 0;
+  for (float& m : mask) {
+    if (opened >= pad) break;
+    if (std::isinf(m)) {
+      m = 0.0f;
+      ++opened;
+    }
+  }
+  return mask;
+}
+
+ChromaConditioner::ChromaConditioner(std::shared_ptr<const models::T5Tokenizer> tokenizer,
+                                     models::T5Config t5, ChromaOptions options,
+                                     nn::Weights& weights, Backend& backend, std::string t5_scope)
+    : tokenizer_(std::move(tokenizer)),
+      t5_(t5),
+      options_(options),
+      weights_(weights),
+      runner_(backend),
+      t5_scope_(std::move(t5_scope)) {
+  SD_CHECK(tokenizer_, "[chroma conditioner] missing tokenizer");
+  SD_CHECK(tokenizer_->vocab_size() <= t5_.vocab_size,
+           "the T5 tokenizer has %lld pieces but the T5 model only %lld embeddings: the "
+           "tokenizer.json does not belong to this --t5xxl file",
+           static_cast<long long>(tokenizer_->vocab_size()),
+           static_cast<long long>(t5_.vocab_size));
+}
+
+std::vector<float> ChromaConditioner::t5_window(const int* ids, const float* mask, int64_t len) {
+  const std::vector<int32_t> buckets =
+      models::t5_relative_position_buckets(len, t5_.relative_buckets, t5_.relative_max_distance);
+  nn::GraphCall call;
+  Tensor* token_ids = call.input("t5_ids", DType::I32, make_shape({len, 1}), ids);
+  Tensor* bucket_ids =
+      call.input("t5_buckets", DType::I32, make_shape({len * len}), buckets.data());
+  Tensor* key_mask = mask ? call.input_f32("t5_mask", make_shape({len}), mask) : nullptr;
+  Tensor* hidden = models::t5_encoder_forward(nn::Scope(call.ctx(), weights_, t5_scope_), t5_,
+                                              token_ids, bucket_ids, key_mask);
+  std::vector<float> out = runner_.run(call, hidden);
+  weights_.after_compute();
+  return out;
+}
+
+Conditioning ChromaConditioner::encode(const std::string& prompt, int /*clip_skip*/) {
+  const models::T5Chunks chunks =
+      models::t5_tokenize_prompt(*tokenizer_, prompt, kChromaT5ChunkLength);
+  const std::vector<float> mask = t5_padding_mask(chunks.ids, kChromaT5ChunkLength);
+  const int64_t window = kChromaT5ChunkLength;
+  const int64_t windows = static_cast<int64_t>(chunks.ids.size()) / window;
+  Conditioning out;
+  out.dim = t5_.model_dim;
+  out.tokens = windows * window;
+  out.context.reserve(static_cast<size_t>(out.dim * out.tokens));
+  for (int64_t w = 0; w < windows; ++w) {
+    std::vector<float> hidden =
+        t5_window(chunks.ids.data() + w * window,
+                  options_.t5_mask ? mask.data() + w * window : nullptr, window);
+    const std::vector<float> weights(chunks.weights.begin() + w * window,
+                                     chunks.weights.begin() + (w + 1) * window);
+    apply_token_weights(hidden, out.dim, weights);
+    out.context.insert(out.context.end(), hidden.begin(), hidden.end());
+  }
+  if (options_.dit_mask) out.mask = attend_padding(mask, options_.t5_mask_pad);
+  return out;
+}
+
+std::vector<nn::ParamDecl> ChromaConditioner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  Context ctx;
+  Tensor* ids = ctx.new_tensor(DType::I32, {8, 1});
+  Tensor* buckets = ctx.new_tensor(DType::I32, {64});
+  models::t5_encoder_forward(nn::Scope(ctx, recorder, t5_scope_), t5_, ids, buckets);
+  return recorder.params();
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,27 @@
+// --model-args (sd_ctx_params_t.model_args): extra model settings as "key=value" pairs
+// separated by ',' or ';', read as stable-diffusion.cpp reads them. The keys this build
+// reads are Chroma's masking options; other keys are returned as unused.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace sd::pipeline {
+
+// Chroma's text masking (sd.cpp's defaults).
+struct ChromaOptions {
+  bool dit_mask = true;  // chroma_use_dit_mask: the transformer ignores T5's padding tokens
+  bool t5_mask = false;  // chroma_use_t5_mask: T5 ignores its own padding tokens
+  int t5_mask_pad = 1;   // chroma_t5_mask_pad: padding tokens the transformer still attends
+};
+
+struct ModelArgs {
+  ChromaOptions chroma;
+  std::vector<std::string> unused;  // keys no model of this build reads
+};
+
+// Throws sd::Error naming the pair for a pair without '=' or a value its key cannot take
+// (booleans: true/false, 1/0, yes/no, on/off; the pad: a count >= 0).
+ModelArgs parse_model_args(const std::string& text);
+
+}  // namespace sd::pipeline
