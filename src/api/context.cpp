@@ -259,7 +259,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     SD_CHECK(p && images_out && num_images_out, "missing parameters or output pointers");
     SD_CHECK(p->lora_count == 0 || p->loras, "lora_count is %u but no LoRAs are given",
              p->lora_count);
-    SD_CHECK(p->ref_images_count == 0, "reference images are not supported for SD 1.x/2.x");
+    SD_CHECK(p->ref_images_count == 0 || p->ref_images,
+             "ref_images_count is %d but no reference images are given", p->ref_images_count);
     SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
     SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
     const sd_sample_params_t& s = p->sample_params;
@@ -281,6 +282,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     r.height = p->height;
     r.steps = s.sample_steps;
     r.cfg_scale = s.guidance.txt_cfg;
+    if (std::isfinite(s.guidance.img_cfg)) r.img_cfg_scale = s.guidance.img_cfg;
     r.guidance = s.guidance.distilled_guidance;
     if (std::isfinite(s.flow_shift)) r.flow_shift = s.flow_shift;
     if (s.sample_method != SAMPLE_METHOD_COUNT)
@@ -308,6 +310,15 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
         mask = to_image(p->mask_image, "mask image");
         r.mask = &mask;
       }
+    }
+    // Instruct-pix2pix edits the first reference image, as sd.cpp.
+    sd::io::Image edit;
+    if (p->ref_images_count > 0) {
+      if (p->ref_images_count > 1)
+        sd::api::log(SD_LOG_WARN, "only the first of %d reference images is used",
+                     p->ref_images_count);
+      edit = to_image(p->ref_images[0], "reference image");
+      r.edit_image = &edit;
     }
     sd::io::Image control;
     if (has_image(p->control_image)) {
