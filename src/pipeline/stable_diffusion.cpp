@@ -14,12 +14,12 @@
 #include "models/unet.h"
 #include "models/vae.h"
 #include "pipeline/control_net.h"
+#include "pipeline/edit_image.h"
 #include "pipeline/flux_conditioner.h"
 #include "pipeline/flux_fill.h"
 #include "pipeline/flux_runner.h"
 #include "pipeline/hires_fix.h"
 #include "pipeline/image_tensor.h"
-#include "pipeline/edit_image.h"
 #include "pipeline/inpaint_mask.h"
 #include "pipeline/latent_preview.h"
 #include "pipeline/mmdit_runner.h"
@@ -110,12 +110,12 @@ struct StableDiffusion::Impl {
     sampling::SchedulerOptions scheduler_options;
     int sample_steps = 0;  // what the first pass runs before any img2img trimming
     std::vector<float> sigmas;
-    int64_t w = 0, h = 0, c = 0;     // the latent
-    std::vector<float> init_latent;  // the encoded init image; zeros for text-to-image
-    std::vector<float> concat;       // inpainting and pix2pix models' extra UNet input
+    int64_t w = 0, h = 0, c = 0;           // the latent
+    std::vector<float> init_latent;        // the encoded init image; zeros for text-to-image
+    std::vector<float> concat;             // inpainting and pix2pix models' extra UNet input
     std::vector<float> img_uncond_concat;  // the same with the image part zeroed
-    sampling::DenoiseMask mask;      // empty mask: nothing kept from the init image
-    float img_cfg_scale = 1.0f;      // resolved --img-cfg-scale (1: no image guidance)
+    sampling::DenoiseMask mask;            // empty mask: nothing kept from the init image
+    float img_cfg_scale = 1.0f;            // resolved --img-cfg-scale (1: no image guidance)
   };
   ImageRequest validate(const ImageRequest& request) const;
   Plan setup(const ImageRequest& r);
@@ -638,9 +638,10 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
     // sd.cpp: image guidance needs the image input of inpainting and pix2pix models.
     if (!io::is_inpaint(version) && !io::is_pix2pix(version)) {
       if (*r.img_cfg_scale != 1.0f)
-        warn(format("--img-cfg-scale needs a model with an image input (instruct-pix2pix or "
-                    "inpainting); %s has none: ignored",
-                    io::version_name(version)));
+        warn(
+            format("--img-cfg-scale needs a model with an image input (instruct-pix2pix or "
+                   "inpainting); %s has none: ignored",
+                   io::version_name(version)));
       r.img_cfg_scale.reset();
     }
   }
@@ -1015,7 +1016,8 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   PhaseTimer timer(r.info, *m.weights);
   Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
   Conditioning uncond;
-  const sampling::GuidancePasses passes = sampling::guidance_passes(r.cfg_scale, plan.img_cfg_scale);
+  const sampling::GuidancePasses passes =
+      sampling::guidance_passes(r.cfg_scale, plan.img_cfg_scale);
   if (passes.uncond || passes.img_uncond) {
     uncond = m.text->encode(r.negative_prompt, r.clip_skip);
     if (m.family->zero_context_for_empty_negative && r.negative_prompt.empty())
