@@ -121,10 +121,11 @@ struct StableDiffusion::Impl {
   Plan setup(const ImageRequest& r);
   // Image planes [W, H, 3] in [0, 1] -> the sampler's latent; the VAE's posterior sample
   // draws from `rng`.
-  // `scaled` false: the VAE's own latent, without scale and shift (instruct-pix2pix's
-  // image input).
   std::vector<float> encode(const std::vector<float>& planes, int width, int height,
-                            sampling::Rng& rng, bool scaled = true);
+                            sampling::Rng& rng);
+  // Instruct-pix2pix's image input: the posterior's mean without the latent scale, no RNG
+  // draw (sd.cpp; diffusers' `latent_dist.mode()`).
+  std::vector<float> encode_mean(const std::vector<float>& planes, int width, int height);
   // Noise from `rng` (seeded with `seed` and perhaps drawn from already), then the sampler.
   std::vector<float> sample(const ImageRequest& r, const Plan& p, const Conditioning& cond,
                             const Conditioning& uncond, int64_t seed, sampling::Rng& rng);
@@ -788,16 +789,14 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     }
     p.img_uncond_concat = p.concat;  // its image part is zero already
   } else if (io::is_pix2pix(version)) {
-    // The image to edit, encoded near its own aspect (edit_image.h) without the latent
-    // scale, resized (nearest) to the output latent; the image-unconditional pass gets zeros.
+    // The image to edit, encoded near its own aspect (edit_image.h), resized (nearest) to
+    // the output latent; the image-unconditional pass gets zeros.
     const io::Image& img = *r.edit_image;
     const PixelSize size = edit_image_encode_size(img.width, img.height, r.width, r.height);
     std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
     if (img.width != size.width || img.height != size.height)
       planes = resize_nearest(planes, img.width, img.height, 3, size.width, size.height);
-    const std::vector<float> latent =
-        this->encode(planes, size.width, size.height, *rng,
-                     /*scaled=*/version != io::ModelVersion::SD1Pix2Pix);
+    const std::vector<float> latent = encode_mean(planes, size.width, size.height);
     p.concat = resize_nearest(latent, size.width / f, size.height / f, p.c, p.w, p.h);
     p.img_uncond_concat.assign(p.concat.size(), 0.0f);
     vae->release();
@@ -808,18 +807,23 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
 }
 
 std::vector<float> StableDiffusion::Impl::encode(const std::vector<float>& planes, int width,
-                                                 int height, sampling::Rng& rng, bool scaled) {
+                                                 int height, sampling::Rng& rng) {
   std::vector<float> encoded = vae->encode(planes, width, height);
   if (!vae->encodes_moments()) return encoded;
   const int64_t f = vae->config().downscale();
   const int64_t w = width / f, h = height / f, c = vae->config().z_channels;
   const std::vector<float> noise = rng.randn(static_cast<size_t>(w * h * c));  // the posterior
-  models::VaeConfig config = vae->config();
-  if (!scaled) {
-    config.scale_factor = 1.0f;
-    config.shift_factor = 0.0f;
-  }
-  return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, config);
+  return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, vae->config());
+}
+
+std::vector<float> StableDiffusion::Impl::encode_mean(const std::vector<float>& planes, int width,
+                                                      int height) {
+  std::vector<float> encoded = vae->encode(planes, width, height);
+  if (!vae->encodes_moments()) return encoded;
+  const int64_t f = vae->config().downscale();
+  // [w, h, 2c]: the mean's c planes, then the log-variance's.
+  encoded.resize(static_cast<size_t>(width / f * (height / f) * vae->config().z_channels));
+  return encoded;
 }
 
 // 3. Sampling one batch entry: noise from the entry's seed, the guided denoiser
