@@ -273,7 +273,8 @@ TEST(CApiIgnoredFlags, EachIsNamedByItsFlag) {
   p.sample_params.guidance.slg.scale = 2.5f;           // SD3's; the pipeline warns for others
   p.sample_params.flow_shift = 3.0f;                   // flow models': not listed
   p.sample_params.extra_sample_args = "beta_alpha=0.5";
-  p.cache.mode = SD_CACHE_UCACHE;  // works now: not listed
+  p.cache.mode = SD_CACHE_UCACHE;           // works now: not listed
+  p.sample_params.guidance.img_cfg = 1.5f;  // image guidance: the pipeline warns without one
   p.vae_tiling_params.temporal_tiling = true;
   std::vector<std::string> flags;
   for (const sd::api::IgnoredFlag& f : sd::api::ignored_flags(p)) flags.push_back(f.flag);

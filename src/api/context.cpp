@@ -283,6 +283,7 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     r.height = p->height;
     r.steps = s.sample_steps;
     r.cfg_scale = s.guidance.txt_cfg;
+    if (std::isfinite(s.guidance.img_cfg)) r.img_cfg_scale = s.guidance.img_cfg;
     r.guidance = s.guidance.distilled_guidance;
     if (std::isfinite(s.flow_shift)) r.flow_shift = s.flow_shift;
     if (s.sample_method != SAMPLE_METHOD_COUNT)

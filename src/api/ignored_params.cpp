@@ -19,15 +19,12 @@ bool given(const char* s) {
 std::vector<IgnoredFlag> ignored_flags(const sd_img_gen_params_t& p) {
   sd_img_gen_params_t d;
   sd_img_gen_params_init(&d);
-  const sd_guidance_params_t& g = p.sample_params.guidance;
   std::vector<IgnoredFlag> out;
   auto add_if = [&](bool differs, const char* flag, const char* what) {
     if (differs) out.push_back({flag, what});
   };
-  // img_cfg equal to txt_cfg is what "follow --cfg-scale" means.
-  add_if(std::isfinite(g.img_cfg) && g.img_cfg != g.txt_cfg, "--img-cfg-scale",
-         "three-way image guidance of inpainting, instruct-pix2pix and reference-image "
-         "models");
+  // --img-cfg-scale is used by inpainting and instruct-pix2pix models; the pipeline warns
+  // for models without an image input.
   // --slg-scale is used by SD3's MMDiT; the pipeline warns for models without it.
   add_if(given(p.vae_tiling_params.extra_tiling_args), "--extra-tiling-args",
          "extra VAE tiling arguments");

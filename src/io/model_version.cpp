@@ -161,6 +161,10 @@ bool is_inpaint(ModelVersion v) {
          v == ModelVersion::SDXLInpaint || v == ModelVersion::FluxFill;
 }
 
+bool is_pix2pix(ModelVersion v) {
+  return v == ModelVersion::SD1Pix2Pix || v == ModelVersion::SDXLPix2Pix;
+}
+
 bool is_unet_family(ModelVersion v) {
   ModelFamily f = family_of(v);
   return f == ModelFamily::SD1 || f == ModelFamily::SD2 || f == ModelFamily::SDXL;

@@ -44,6 +44,8 @@ const char* family_name(ModelFamily f);
 bool is_unet_family(ModelVersion v);  // encoders under cond_stage_model. (name_conversion.h)
 // Inpainting variants: the diffusion net also takes the mask and the masked image's latent.
 bool is_inpaint(ModelVersion v);
+// Instruct-pix2pix: the UNet also takes the latent of the image to edit.
+bool is_pix2pix(ModelVersion v);
 
 // What detection measured, for messages and presets.
 struct ModelDescription {

@@ -30,6 +30,11 @@ models::UnetConfig sd1_unet(ModelVersion v) {
       return models::UnetConfig::sd1();
     case ModelVersion::SD1Inpaint:
       return models::UnetConfig::sd1_inpaint();
+    case ModelVersion::SD1Pix2Pix: {
+      models::UnetConfig c = models::UnetConfig::sd1();
+      c.in_channels = 8;  // latent + the edited image's latent (instruct-pix2pix)
+      return c;
+    }
     default:
       unsupported(v);
   }

@@ -181,8 +181,12 @@ TEST(ModelFamily, UnsupportedVersionsAreNamed) {
     }
   }
   // A variant of a supported family this build cannot run.
-  EXPECT_THROW(family_description(ModelVersion::SD1Pix2Pix).diffusion(ModelVersion::SD1Pix2Pix),
+  EXPECT_THROW(family_description(ModelVersion::SDXLPix2Pix).diffusion(ModelVersion::SDXLPix2Pix),
                Error);
+  // Instruct-pix2pix: SD 1.x's UNet with the edited image's latent as 4 more input channels.
+  EXPECT_EQ(
+      family_description(ModelVersion::SD1Pix2Pix).diffusion(ModelVersion::SD1Pix2Pix).in_channels,
+      8);
 }
 
 }  // namespace

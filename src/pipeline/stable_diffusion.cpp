@@ -15,6 +15,7 @@
 #include "models/vae.h"
 #include "pipeline/chroma_conditioner.h"
 #include "pipeline/control_net.h"
+#include "pipeline/edit_image.h"
 #include "pipeline/flux_conditioner.h"
 #include "pipeline/flux_fill.h"
 #include "pipeline/flux_runner.h"
@@ -116,8 +117,10 @@ struct StableDiffusion::Impl {
     std::vector<float> sigmas;
     int64_t w = 0, h = 0, c = 0;              // the latent
     std::vector<float> init_latent;           // the encoded init image; zeros for text-to-image
-    std::vector<float> concat;                // inpainting models' extra UNet input
+    std::vector<float> concat;                // inpainting and pix2pix models' extra UNet input
+    std::vector<float> img_uncond_concat;     // the same with the image part zeroed
     sampling::DenoiseMask mask;               // empty mask: nothing kept from the init image
+    float img_cfg_scale = 1.0f;               // resolved --img-cfg-scale (1: no image guidance)
     std::vector<FluxRunner::Reference> refs;  // FLUX.1 Kontext's encoded reference images
   };
   ImageRequest validate(const ImageRequest& request) const;
@@ -131,6 +134,9 @@ struct StableDiffusion::Impl {
                             sampling::Rng& rng);
   // FLUX.1 Kontext: each reference image resized as the options say and encoded, in order.
   std::vector<FluxRunner::Reference> encode_references(const ImageRequest& r, sampling::Rng& rng);
+  // Instruct-pix2pix's image input: the posterior's mean without the latent scale, no RNG
+  // draw (sd.cpp; diffusers' `latent_dist.mode()`).
+  std::vector<float> encode_mean(const std::vector<float>& planes, int width, int height);
   // Noise from `rng` (seeded with `seed` and perhaps drawn from already), then the sampler.
   std::vector<float> sample(const ImageRequest& r, const Plan& p, const Conditioning& cond,
                             const Conditioning& uncond, int64_t seed, sampling::Rng& rng);
@@ -657,7 +663,45 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
     r.height = aligned_h;
   }
   if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
+  if (io::is_pix2pix(version) && !r.edit_image && !r.ref_images.empty()) {
+    // Instruct-pix2pix edits the first reference image, as sd.cpp.
+    if (r.ref_images.size() > 1)
+      warn(format("instruct-pix2pix edits one image: only the first of %zu reference images "
+                  "(-r) is used",
+                  r.ref_images.size()));
+    r.edit_image = r.ref_images.front();
+    r.ref_images.clear();
+  }
   if (!r.ref_images.empty()) check_references(r);
+  if (io::is_pix2pix(version)) {
+    SD_CHECK(r.edit_image, "%s edits an image: pass it with -r/--ref-image",
+             io::version_name(version));
+    SD_CHECK(!r.init_image,
+             "%s takes the image to edit with -r/--ref-image, not -i (it starts from noise)",
+             io::version_name(version));
+    const io::Image& e = *r.edit_image;
+    SD_CHECK(e.width > 0 && e.height > 0 && e.channels > 0 &&
+                 e.pixels.size() == static_cast<size_t>(e.width) * e.height * e.channels,
+             "the reference image (-r) is empty or its pixels do not match its size");
+  } else if (r.edit_image) {
+    warn("a reference image (-r) is used by instruct-pix2pix models only; ignored");
+    r.edit_image = nullptr;
+  }
+  if (r.img_cfg_scale) {
+    SD_CHECK(std::isfinite(*r.img_cfg_scale) && *r.img_cfg_scale >= 0.0f,
+             "--img-cfg-scale must be a finite number >= 0 (got %g)", *r.img_cfg_scale);
+    // sd.cpp: image guidance needs the image input of inpainting and pix2pix models.
+    if (!io::is_inpaint(version) && !io::is_pix2pix(version)) {
+      if (*r.img_cfg_scale != 1.0f)
+        warn(
+            format("--img-cfg-scale needs a model with an image input (instruct-pix2pix or "
+                   "inpainting); %s has none: ignored",
+                   io::version_name(version)));
+      r.img_cfg_scale.reset();
+    }
+  }
+  SD_CHECK(!r.apg.enabled() || !r.img_cfg_scale || *r.img_cfg_scale == 1.0f,
+           "APG (--extra-sample-args apg_*) does not combine with --img-cfg-scale yet; drop one");
   if (r.control_image && !control_net)
     warn("a control image without a ControlNet (--control-net) is ignored");
   if (control_net && !r.control_image)
@@ -682,9 +726,9 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
   // The UNet's extra input of an inpainting model is made at the first pass's size.
-  SD_CHECK(!r.hires.enabled || !io::is_inpaint(version),
-           "--hires does not work with inpainting models; generate, then run img2img on the "
-           "upscaled image");
+  SD_CHECK(!r.hires.enabled || (!io::is_inpaint(version) && !io::is_pix2pix(version)),
+           "--hires does not work with inpainting and instruct-pix2pix models; generate, then "
+           "run img2img on the upscaled image");
   return r;
 }
 
@@ -802,11 +846,17 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
         for (size_t i = 0; i < pixels; ++i)
           masked[k * pixels + i] = (1.0f - mask[i]) * (planes[k * pixels + i] - 0.5f) + 0.5f;
       const std::vector<float> masked_latent = encode(masked);
+      // The image-unconditional pass (--img-cfg-scale) sees the mask over a zero latent.
+      const std::vector<float> zero_latent(masked_latent.size(), 0.0f);
       if (version == io::ModelVersion::FluxFill) {
         p.concat = flux_fill_concat(masked_latent, mask, r.width, r.height, f);
+        p.img_uncond_concat = flux_fill_concat(zero_latent, mask, r.width, r.height, f);
       } else {
         p.concat = latent_mask;
         p.concat.insert(p.concat.end(), masked_latent.begin(), masked_latent.end());
+        p.img_uncond_concat = latent_mask;
+        p.img_uncond_concat.insert(p.img_uncond_concat.end(), zero_latent.begin(),
+                                   zero_latent.end());
       }
       p.mask.mask = dilate3x3(latent_mask, p.w, p.h);
     } else {
@@ -824,6 +874,20 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
       p.concat.assign(static_cast<size_t>(p.w * p.h), 1.0f);
       p.concat.resize(static_cast<size_t>(p.w * p.h * 5), 0.0f);
     }
+    p.img_uncond_concat = p.concat;  // its image part is zero already
+  } else if (io::is_pix2pix(version)) {
+    // The image to edit, encoded near its own aspect (edit_image.h), resized (nearest) to
+    // the output latent; the image-unconditional pass gets zeros.
+    const io::Image& img = *r.edit_image;
+    const PixelSize size = edit_image_encode_size(img.width, img.height, r.width, r.height);
+    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
+    if (img.width != size.width || img.height != size.height)
+      planes = resize_nearest(planes, img.width, img.height, 3, size.width, size.height);
+    const std::vector<float> latent = encode_mean(planes, size.width, size.height);
+    p.concat = resize_nearest(latent, size.width / f, size.height / f, p.c, p.w, p.h);
+    p.img_uncond_concat.assign(p.concat.size(), 0.0f);
+    vae->release();
+    phase_done(Module::Vae);
   }
   // sd.cpp compatibility: references are encoded after the init image, from the same RNG.
   if (!r.ref_images.empty()) p.refs = encode_references(r, *rng);
@@ -832,6 +896,7 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     vae->release();
     phase_done(Module::Vae);
   }
+  p.img_cfg_scale = r.img_cfg_scale.value_or(1.0f);
   return p;
 }
 
@@ -864,6 +929,16 @@ std::vector<float> StableDiffusion::Impl::encode(const std::vector<float>& plane
   const int64_t w = width / f, h = height / f, c = vae->config().z_channels;
   const std::vector<float> noise = rng.randn(static_cast<size_t>(w * h * c));  // the posterior
   return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, vae->config());
+}
+
+std::vector<float> StableDiffusion::Impl::encode_mean(const std::vector<float>& planes, int width,
+                                                      int height) {
+  std::vector<float> encoded = vae->encode(planes, width, height);
+  if (!vae->encodes_moments()) return encoded;
+  const int64_t f = vae->config().downscale();
+  // [w, h, 2c]: the mean's c planes, then the log-variance's.
+  encoded.resize(static_cast<size_t>(width / f * (height / f) * vae->config().z_channels));
+  return encoded;
 }
 
 // 3. Sampling one batch entry: noise from the entry's seed, the guided denoiser
@@ -901,6 +976,7 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
 
   sampling::GuidanceOptions guidance;
   guidance.cfg_scale = r.cfg_scale;
+  guidance.img_cfg_scale = p.img_cfg_scale;
   guidance.uncond_x0 = sampling::needs_uncond(p.method);
   guidance.timestep_shift = r.timestep_shift;
   guidance.mask = p.mask.mask.empty() ? nullptr : &p.mask;
@@ -936,11 +1012,16 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   double network_seconds = 0;
   sampling::GuidedDenoiser denoiser(
       schedule,
-      [&](const std::vector<float>& x_in, float timestep, bool with_uncond) {
+      [&](const std::vector<float>& x_in, float timestep, const sampling::GuidancePasses& passes) {
         std::vector<const Conditioning*> conds = {&cond};
-        if (with_uncond) conds.push_back(&uncond);
+        if (passes.uncond) conds.push_back(&uncond);
         const auto start = std::chrono::steady_clock::now();
         auto out = diffusion->predict(x_in, p.w, p.h, timestep, conds, p.concat);
+        if (passes.img_uncond) {
+          // The negative prompt again, with the image input zeroed (sd.cpp's img_uncond).
+          out.push_back(
+              diffusion->predict(x_in, p.w, p.h, timestep, {&uncond}, p.img_uncond_concat)[0]);
+        }
         network_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         ++network_calls;
@@ -1054,7 +1135,9 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   PhaseTimer timer(r.info, *m.weights);
   Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
   Conditioning uncond;
-  if (sampling::cfg_needs_uncond(r.cfg_scale)) {
+  const sampling::GuidancePasses passes =
+      sampling::guidance_passes(r.cfg_scale, plan.img_cfg_scale);
+  if (passes.uncond || passes.img_uncond) {
     uncond = m.text->encode(r.negative_prompt, r.clip_skip);
     if (m.family->zero_context_for_empty_negative && r.negative_prompt.empty())
       std::fill(uncond.context.begin(), uncond.context.end(), 0.0f);

@@ -93,6 +93,9 @@ struct ImageRequest {
   int width = 512, height = 512;
   int steps = 20;
   float cfg_scale = 7.0f;
+  // --img-cfg-scale: image guidance of models with an image input (instruct-pix2pix,
+  // inpainting); unset: none (1), as sd.cpp. Other models ignore it with a warning.
+  std::optional<float> img_cfg_scale;
   float guidance = 3.5f;                         // --guidance: distilled guidance (FLUX.1 dev)
   std::optional<float> flow_shift;               // --flow-shift; unset: the model's
   std::optional<sampling::SampleMethod> method;  // unset: the model's default
@@ -108,6 +111,8 @@ struct ImageRequest {
   const io::Image* init_image = nullptr;
   const io::Image* mask = nullptr;  // white = repaint
   float strength = 0.75f;
+  // Instruct-pix2pix: the image to edit (-r), 8-bit (pipeline/edit_image.h).
+  const io::Image* edit_image = nullptr;
   // ControlNet guidance (with a ControlNet loaded): the control image, resized (nearest) to
   // the output size, and the residuals' scale.
   const io::Image* control_image = nullptr;

@@ -33,30 +33,18 @@ float CacheDit::effective_threshold(const BlockCacheOptions& o) {
 }
 
 CacheDit::CacheDit(const BlockCacheOptions& options, const std::vector<float>& sigmas)
-    : options_(options) {
-  if (sigmas.size() < 2) return;
-  const size_t steps = sigmas.size() - 1;
-  const auto start = std::min(static_cast<size_t>(kStart * steps), steps - 1);
-  const auto end = std::min(static_cast<size_t>(kEnd * steps), steps - 1);
-  start_sigma_ = sigmas[start];
-  end_sigma_ = sigmas[end];
-  if (start_sigma_ < end_sigma_) std::swap(start_sigma_, end_sigma_);
-}
+    : options_(options), window_(StepWindow::from_step_fractions(kStart, kEnd, sigmas)) {}
 
 std::vector<std::vector<float>> CacheDit::reuse(int step, float sigma,
                                                 const std::vector<float>& x_in,
                                                 size_t conditionings) {
   if (step <= 0) return {};
-  if (step - 1 != step_index_) {  // not the second call of a two-call step
-    step_index_ = step - 1;
-    skip_step_ = false;
-    step_active_ = !(sigma > start_sigma_) && sigma > end_sigma_;
-  }
-  if (!step_active_) return {};
-  if (!skip_step_) {
+  window_.begin_step(step - 1, sigma);
+  if (!window_.active()) return {};
+  if (!window_.skipping()) {
     if (prev_input_.empty() || prev_input_.size() != x_in.size()) return {};
     if (!(relative_l1_change(prev_input_, x_in) < effective_threshold(options_))) return {};
-    skip_step_ = true;
+    window_.skip();
     ++skipped_steps_;
   }
   // Every conditioning needs its residual; one without (none computed yet) runs.
@@ -65,7 +53,7 @@ std::vector<std::vector<float>> CacheDit::reuse(int step, float sigma,
 
 void CacheDit::computed(int step, const std::vector<float>& x_in,
                         const std::vector<std::vector<float>>& outputs) {
-  if (step <= 0 || !step_active_ || outputs.empty()) return;
+  if (step <= 0 || !window_.active() || outputs.empty()) return;
   residuals_.save(x_in, outputs);
   prev_input_ = x_in;
 }

@@ -15,6 +15,7 @@
 
 #include "sampling/conditioning_residuals.h"
 #include "sampling/step_cache.h"
+#include "sampling/step_window.h"
 
 namespace sd::sampling {
 
@@ -34,11 +35,7 @@ class CacheDit final : public OutputCache {
 
  private:
   BlockCacheOptions options_;
-  float start_sigma_ = 0, end_sigma_ = 0;
-
-  int step_index_ = -1;
-  bool step_active_ = false;
-  bool skip_step_ = false;
+  StepWindow window_;
   ConditioningResiduals residuals_;
   std::vector<float> prev_input_;  // the anchor's, last computed step
   int skipped_steps_ = 0;

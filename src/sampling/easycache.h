@@ -13,6 +13,7 @@
 #include "sampling/conditioning_residuals.h"
 #include "sampling/schedule.h"
 #include "sampling/step_cache.h"
+#include "sampling/step_window.h"
 
 namespace sd::sampling {
 
@@ -34,19 +35,9 @@ class EasyCache final : public OutputCache {
   bool decide_skip(const std::vector<float>& x_in);
 
   EasyCacheOptions options_;
-  float start_sigma_ = 0, end_sigma_ = 0;
-
-  int step_index_ = -1;
-  bool step_active_ = false;
-  bool skip_step_ = false;
+  StepWindow window_;
   ConditioningResiduals residuals_;
-
-  std::vector<float> prev_input_, prev_output_;  // the anchor's, last computed step
-  float output_norm_ = 0;                        // mean |output| of that step
-  float change_rate_ = 0;                        // output change per unit of input change
-  bool has_change_rate_ = false;
-  float input_change_ = 0;  // mean |input - previous input|, this step
-  bool has_input_change_ = false;
+  OutputChangeRate rate_;
   float accumulated_rate_ = 0;
   int skipped_steps_ = 0;
 };

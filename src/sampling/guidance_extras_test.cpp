@@ -60,7 +60,7 @@ TEST(GuidedDenoiser, GuidanceScheduleIsReadFromItsEnd) {
   o.cfg_scale = 7.0f;
   o.guidance_schedule = {1.0f, 2.0f, 3.0f};
   float seen_cond = 1.0f, seen_uncond = 0.0f;
-  NetworkCall network = [&](const std::vector<float>& x, float, bool) {
+  NetworkCall network = [&](const std::vector<float>& x, float, const GuidancePasses&) {
     return std::vector<std::vector<float>>{std::vector<float>(x.size(), seen_cond),
                                            std::vector<float>(x.size(), seen_uncond)};
   };

@@ -25,6 +25,17 @@ void keep_outside_mask(std::vector<float>& x0, const DenoiseMask* mask) {
 
 }  // namespace
 
+std::vector<float> image_guided(const std::vector<float>& cond, const std::vector<float>& uncond,
+                                const std::vector<float>& img_uncond, float cfg_scale,
+                                float img_cfg_scale) {
+  std::vector<float> out(cond.size());
+  for (size_t i = 0; i < cond.size(); ++i) {
+    const float image_part = img_uncond[i] + img_cfg_scale * (uncond[i] - img_uncond[i]);
+    out[i] = image_part + cfg_scale * (cond[i] - uncond[i]);
+  }
+  return out;
+}
+
 float GuidedDenoiser::guidance_scale(int step) const {
   // The reference reads the schedule from its end by step number; calls outside it (the
   // first of a two-call step) keep --cfg-scale.
@@ -44,14 +55,14 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
     if (after) after(d, step);
     return d;
   }
-  const bool with_uncond = cfg_needs_uncond(options_.cfg_scale);
-  const size_t conditionings = with_uncond ? 2 : 1;
+  const GuidancePasses passes = guidance_passes(options_.cfg_scale, options_.img_cfg_scale);
+  const size_t conditionings = passes.count();
   std::vector<float> scaled(x.size());
   for (size_t i = 0; i < x.size(); ++i) scaled[i] = x[i] * ms.scalings.c_in;
   std::vector<std::vector<float>> out;
   if (options_.output_cache) out = options_.output_cache->reuse(step, sigma, scaled, conditionings);
   if (out.empty()) {
-    out = network_(scaled, ms.timestep, with_uncond);
+    out = network_(scaled, ms.timestep, passes);
     SD_CHECK(out.size() == conditionings,
              "[guided denoiser] the network gave %zu outputs; expected %zu", out.size(),
              conditionings);
@@ -59,12 +70,19 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
   }
 
   // Classifier-free guidance on the model outputs, then the denoised latent.
+  const std::vector<float>* uncond = passes.uncond ? &out[1] : nullptr;
+  const std::vector<float>* img_uncond = passes.img_uncond ? &out.back() : nullptr;
   std::vector<float> guided;
-  if (with_uncond && options_.apg) {
+  if (options_.apg && (uncond || img_uncond)) {
+    SD_CHECK(uncond && !img_uncond,
+             "[guided denoiser] APG does not combine with image guidance (--img-cfg-scale)");
     // APG scales by --cfg-scale even under a schedule, as the reference does.
-    guided = options_.apg->guide(out[0], out[1], options_.cfg_scale);
-  } else if (with_uncond) {
-    lerp_into(guided, out[1], out[0], guidance_scale(step));
+    guided = options_.apg->guide(out[0], *uncond, options_.cfg_scale);
+  } else if (uncond && img_uncond) {
+    guided =
+        image_guided(out[0], *uncond, *img_uncond, guidance_scale(step), options_.img_cfg_scale);
+  } else if (uncond || img_uncond) {
+    lerp_into(guided, uncond ? *uncond : *img_uncond, out[0], guidance_scale(step));
   } else {
     guided = out[0];
   }
@@ -74,7 +92,8 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
   for (size_t i = 0; i < x.size(); ++i)
     d.x0[i] = guided[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;
   if (options_.uncond_x0) {
-    const std::vector<float>& base = with_uncond ? out[1] : guided;
+    // CFG++ steps along the least conditioned output, as the reference.
+    const std::vector<float>& base = img_uncond ? *img_uncond : uncond ? *uncond : guided;
     d.uncond_x0.resize(x.size());
     for (size_t i = 0; i < x.size(); ++i)
       d.uncond_x0[i] = base[i] * ms.scalings.c_out + x[i] * ms.scalings.c_skip;

@@ -13,12 +13,12 @@ struct ToyNetwork {
   float last_timestep = -1;
   int calls = 0, uncond_calls = 0;
   NetworkCall call() {
-    return [this](const std::vector<float>& x_in, float t, bool with_uncond) {
+    return [this](const std::vector<float>& x_in, float t, const GuidancePasses& passes) {
       ++calls;
       last_input = x_in;
       last_timestep = t;
       std::vector<std::vector<float>> out = {std::vector<float>(x_in.size(), cond)};
-      if (with_uncond) {
+      if (passes.uncond) {
         ++uncond_calls;
         out.push_back(std::vector<float>(x_in.size(), uncond));
       }

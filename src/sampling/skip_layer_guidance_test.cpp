@@ -50,7 +50,7 @@ TEST(SkipLayerGuidance, TheDenoiserAddsItOnlyInTheWindow) {
   o.skip_layer = &s;
   GuidedDenoiser d(
       schedule,
-      [](const std::vector<float>& x, float, bool) {
+      [](const std::vector<float>& x, float, const GuidancePasses&) {
         return std::vector<std::vector<float>>{std::vector<float>(x.size(), 1.0f)};
       },
       o);

@@ -148,11 +148,11 @@ TEST(StepCache, GuidedDenoiserSkipsTheNetworkWhenTheCacheAnswers) {
   const DiscreteSchedule schedule(Prediction::Eps);
   const std::vector<float> sigmas = make_sigmas(Scheduler::Discrete, 20, schedule);
   int network_calls = 0;
-  NetworkCall network = [&](const std::vector<float>& x_in, float, bool with_uncond) {
+  NetworkCall network = [&](const std::vector<float>& x_in, float, const GuidancePasses& passes) {
     ++network_calls;
     std::vector<std::vector<float>> out = {x_in};
     for (float& v : out[0]) v *= 0.5f;
-    if (with_uncond) out.push_back(out[0]);
+    if (passes.uncond) out.push_back(out[0]);
     return out;
   };
   SpectrumForecast spectrum(SpectrumOptions{}, sigmas.size() - 1);

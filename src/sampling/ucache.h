@@ -12,6 +12,7 @@
 
 #include "sampling/conditioning_residuals.h"
 #include "sampling/step_cache.h"
+#include "sampling/step_window.h"
 
 namespace sd::sampling {
 
@@ -35,20 +36,10 @@ class UCache final : public OutputCache {
   void observe_anchor(const std::vector<float>& x_in, const std::vector<float>& output);
 
   UCacheOptions options_;
-  float start_sigma_ = 0, end_sigma_ = 0;
   int expected_steps_ = 0;
-
-  int step_index_ = -1;
-  bool step_active_ = false;
-  bool skip_step_ = false;
+  StepWindow window_;
   ConditioningResiduals residuals_;
-
-  std::vector<float> prev_input_, prev_output_;  // the anchor's, last computed step
-  float output_norm_ = 0;                        // mean |output| of that step
-  float change_rate_ = 0;                        // output change per unit of input change
-  bool has_change_rate_ = false;
-  float input_change_ = 0;  // mean |input - previous input|, this step
-  bool has_input_change_ = false;
+  OutputChangeRate rate_;
   float output_change_ema_ = 0;
   bool has_output_change_ema_ = false;
   float accumulated_error_ = 0;

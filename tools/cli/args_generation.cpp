@@ -188,8 +188,8 @@ Section generation_section(GenerationOptions& o) {
   v.push_back(float_option("", "--cfg-scale", "classifier-free guidance scale (default: 7.0)",
                            &sample.guidance.txt_cfg));
   v.push_back(float_option("", "--img-cfg-scale",
-                           "image guidance scale for inpaint and edit models (default: same as "
-                           "--cfg-scale)",
+                           "image guidance scale of instruct-pix2pix and inpainting models "
+                           "(default: 1, no image guidance)",
                            &sample.guidance.img_cfg));
   v.push_back(float_option("", "--guidance",
                            "distilled guidance scale, for models with a guidance input (default: "
