@@ -534,6 +534,11 @@ typedef struct upscaler_ctx_t upscaler_ctx_t;
 SD_API upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool direct, int n_threads,
                                         int tile_size, const char* backend,
                                         const char* params_backend);
+// new_upscaler_ctx with the weights converted to `wtype` as they load (sd-cli's --type);
+// SD_TYPE_COUNT keeps the file's types, as new_upscaler_ctx does.
+SD_API upscaler_ctx_t* new_upscaler_ctx_with_type(const char* esrgan_path, bool direct,
+                                                  int n_threads, int tile_size, const char* backend,
+                                                  const char* params_backend, enum sd_type_t wtype);
 SD_API void free_upscaler_ctx(upscaler_ctx_t* upscaler_ctx);
 
 SD_API bool upscale(upscaler_ctx_t* upscaler_ctx, sd_image_t input_image, uint32_t upscale_factor,

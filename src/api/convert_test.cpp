@@ -268,6 +268,11 @@ TEST(Convert, KeepRules) {
   EXPECT_FALSE(weights::takes_weight_type("model.diffusion_model.label_emb.0.0.weight", 256,
                                           DType::F32, DType::Q8_0));
   EXPECT_FALSE(weights::takes_weight_type("token_embedding.weight", 768, DType::F16, DType::Q8_0));
+  // ESRGAN: the dense blocks' convs take the type, the convs around the trunk keep theirs.
+  EXPECT_TRUE(weights::takes_weight_type("body.0.rdb1.conv1.weight", 3, DType::F32, DType::BF16));
+  for (const char* kept : {"conv_first.weight", "conv_body.weight", "conv_up1.weight",
+                           "conv_up2.weight", "conv_hr.weight", "conv_last.weight"})
+    EXPECT_FALSE(weights::takes_weight_type(kept, 3, DType::F32, DType::BF16)) << kept;
   EXPECT_FALSE(weights::takes_weight_type("pos", 256, DType::I32, DType::Q8_0));
   EXPECT_TRUE(weights::takes_weight_type("a.weight", 320, DType::F32, DType::Q8_0));
   EXPECT_FALSE(weights::takes_weight_type("a.weight", 320, DType::F32, DType::Q4_K));

@@ -7,10 +7,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "api/callbacks.h"
 #include "pipeline/upscaler.h"
 #include "stable-diffusion.h"
+#include "tensor/dtype.h"
 #include "tensor/error.h"
 
 struct upscaler_ctx_t {
@@ -21,6 +23,13 @@ extern "C" {
 
 upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool direct, int n_threads, int tile_size,
                                  const char* backend, const char* params_backend) {
+  return new_upscaler_ctx_with_type(esrgan_path, direct, n_threads, tile_size, backend,
+                                    params_backend, SD_TYPE_COUNT);
+}
+
+upscaler_ctx_t* new_upscaler_ctx_with_type(const char* esrgan_path, bool direct, int n_threads,
+                                           int tile_size, const char* backend,
+                                           const char* params_backend, enum sd_type_t wtype) {
   return sd::api::c_boundary("new_upscaler_ctx", static_cast<upscaler_ctx_t*>(nullptr), [&] {
     SD_CHECK(esrgan_path && *esrgan_path, "no upscaler model given");
     sd::pipeline::UpscalerOptions o;
@@ -29,6 +38,12 @@ upscaler_ctx_t* new_upscaler_ctx(const char* esrgan_path, bool direct, int n_thr
     o.tile_size = tile_size;
     o.backend = backend ? backend : "";
     o.params_backend = params_backend ? params_backend : "";
+    if (wtype != SD_TYPE_COUNT) {
+      const char* name = sd_type_name(wtype);
+      o.weight_type = name ? sd::dtype_from_name(name) : std::nullopt;
+      SD_CHECK(o.weight_type.has_value(), "weight type %d is not supported",
+               static_cast<int>(wtype));
+    }
     // `direct` asks sd.cpp for direct convolutions; the CPU backend picks its kernels itself.
     (void)direct;
     auto ctx = std::make_unique<upscaler_ctx_t>();

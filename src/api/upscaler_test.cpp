@@ -74,6 +74,20 @@ TEST_F(CApiUpscaler, UpscalesByTheModelsOwnFactor) {
   EXPECT_EQ(log_.errors.size(), 1u);
 }
 
+TEST_F(CApiUpscaler, ConvertsWeightsToTheTypeAsked) {
+  upscaler_ctx_t* ctx = new_upscaler_ctx_with_type(write_model().c_str(), false, 1, 128, nullptr,
+                                                   nullptr, SD_TYPE_BF16);
+  ASSERT_NE(ctx, nullptr);
+  std::vector<uint8_t> pixels(6 * 5 * 3, 90);
+  sd_image_t* out = nullptr;
+  int count = 0;
+  ASSERT_TRUE(upscale(ctx, sd_image_t{6, 5, 3, pixels.data()}, 2, &out, &count));
+  EXPECT_EQ(out[0].width, 12u);
+  free_sd_images(out, count);
+  free_upscaler_ctx(ctx);
+  EXPECT_TRUE(log_.errors.empty());
+}
+
 TEST_F(CApiUpscaler, FailuresAreLoggedNotThrown) {
   EXPECT_EQ(new_upscaler_ctx("no_such_model.pth", false, 1, 128, nullptr, nullptr), nullptr);
   ASSERT_EQ(log_.errors.size(), 1u);
@@ -81,13 +95,16 @@ TEST_F(CApiUpscaler, FailuresAreLoggedNotThrown) {
   EXPECT_EQ(new_upscaler_ctx(nullptr, false, 1, 128, nullptr, nullptr), nullptr);
   EXPECT_EQ(new_upscaler_ctx(write_model().c_str(), false, 1, 128, "no_such_device", nullptr),
             nullptr);
+  EXPECT_EQ(new_upscaler_ctx_with_type(write_model().c_str(), false, 1, 128, nullptr, nullptr,
+                                       static_cast<sd_type_t>(SD_TYPE_COUNT + 1)),
+            nullptr);
   EXPECT_EQ(get_upscale_factor(nullptr), 1);
   sd_image_t* out = nullptr;
   int count = 0;
   std::vector<uint8_t> pixels(3, 0);
   EXPECT_FALSE(upscale(nullptr, sd_image_t{1, 1, 3, pixels.data()}, 4, &out, &count));
   free_upscaler_ctx(nullptr);
-  EXPECT_EQ(log_.errors.size(), 4u);
+  EXPECT_EQ(log_.errors.size(), 5u);
 }
 
 }  // namespace

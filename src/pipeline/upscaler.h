@@ -10,6 +10,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,9 @@ struct UpscalerOptions {
   std::string model;  // an ESRGAN weight file: safetensors, GGUF, .pth/.ckpt
   int threads = 0;    // 0: every core
   int tile_size = 128;
+  // --type: the weights converted to this type as they load (bf16: the CPU's bf16
+  // convolution kernels, half the weight memory); unset keeps the file's types.
+  std::optional<DType> weight_type;
   std::string backend, params_backend;  // --backend / --params-backend (module "upscaler")
 };
 

@@ -131,6 +131,20 @@ TEST(Upscaler, TileMemoryDoesNotGrowWithTheImage) {
   EXPECT_GT(whole.last_peak_compute_buffer(), 8 * large_image.last_peak_compute_buffer());
 }
 
+// --type bf16: the f32 file's weights become bf16 as they load (the bf16 kernels where
+// the CPU has them); the image stays within bf16 rounding of the f32 one.
+TEST(Upscaler, ConvertsWeightsToTheTypeAsked) {
+  const std::string model = write_model("bf16.safetensors", tiny(1, 1));
+  const std::vector<float> in = image(20, 12);
+  const std::vector<float> f32 = Upscaler(options(model)).upscale_planes(in, 20, 12);
+  UpscalerOptions o = options(model);
+  o.weight_type = DType::BF16;
+  const std::vector<float> bf16 = Upscaler(o).upscale_planes(in, 20, 12);
+  ASSERT_EQ(bf16.size(), f32.size());
+  EXPECT_NE(bf16, f32);  // rounded weights: not the f32 result
+  EXPECT_LT(max_abs_diff(bf16, f32), 0.05);
+}
+
 TEST(Upscaler, ReadsOriginalEsrganNamesAndTrainingCheckpointWrappers) {
   const models::EsrganConfig c = tiny(2, 2);
   const std::vector<float> in = image(12, 10);

@@ -18,7 +18,9 @@ bool takes_weight_type(std::string_view name, int64_t ne0, DType stored, DType t
       // UNet
       "time_embed.", "label_emb.",
       // any embedding table
-      "embedding"};
+      "embedding",
+      // ESRGAN (RRDBNet, Real-ESRGAN names): every conv outside the dense blocks
+      "conv_first.", "conv_body.", "conv_up1.", "conv_up2.", "conv_hr.", "conv_last."};
   for (std::string_view k : kKept) {
     if (name.find(k) != std::string_view::npos) return false;
   }

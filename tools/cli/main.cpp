@@ -132,9 +132,9 @@ int run_metadata(const CliOptions& cli) {
 bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_image_t* images,
                     int count) {
   const ContextOptions& c = a.context;
-  upscaler_ctx_t* upscaler = new_upscaler_ctx(c.esrgan_path.c_str(), c.diffusion_conv_direct,
-                                              c.n_threads, a.generation.upscale_tile_size,
-                                              ctx_params.backend, ctx_params.params_backend);
+  upscaler_ctx_t* upscaler = new_upscaler_ctx_with_type(
+      c.esrgan_path.c_str(), c.diffusion_conv_direct, c.n_threads, a.generation.upscale_tile_size,
+      ctx_params.backend, ctx_params.params_backend, c.wtype);
   if (!upscaler) return false;  // the library said why
   const uint32_t factor = static_cast<uint32_t>(get_upscale_factor(upscaler));
   bool ok = true;

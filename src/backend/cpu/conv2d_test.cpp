@@ -254,6 +254,7 @@ TEST(CpuConv2d, WinogradBf16) {
                                       << " p " << k.p0 << "," << k.p1 << ", " << split.name);
       const auto configure = [&](DnnlState& st, const Tensor*) {
         st.winograd_bf16_min_pixels = 0;
+        st.winograd_bf16_min_out_channels = 0;
         st.winograd_band_bytes = split.band_bytes;
         st.winograd_chunk_tiles = split.chunk_tiles;
         st.winograd_min_chunks_per_thread = split.min_chunks_per_thread;
@@ -296,6 +297,7 @@ TEST(CpuConv2d, WinogradBf16ReadsThroughAnUpscale) {
       CpuContext cpu_ctx;
       cpu_ctx.threads = 2;
       cpu_ctx.dnnl->winograd_bf16_min_pixels = 0;
+      cpu_ctx.dnnl->winograd_bf16_min_out_channels = 0;
       cpu_ctx.dnnl->winograd_chunk_tiles = 1;
       cpu_ctx.dnnl->winograd_min_chunks_per_thread = chunks ? 0 : int64_t{1} << 40;
       ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, conv.out));
@@ -318,13 +320,24 @@ TEST(CpuConv2d, WinogradBf16Declines) {
       {16, 16, 16, 1, 3, 3, 16, 1, 1, 1, 1, 1, 1, 2, false},  // groups
       {16, 16, 16, 1, 3, 3, 16, 1, 1, 2, 2, 1, 1, 1, false},  // padding 2
   };
-  const auto no_threshold = [](DnnlState& st, const Tensor*) { st.winograd_bf16_min_pixels = 0; };
+  const auto no_threshold = [](DnnlState& st, const Tensor*) {
+    st.winograd_bf16_min_pixels = 0;
+    st.winograd_bf16_min_out_channels = 0;
+  };
   for (const ConvCase& k : cases)
     EXPECT_FALSE(kernel_matches(k, DType::BF16, no_threshold, cpu_conv2d_winograd_bf16, 1.0));
   const ConvCase fits{16, 16, 16, 1, 3, 3, 16, 1, 1, 1, 1, 1, 1, 1, false};
   EXPECT_FALSE(kernel_matches(fits, DType::F16, no_threshold, cpu_conv2d_winograd_bf16, 1.0));
-  const auto threshold = [](DnnlState& st, const Tensor*) { st.winograd_bf16_min_pixels = 257; };
+  const auto threshold = [](DnnlState& st, const Tensor*) {
+    st.winograd_bf16_min_pixels = 257;
+    st.winograd_bf16_min_out_channels = 0;
+  };
   EXPECT_FALSE(kernel_matches(fits, DType::BF16, threshold, cpu_conv2d_winograd_bf16, 1.0));
+  const auto few_outputs = [](DnnlState& st, const Tensor*) {
+    st.winograd_bf16_min_pixels = 0;
+    st.winograd_bf16_min_out_channels = 17;
+  };
+  EXPECT_FALSE(kernel_matches(fits, DType::BF16, few_outputs, cpu_conv2d_winograd_bf16, 1.0));
 }
 
 // f16 weights are never converted whole and kept: small outputs run as im2col and a GEMM
@@ -385,6 +398,7 @@ TEST(CpuConv2d, WinogradBf16CachesWeightsFromTheirSecondUse) {
     CpuContext cpu_ctx;
     cpu_ctx.threads = 2;
     cpu_ctx.dnnl->winograd_bf16_min_pixels = 0;
+    cpu_ctx.dnnl->winograd_bf16_min_out_channels = 0;
     cpu_ctx.dnnl->winograd_cache_limit = limit;
     ASSERT_TRUE(cpu_conv2d_winograd_bf16(cpu_ctx, conv.out));
     const std::vector<float> first = conv.output();

@@ -23,7 +23,8 @@
 // reused every step, and its sampling peak stays at 3.69 GB (2.67 s per step against
 // 3.20 s uncached); a VAE's are used once per image, and caching them would only add
 // fresh memory to fault in. Winograd beats the direct kernel from 16x16 outputs up
-// (DnnlState::winograd_bf16_min_pixels).
+// (DnnlState::winograd_bf16_min_pixels) when it has 64 output channels or more
+// (DnnlState::winograd_bf16_min_out_channels).
 //
 // Upsampling convolutions (a nearest 2x upscale, then this 3x3 convolution with padding 1)
 // read the upscale's source: each tile's 4x4 patch repeats its middle row and column, so
@@ -314,7 +315,8 @@ bool fits(const DnnlState& st, const Tensor* dst) {
   return w->type == DType::BF16 && w->ne[0] == 3 && w->ne[1] == 3 && p.groups == 1 && p.s0 == 1 &&
          p.s1 == 1 && p.d0 == 1 && p.d1 == 1 && p.p0 >= 0 && p.p0 <= 1 && p.p1 >= 0 && p.p1 <= 1 &&
          w->is_contiguous() && dense_planes(x) &&
-         dst->ne[0] * dst->ne[1] >= st.winograd_bf16_min_pixels;
+         dst->ne[0] * dst->ne[1] >= st.winograd_bf16_min_pixels &&
+         w->ne[3] >= st.winograd_bf16_min_out_channels;
 }
 
 // The source to read instead of the input, when the input is a nearest 2x upscale of it
