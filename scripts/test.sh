@@ -45,6 +45,10 @@ if [ -f "$flux_generator" ]; then
   fi
   export SD_TEST_FLUX_DIR=$PWD/$flux_dir
 fi
+# Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
+# sleep instead of spinning while the thread they wait for is preempted (the programs of
+# tools/ do the same by default, see tools/omp_wait_policy.cpp).
+export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR
