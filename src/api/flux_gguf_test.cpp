@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "api/convert.h"
+#include "image_psnr.h"
 #include "io/gguf.h"
 #include "io/gguf_writer.h"
 #include "io/io_test_util.h"
@@ -21,16 +22,6 @@
 
 namespace sd::api {
 namespace {
-
-double psnr(const io::Image& a, const io::Image& b) {
-  double se = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) {
-    const double d = static_cast<double>(a.pixels[i]) - b.pixels[i];
-    se += d * d;
-  }
-  const double mse = se / static_cast<double>(a.pixels.size());
-  return mse == 0 ? 99.0 : 10.0 * std::log10(255.0 * 255.0 / mse);
-}
 
 // 256-wide so the 256-element K-quant blocks fit every block weight.
 models::FluxConfig k_quant_sized_flux() {
@@ -119,7 +110,7 @@ TEST_P(QuantizedFluxTypes, RunsFromTheBlocksCloseToF16) {
   std::printf("resident weights: %zu bytes, with the f16 transformer %zu\n",
               sd.resident_weight_bytes(), f16_bytes);
   EXPECT_LT(sd.resident_weight_bytes(), f16_bytes) << "quantized weights must stay in their blocks";
-  const double db = psnr(a, f16);
+  const double db = sd::test::image_psnr(a, f16);
   std::printf("%s transformer: PSNR %.2f dB against f16\n",
               std::string(dtype_name(tb.type)).c_str(), db);
   EXPECT_GE(db, tb.min_psnr_db);
@@ -143,7 +134,7 @@ TEST_F(QuantizedFlux, Q8T5AndTransformerTogether) {
   const io::GgufFile t5 = io::GgufFile::open(q.t5xxl);
   for (const io::TensorInfo& t : t5.tensors())
     EXPECT_EQ(t.name.rfind("text_encoders.t5xxl.transformer.", 0), 0u) << t.name;  // sd.cpp's
-  const double db = psnr(pipeline::StableDiffusion(q).generate(request_)[0], f16);
+  const double db = sd::test::image_psnr(pipeline::StableDiffusion(q).generate(request_)[0], f16);
   std::printf("q8_0 transformer and T5: PSNR %.2f dB against f16\n", db);
   EXPECT_GE(db, 46.0);  // measured 54 dB
 }

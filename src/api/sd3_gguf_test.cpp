@@ -10,6 +10,7 @@
 #include <string>
 
 #include "api/convert.h"
+#include "image_psnr.h"
 #include "io/gguf.h"
 #include "io/io_test_util.h"
 #include "pipeline/stable_diffusion.h"
@@ -18,16 +19,6 @@
 
 namespace sd::api {
 namespace {
-
-double psnr(const io::Image& a, const io::Image& b) {
-  double se = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) {
-    const double d = static_cast<double>(a.pixels[i]) - b.pixels[i];
-    se += d * d;
-  }
-  const double mse = se / static_cast<double>(a.pixels.size());
-  return mse == 0 ? 99.0 : 10.0 * std::log10(255.0 * 255.0 / mse);
-}
 
 struct TypeBound {
   DType type;
@@ -94,7 +85,7 @@ TEST_P(Sd3Convert, TheSingleCheckpointMakesTheOriginalsImage) {
   }
   EXPECT_GT(quantized, 0u);
   EXPECT_GT(t5, 0u);
-  const double db = psnr(generate(o), original);
+  const double db = sd::test::image_psnr(generate(o), original);
   std::printf("%s single file: %.1f dB against f16\n", dtype_name(GetParam().type).data(), db);
   EXPECT_GE(db, GetParam().min_psnr_db);
 }
@@ -112,7 +103,7 @@ TEST_P(Sd3Convert, EachPartConvertedWithItsFlagMakesTheOriginalsImage) {
   o.clip_l = convert(files_->clip_l, type, &ConvertParts::clip_l);
   o.clip_g = convert(files_->clip_g, type, &ConvertParts::clip_g);
   o.t5xxl = convert(files_->t5, type, &ConvertParts::t5xxl);
-  const double db = psnr(generate(o), original);
+  const double db = sd::test::image_psnr(generate(o), original);
   std::printf("%s part files: %.1f dB against f16\n", dtype_name(type).data(), db);
   EXPECT_GE(db, GetParam().min_psnr_db);
 }

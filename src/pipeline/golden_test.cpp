@@ -15,22 +15,13 @@
 #include <filesystem>
 #include <string>
 
+#include "image_psnr.h"
 #include "io/image.h"
 #include "pipeline/stable_diffusion.h"
 #include "test_support.h"
 
 namespace sd::pipeline {
 namespace {
-
-double psnr(const io::Image& a, const io::Image& b) {
-  double se = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) {
-    const double d = static_cast<double>(a.pixels[i]) - b.pixels[i];
-    se += d * d;
-  }
-  const double mse = se / static_cast<double>(a.pixels.size());
-  return mse == 0 ? 99.0 : 10.0 * std::log10(255.0 * 255.0 / mse);
-}
 
 struct GoldenCase {
   const char* model_env;
@@ -47,7 +38,7 @@ void expect_golden(const io::Image& image, const std::string& golden) {
   ASSERT_EQ(expected.width, image.width);
   ASSERT_EQ(expected.height, image.height);
   const io::Image got = io::to_channels(image, expected.channels);
-  const double db = psnr(got, expected);
+  const double db = sd::test::image_psnr(got, expected);
   ::testing::Test::RecordProperty("psnr_db", std::to_string(db));
   std::printf("PSNR %.2f dB against %s\n", db, golden.c_str());
   if (const char* out = std::getenv("SD_TEST_OUTPUT_DIR")) {

@@ -2,6 +2,7 @@
 // model written by the project's own code.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -68,6 +69,21 @@ TEST_F(TinyPix2Pix, ImageGuidanceChangesTheImage) {
   const std::vector<uint8_t> three_pass = pixels(request_);
   EXPECT_NE(three_pass, two_pass);
   request_.img_cfg_scale = 2.5f;
+  EXPECT_NE(pixels(request_), three_pass);
+}
+
+TEST_F(TinyPix2Pix, ApgStepsAlongTheThreeWayDirection) {
+  request_.img_cfg_scale = 1.5f;
+  const std::vector<uint8_t> three_pass = pixels(request_);
+  // A norm threshold too large to cap anything: APG on, the direction untouched, so the
+  // three-way CFG image up to rounding.
+  request_.apg.norm_threshold = 1e30f;
+  const std::vector<uint8_t> uncapped = pixels(request_);
+  ASSERT_EQ(uncapped.size(), three_pass.size());
+  for (size_t i = 0; i < uncapped.size(); ++i)
+    ASSERT_LE(std::abs(uncapped[i] - three_pass[i]), 1) << i;
+  request_.apg = {};
+  request_.apg.eta = 0.0f;  // the part along cond dropped: another image
   EXPECT_NE(pixels(request_), three_pass);
 }
 

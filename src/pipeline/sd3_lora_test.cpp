@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "image_psnr.h"
 #include "io/io_test_util.h"
 #include "io/name_conversion.h"
 #include "pipeline/stable_diffusion.h"
@@ -20,16 +21,6 @@
 
 namespace sd::pipeline {
 namespace {
-
-double psnr(const io::Image& a, const io::Image& b) {
-  double se = 0;
-  for (size_t i = 0; i < a.pixels.size(); ++i) {
-    const double d = static_cast<double>(a.pixels[i]) - b.pixels[i];
-    se += d * d;
-  }
-  const double mse = se / static_cast<double>(a.pixels.size());
-  return mse == 0 ? 99.0 : 10.0 * std::log10(255.0 * 255.0 / mse);
-}
 
 std::vector<float> random_values(size_t n, uint32_t seed, float amplitude) {
   std::vector<float> v(n);
@@ -180,13 +171,14 @@ TEST_F(Sd3Lora, ChangesTheImageAsMergingByHand) {
   ModelOptions by_hand = options_;
   by_hand.diffusion_model = merged_path;
   const io::Image b = StableDiffusion(by_hand).generate(request_)[0];
-  const double changed = psnr(a, plain), same = psnr(a, b);
+  const double changed = sd::test::image_psnr(a, plain), same = sd::test::image_psnr(a, b);
   std::printf("LoRA vs none: %.1f dB; LoRA vs merged by hand: %.1f dB\n", changed, same);
   EXPECT_LT(changed, 40.0) << "the LoRA should change the image";
   EXPECT_GE(same, 50.0);
   ModelOptions at_runtime = options_;
   at_runtime.lora_mode = weights::ModelManagerOptions::LoraMode::AtRuntime;
-  const double runtime_db = psnr(StableDiffusion(at_runtime).generate(with_lora)[0], b);
+  const double runtime_db =
+      sd::test::image_psnr(StableDiffusion(at_runtime).generate(with_lora)[0], b);
   std::printf("LoRA added at run time vs merged by hand: %.1f dB\n", runtime_db);
   EXPECT_GE(runtime_db, 50.0);
 }

@@ -700,8 +700,6 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
       r.img_cfg_scale.reset();
     }
   }
-  SD_CHECK(!r.apg.enabled() || !r.img_cfg_scale || *r.img_cfg_scale == 1.0f,
-           "APG (--extra-sample-args apg_*) does not combine with --img-cfg-scale yet; drop one");
   if (r.control_image && !control_net)
     warn("a control image without a ControlNet (--control-net) is ignored");
   if (control_net && !r.control_image)

@@ -76,10 +76,40 @@ GuidanceExtras parse_guidance_extras(const std::string& text) {
   return extras;
 }
 
-std::vector<float> AdaptiveProjectedGuidance::guide(const std::vector<float>& cond,
-                                                    const std::vector<float>& uncond, float scale) {
+namespace {
+
+// The direction guidance pushes along. With an image-unconditional output it is the one
+// that makes cond + (scale - 1) * delta the three-way CFG result (or, at scale 1, the image
+// term alone).
+std::vector<float> guidance_direction(const std::vector<float>& cond,
+                                      const std::vector<float>* uncond,
+                                      const std::vector<float>* img_uncond, float scale,
+                                      float img_scale) {
   std::vector<float> delta(cond.size());
-  for (size_t i = 0; i < cond.size(); ++i) delta[i] = cond[i] - uncond[i];
+  for (size_t i = 0; i < cond.size(); ++i) {
+    if (!img_uncond) {
+      delta[i] = cond[i] - (*uncond)[i];
+    } else if (!uncond) {
+      delta[i] = cond[i] - (*img_uncond)[i];
+    } else if (scale == 1.0f) {
+      delta[i] = (*uncond)[i] - (*img_uncond)[i];
+    } else {
+      delta[i] =
+          cond[i] + ((*uncond)[i] * (img_scale - scale) + (*img_uncond)[i] * (1.0f - img_scale)) /
+                        (scale - 1.0f);
+    }
+  }
+  return delta;
+}
+
+}  // namespace
+
+std::vector<float> AdaptiveProjectedGuidance::guide(const std::vector<float>& cond,
+                                                    const std::vector<float>* uncond,
+                                                    const std::vector<float>* img_uncond,
+                                                    float scale, float img_scale) {
+  SD_CHECK(uncond || img_uncond, "[apg] needs an unconditional output");
+  std::vector<float> delta = guidance_direction(cond, uncond, img_uncond, scale, img_scale);
   if (options_.momentum != 0.0f) {
     if (momentum_.size() != delta.size()) momentum_.assign(delta.size(), 0.0f);
     for (size_t i = 0; i < delta.size(); ++i) delta[i] += options_.momentum * momentum_[i];
@@ -108,7 +138,13 @@ std::vector<float> AdaptiveProjectedGuidance::guide(const std::vector<float>& co
     }
   }
   std::vector<float> out(cond.size());
-  for (size_t i = 0; i < cond.size(); ++i) out[i] = cond[i] + (scale - 1.0f) * delta[i];
+  if (!uncond) {  // CFG against the image-unconditional output alone
+    for (size_t i = 0; i < cond.size(); ++i) out[i] = (*img_uncond)[i] + scale * delta[i];
+    return out;
+  }
+  // At scale 1 only the image term guides (none without image guidance: cond itself).
+  const float step = scale != 1.0f ? scale - 1.0f : img_uncond ? img_scale - 1.0f : 0.0f;
+  for (size_t i = 0; i < cond.size(); ++i) out[i] = cond[i] + step * delta[i];
   return out;
 }
 

@@ -40,7 +40,15 @@ class AdaptiveProjectedGuidance {
   explicit AdaptiveProjectedGuidance(const ApgOptions& options) : options_(options) {}
   // The guided output from the conditional and unconditional ones at guidance `scale`.
   std::vector<float> guide(const std::vector<float>& cond, const std::vector<float>& uncond,
-                           float scale);
+                           float scale) {
+    return guide(cond, &uncond, nullptr, scale, 1.0f);
+  }
+  // With image guidance (--img-cfg-scale: inpainting and instruct-pix2pix models), from the
+  // unconditional and the image-unconditional outputs, either of which may be null but not
+  // both: the guidance direction is the one the three-way CFG formula steps along, and the
+  // result steps along it by the scale that formula gives it, as the reference's APG does.
+  std::vector<float> guide(const std::vector<float>& cond, const std::vector<float>* uncond,
+                           const std::vector<float>* img_uncond, float scale, float img_scale);
 
  private:
   ApgOptions options_;

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "sampling/guided_denoiser.h"
 #include "tensor/error.h"
@@ -52,6 +54,40 @@ TEST(AdaptiveProjectedGuidance, NormThresholdCapsTheDirection) {
   // |delta| per element 1, scaled to 256: capped by 1/256.
   const std::vector<float> out = apg.guide({1.0f, 1.0f}, {0.0f, 0.0f}, 2.0f);
   EXPECT_NEAR(out[0], 1.0f + 1.0f / 256.0f, 1e-6f);
+}
+
+TEST(AdaptiveProjectedGuidance, WithImageGuidanceNeutralOptionsGiveThreeWayCfg) {
+  // eta 1, no momentum, no threshold: APG leaves the direction alone, so it must give what
+  // classifier-free guidance gives, img_uncond + img * (uncond - img_uncond) + txt * (cond -
+  // uncond), in each of the reference's cases.
+  const std::vector<float> cond{1.0f, -2.0f}, uncond{0.5f, 0.25f}, img_uncond{-1.0f, 3.0f};
+  auto three_way = [&](size_t i, float txt, float img) {
+    return img_uncond[i] + img * (uncond[i] - img_uncond[i]) + txt * (cond[i] - uncond[i]);
+  };
+  ApgOptions neutral;
+  for (const auto& [txt, img] : {std::pair{7.0f, 1.5f}, std::pair{1.0f, 1.5f}}) {
+    AdaptiveProjectedGuidance apg(neutral);
+    const std::vector<float> out = apg.guide(cond, &uncond, &img_uncond, txt, img);
+    for (size_t i = 0; i < cond.size(); ++i)
+      EXPECT_NEAR(out[i], three_way(i, txt, img), 1e-5f) << txt << " " << img << " " << i;
+  }
+  // Without the unconditional output (img_cfg == cfg): CFG against img_uncond.
+  AdaptiveProjectedGuidance apg(neutral);
+  const std::vector<float> out = apg.guide(cond, nullptr, &img_uncond, 4.0f, 4.0f);
+  for (size_t i = 0; i < cond.size(); ++i)
+    EXPECT_NEAR(out[i], img_uncond[i] + 4.0f * (cond[i] - img_uncond[i]), 1e-5f);
+}
+
+TEST(AdaptiveProjectedGuidance, WithImageGuidanceTheDirectionIsProjectedToo) {
+  ApgOptions o;
+  o.eta = 0.0f;
+  AdaptiveProjectedGuidance apg(o);
+  const std::vector<float> cond{1.0f, 0.0f}, uncond{0.0f, 1.0f}, img_uncond{0.0f, 1.0f};
+  // img_uncond == uncond: the direction is cond - uncond = (1, -1); eta 0 drops its part
+  // along cond, leaving (0, -1), stepped by cfg - 1 = 2.
+  const std::vector<float> out = apg.guide(cond, &uncond, &img_uncond, 3.0f, 1.5f);
+  EXPECT_NEAR(out[0], 1.0f, 1e-6f);
+  EXPECT_NEAR(out[1], -2.0f, 1e-6f);
 }
 
 TEST(GuidedDenoiser, GuidanceScheduleIsReadFromItsEnd) {

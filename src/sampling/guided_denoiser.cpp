@@ -74,10 +74,9 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
   const std::vector<float>* img_uncond = passes.img_uncond ? &out.back() : nullptr;
   std::vector<float> guided;
   if (options_.apg && (uncond || img_uncond)) {
-    SD_CHECK(uncond && !img_uncond,
-             "[guided denoiser] APG does not combine with image guidance (--img-cfg-scale)");
     // APG scales by --cfg-scale even under a schedule, as the reference does.
-    guided = options_.apg->guide(out[0], *uncond, options_.cfg_scale);
+    guided =
+        options_.apg->guide(out[0], uncond, img_uncond, options_.cfg_scale, options_.img_cfg_scale);
   } else if (uncond && img_uncond) {
     guided =
         image_guided(out[0], *uncond, *img_uncond, guidance_scale(step), options_.img_cfg_scale);
