@@ -12,6 +12,7 @@
 #include "image_psnr.h"
 #include "io/io_test_util.h"
 #include "io/name_conversion.h"
+#include "pipeline/lora_merge_test_util.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_model_test_util.h"
 #include "tensor/error.h"
@@ -21,28 +22,8 @@
 namespace sd::pipeline {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed, float amplitude) {
-  std::vector<float> v(n);
-  uint32_t s = seed * 2654435761u + 7u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = amplitude * (static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f);
-  }
-  return v;
-}
-
-io::test::Bytes f32_bytes(const std::vector<float>& v) {
-  io::test::Bytes b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-// One low-rank pair of the LoRA: `stem` + lora_A/lora_B (or lora_down/lora_up), changing
-// rows [row0, row0 + rows) of the BFL weight `target` [out, in].
-struct Pair {
-  std::string down_key, up_key, target;
-  int64_t row0, rows;
-};
+using test::f32_bytes;
+using test::LoraPair;
 
 class FluxLoraPipeline : public ::testing::Test {
  protected:
@@ -77,22 +58,13 @@ class FluxLoraPipeline : public ::testing::Test {
 
 TEST_F(FluxLoraPipeline, ChangesTheImageAsMergingByHand) {
   // The transformer's weights, as the engine reads them.
-  weights::ModelLoader loader;
-  loader.add(files_.dit, io::FileRole::DiffusionModel);
-  std::map<std::string, std::vector<float>> w;
-  std::map<std::string, Shape> shapes;
-  for (const auto& [name, source] : loader.tensors()) {
-    std::vector<float> v(
-        static_cast<size_t>(source.ne[0] * source.ne[1] * source.ne[2] * source.ne[3]));
-    loader.read(name, DType::F32, v.data());
-    w[name.substr(io::kUnetRoot.size())] = std::move(v);
-    shapes[name.substr(io::kUnetRoot.size())] = source.ne;
-  }
+  test::DitWeights w = test::read_dit_weights(files_.dit);
+  const std::map<std::string, Shape>& shapes = w.shapes;
   const int64_t h = shapes.at("img_in.weight")[1];
   const int64_t l1_out = shapes.at("single_blocks.0.linear1.weight")[1];
   const std::string d = "transformer.transformer_blocks.0.attn.";
   const std::string s = "transformer.single_transformer_blocks.0.";
-  const Pair pairs[] = {
+  const std::vector<LoraPair> pairs = {
       {d + "to_k.lora_A.weight", d + "to_k.lora_B.weight", "double_blocks.0.img_attn.qkv", h, h},
       {d + "add_v_proj.lora_A.weight", d + "add_v_proj.lora_B.weight",
        "double_blocks.0.txt_attn.qkv", 2 * h, h},
@@ -101,37 +73,10 @@ TEST_F(FluxLoraPipeline, ChangesTheImageAsMergingByHand) {
       {"lora_unet_single_blocks_0_linear2.lora_down.weight",
        "lora_unet_single_blocks_0_linear2.lora_up.weight", "single_blocks.0.linear2", 0, h},
   };
-  constexpr int64_t kRank = 2;
   const float multiplier = 0.8f;
-  io::test::SafetensorsBuilder lora;
-  uint32_t seed = 1;
-  for (const Pair& p : pairs) {
-    std::vector<float>& weight = w.at(p.target + ".weight");
-    const int64_t in = shapes.at(p.target + ".weight")[0];
-    const std::vector<float> down = random_values(static_cast<size_t>(kRank * in), seed++, 0.3f);
-    const std::vector<float> up = random_values(static_cast<size_t>(p.rows * kRank), seed++, 0.3f);
-    lora.add(p.down_key, "F32", {kRank, static_cast<uint64_t>(in)}, f32_bytes(down));
-    lora.add(p.up_key, "F32", {static_cast<uint64_t>(p.rows), kRank}, f32_bytes(up));
-    for (int64_t o = 0; o < p.rows; ++o)
-      for (int64_t i = 0; i < in; ++i) {
-        float sum = 0;
-        for (int64_t r = 0; r < kRank; ++r) sum += up[o * kRank + r] * down[r * in + i];
-        weight[static_cast<size_t>((p.row0 + o) * in + i)] += multiplier * sum;
-      }
-  }
   const std::string lora_path = dir_->file("flux_lora.safetensors");
-  io::test::write_file(lora_path, lora.bytes());
-  io::test::SafetensorsBuilder merged;
-  for (const auto& [name, v] : w) {
-    const Shape& ne = shapes.at(name);
-    std::vector<uint64_t> torch_shape;
-    for (int dim = 3; dim >= 0; --dim)
-      if (ne[dim] > 1 || !torch_shape.empty() || dim == 0)
-        torch_shape.push_back(static_cast<uint64_t>(ne[dim]));
-    merged.add(name, "F32", torch_shape, f32_bytes(v));
-  }
   const std::string merged_path = dir_->file("flux_dit_merged.safetensors");
-  io::test::write_file(merged_path, merged.bytes());
+  test::write_lora_and_merged(w, pairs, multiplier, 0.3f, lora_path, merged_path);
 
   StableDiffusion sd(options_);
   const io::Image plain = sd.generate(request_)[0];
@@ -168,7 +113,7 @@ TEST_F(FluxLoraPipeline, ALoraForAnotherFamilyIsRefused) {
   };
   for (const auto& c : cases) {
     io::test::SafetensorsBuilder lora;
-    const std::vector<float> v = random_values(16, 1, 0.3f);
+    const std::vector<float> v = test::lora_values(16, 1, 0.3f);
     lora.add(std::string(c.stem) + ".lora_down.weight", "F32", {2, 8}, f32_bytes(v));
     lora.add(std::string(c.stem) + ".lora_up.weight", "F32", {8, 2}, f32_bytes(v));
     const std::string path = dir_->file(c.file);

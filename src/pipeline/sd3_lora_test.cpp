@@ -13,6 +13,7 @@
 #include "image_psnr.h"
 #include "io/io_test_util.h"
 #include "io/name_conversion.h"
+#include "pipeline/lora_merge_test_util.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_sd3_test_util.h"
 #include "tensor/error.h"
@@ -22,21 +23,8 @@
 namespace sd::pipeline {
 namespace {
 
-std::vector<float> random_values(size_t n, uint32_t seed, float amplitude) {
-  std::vector<float> v(n);
-  uint32_t s = seed * 2654435761u + 7u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = amplitude * (static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f);
-  }
-  return v;
-}
-
-io::test::Bytes f32_bytes(const std::vector<float>& v) {
-  io::test::Bytes b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
+using test::f32_bytes;
+using test::LoraPair;
 
 // A rank-2 pair whose factors are all `value`: enough to be read as a LoRA.
 void add_pair(io::test::SafetensorsBuilder& lora, const std::string& stem, uint64_t in,
@@ -45,13 +33,6 @@ void add_pair(io::test::SafetensorsBuilder& lora, const std::string& stem, uint6
   lora.add(stem + ".lora_down.weight", "F32", {2, in}, f32_bytes(down));
   lora.add(stem + ".lora_up.weight", "F32", {out, 2}, f32_bytes(up));
 }
-
-// One low-rank pair: `stem` + its factor suffixes, changing rows [row0, row0 + rows) of
-// the MMDiT weight `target` [out, in].
-struct Pair {
-  std::string down_key, up_key, target;
-  int64_t row0, rows;
-};
 
 class Sd3Lora : public ::testing::Test {
  protected:
@@ -97,22 +78,13 @@ class Sd3Lora : public ::testing::Test {
 };
 
 TEST_F(Sd3Lora, ChangesTheImageAsMergingByHand) {
-  weights::ModelLoader loader;
-  loader.add(files_.dit, io::FileRole::DiffusionModel);
-  std::map<std::string, std::vector<float>> w;
-  std::map<std::string, Shape> shapes;
-  for (const auto& [name, source] : loader.tensors()) {
-    std::vector<float> v(
-        static_cast<size_t>(source.ne[0] * source.ne[1] * source.ne[2] * source.ne[3]));
-    loader.read(name, DType::F32, v.data());
-    w[name.substr(io::kUnetRoot.size())] = std::move(v);
-    shapes[name.substr(io::kUnetRoot.size())] = source.ne;
-  }
+  test::DitWeights w = test::read_dit_weights(files_.dit);
+  const std::map<std::string, Shape>& shapes = w.shapes;
   const int64_t h = shapes.at("context_embedder.weight")[1];
   const int64_t mlp = shapes.at("joint_blocks.0.x_block.mlp.fc1.weight")[1];
   const std::string d0 = "transformer.transformer_blocks.0.",
                     d1 = "transformer.transformer_blocks.1.";
-  const Pair pairs[] = {
+  const std::vector<LoraPair> pairs = {
       {d0 + "attn.to_k.lora_A.weight", d0 + "attn.to_k.lora_B.weight",
        "joint_blocks.0.x_block.attn.qkv", h, h},
       {d1 + "attn.add_v_proj.lora_A.weight", d1 + "attn.add_v_proj.lora_B.weight",
@@ -128,37 +100,10 @@ TEST_F(Sd3Lora, ChangesTheImageAsMergingByHand) {
        "lora_unet_final_layer_adaLN_modulation_1.lora_up.weight", "final_layer.adaLN_modulation.1",
        0, 2 * h},
   };
-  constexpr int64_t kRank = 2;
   const float multiplier = 0.8f;
-  io::test::SafetensorsBuilder lora;
-  uint32_t seed = 1;
-  for (const Pair& p : pairs) {
-    std::vector<float>& weight = w.at(p.target + ".weight");
-    const int64_t in = shapes.at(p.target + ".weight")[0];
-    const std::vector<float> down = random_values(static_cast<size_t>(kRank * in), seed++, 0.5f);
-    const std::vector<float> up = random_values(static_cast<size_t>(p.rows * kRank), seed++, 0.5f);
-    lora.add(p.down_key, "F32", {kRank, static_cast<uint64_t>(in)}, f32_bytes(down));
-    lora.add(p.up_key, "F32", {static_cast<uint64_t>(p.rows), kRank}, f32_bytes(up));
-    for (int64_t o = 0; o < p.rows; ++o)
-      for (int64_t i = 0; i < in; ++i) {
-        float sum = 0;
-        for (int64_t r = 0; r < kRank; ++r) sum += up[o * kRank + r] * down[r * in + i];
-        weight[static_cast<size_t>((p.row0 + o) * in + i)] += multiplier * sum;
-      }
-  }
   const std::string lora_path = dir_->file("sd3_lora.safetensors");
-  io::test::write_file(lora_path, lora.bytes());
-  io::test::SafetensorsBuilder merged;
-  for (const auto& [name, v] : w) {
-    const Shape& ne = shapes.at(name);
-    std::vector<uint64_t> torch_shape;
-    for (int dim = 3; dim >= 0; --dim)
-      if (ne[dim] > 1 || !torch_shape.empty() || dim == 0)
-        torch_shape.push_back(static_cast<uint64_t>(ne[dim]));
-    merged.add(name, "F32", torch_shape, f32_bytes(v));
-  }
   const std::string merged_path = dir_->file("sd3_dit_merged.safetensors");
-  io::test::write_file(merged_path, merged.bytes());
+  test::write_lora_and_merged(w, pairs, multiplier, 0.5f, lora_path, merged_path);
 
   StableDiffusion sd(options_);
   const io::Image plain = sd.generate(request_)[0];
