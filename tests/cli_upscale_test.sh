@@ -51,6 +51,10 @@ expect_size "$work/x4.png" 80 48
 run x4_tiled 0 --upscale-model "$work/x4.safetensors" -i "$work/in.png" -o "$work/x4_tiled.png" \
   --upscale-tile-size 8
 expect_size "$work/x4_tiled.png" 80 48
+run x4_max_vram 0 --upscale-model "$work/x4.safetensors" -i "$work/in.png" -o "$work/x4_mv.png" \
+  --max-vram 1
+grep -qF -- "--max-vram does not apply to the upscaler" "$work/x4_max_vram.out" ||
+  fail "x4_max_vram: no warning that --max-vram does not apply"
 run x2_twice 0 --upscale-model "$work/x2.safetensors" -i "$work/in.png" -o "$work/x2_twice.png" \
   --upscale-repeats 2
 expect_size "$work/x2_twice.png" 80 48

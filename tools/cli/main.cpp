@@ -132,6 +132,12 @@ int run_metadata(const CliOptions& cli) {
 bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_image_t* images,
                     int count) {
   const ContextOptions& c = a.context;
+  // The upscaler is not cut into segments: its memory is one tile's, which
+  // --upscale-tile-size bounds.
+  if (!c.max_vram.empty() && c.max_vram != "0")
+    log_message(SD_LOG_WARN,
+                "--max-vram does not apply to the upscaler; bound its memory with "
+                "--upscale-tile-size");
   upscaler_ctx_t* upscaler = new_upscaler_ctx_with_type(
       c.esrgan_path.c_str(), c.diffusion_conv_direct, c.n_threads, a.generation.upscale_tile_size,
       ctx_params.backend, ctx_params.params_backend, c.wtype);
