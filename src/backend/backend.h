@@ -55,6 +55,9 @@ class Buffer {
   // read-only file mapping): a backend that keeps its own packed copy of a weight calls
   // this so the model is not held twice. A later read brings the bytes back. Default: no-op.
   virtual void evict(const void* data, size_t size) {}
+  // True when the bytes should leave RAM (evict) as soon as the graph being computed has
+  // read them for the last time: weights mapped from a file and kept on disk.
+  virtual bool evict_after_use() const { return false; }
   // True when the bytes can never change while the buffer lives (a read-only file
   // mapping): a packed copy made from them stays valid without checking them again.
   virtual bool read_only() const { return false; }

@@ -1,5 +1,7 @@
 #include "nn/graph_runner.h"
 
+#include "backend/release_after_use.h"
+
 #include "tensor/error.h"
 #include "tensor/graph.h"
 #include "tensor/ops/cast.h"
@@ -37,7 +39,7 @@ std::vector<std::vector<float>> GraphRunner::run(GraphCall& call,
   for (auto& [t, data] : call.inputs())
     if (t->data) tensor_set(*t, data);
   if (staged.empty())
-    backend_.compute(graph);
+    compute_releasing_weights(backend_, graph);
   else
     streamer_.run(graph);
   backend_.synchronize();

@@ -15,9 +15,14 @@ namespace {
 // A read-only window onto a mapped weight file: weights alias it without a copy.
 class MappedBuffer final : public Buffer {
  public:
-  MappedBuffer(BufferType& type, const uint8_t* data, size_t size, std::function<void()> evict)
-      : Buffer(type, size), data_(data), evict_(std::move(evict)) {}
+  MappedBuffer(BufferType& type, const uint8_t* data, size_t size, std::function<void()> evict,
+               bool evict_after_use)
+      : Buffer(type, size),
+        data_(data),
+        evict_(std::move(evict)),
+        evict_after_use_(evict_after_use) {}
   void evict(const void*, size_t) override { evict_(); }
+  bool evict_after_use() const override { return evict_after_use_; }
   bool read_only() const override { return true; }
   void* base() override { return const_cast<uint8_t*>(data_); }
   bool is_host() const override { return true; }
@@ -32,6 +37,7 @@ class MappedBuffer final : public Buffer {
  private:
   const uint8_t* data_;
   std::function<void()> evict_;  // drops the tensor's pages (ModelLoader::evict)
+  bool evict_after_use_;         // kept on disk: the pages leave after each graph's last read
 };
 
 std::string shape_text(const Shape& ne) {
@@ -155,8 +161,9 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
                               ? loader_.mapped(name, t.type)
                               : nullptr;
   if (mapped) {
-    r.buffer = std::make_unique<MappedBuffer>(device.buffer_type(), mapped, t.nbytes(),
-                                              [this, name] { loader_.evict(name); });
+    const bool on_disk = module_of(name).spec.residency.kind == Residency::Kind::Disk;
+    r.buffer = std::make_unique<MappedBuffer>(
+        device.buffer_type(), mapped, t.nbytes(), [this, name] { loader_.evict(name); }, on_disk);
     r.mapped = true;
     bind_tensor(t, *r.buffer, 0);
     traffic_.mapped += t.nbytes();

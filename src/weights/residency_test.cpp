@@ -84,6 +84,21 @@ TEST_F(WeightResidency, DiskWeightsAreFreedWhenTheirPhaseEndsAndComeBack) {
   EXPECT_EQ(std::memcmp(bytes.data(), expected.data(), expected.size()), 0);
 }
 
+// Mapped weights kept on disk leave RAM after each graph's last read of them
+// (backend/release_after_use.h); the others stay for the phase.
+TEST_F(WeightResidency, MappedDiskWeightsAskToLeaveAfterEachUse) {
+  ModelManager m(loader_);
+  add(m, disk());
+  Tensor* unet = get(m, kUnetWeight);
+  Tensor* text = get(m, kTextNorm);
+  ASSERT_TRUE(unet->buffer->read_only());  // mapped
+  EXPECT_TRUE(unet->buffer->evict_after_use());
+  EXPECT_FALSE(text->buffer->evict_after_use());  // default residency
+  ModelManager converted(loader_, ModelManagerOptions{DType::F32, true});
+  add(converted, disk());
+  EXPECT_FALSE(get(converted, kUnetWeight)->buffer->evict_after_use());  // a copy in RAM
+}
+
 TEST_F(WeightResidency, ConvertedDiskWeightsAreCopiesThatGoAway) {
   ModelManager m(loader_, ModelManagerOptions{DType::F32, true});
   add(m, disk());
