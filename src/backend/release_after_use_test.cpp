@@ -9,6 +9,7 @@
 
 #include "backend/compute_buffer.h"
 #include "backend/registry.h"
+#include "host_vector_buffer.h"
 #include "tensor/ops/elementwise.h"
 
 namespace sd {
@@ -16,26 +17,16 @@ namespace {
 
 // Host memory standing for a mapped weight kept on disk: records, per eviction, how many
 // nodes had been computed by then.
-class ReleasableBuffer final : public Buffer {
+class ReleasableBuffer final : public test::HostVectorBuffer {
  public:
   ReleasableBuffer(BufferType& type, size_t size, const size_t& nodes_done)
-      : Buffer(type, size), bytes_(size), nodes_done_(nodes_done) {}
-  void* base() override { return bytes_.data(); }
-  bool is_host() const override { return true; }
-  void set(Tensor& t, const void* data, size_t offset, size_t size) override {
-    std::memcpy(static_cast<uint8_t*>(t.data) + offset, data, size);
-  }
-  void get(const Tensor& t, void* data, size_t offset, size_t size) const override {
-    std::memcpy(data, static_cast<const uint8_t*>(t.data) + offset, size);
-  }
-  void clear(uint8_t value) override { std::memset(bytes_.data(), value, bytes_.size()); }
+      : HostVectorBuffer(type, size), nodes_done_(nodes_done) {}
   bool evict_after_use() const override { return true; }
   void evict(const void* data, size_t) override { evictions.push_back({data, nodes_done_}); }
 
   std::vector<std::pair<const void*, size_t>> evictions;  // (weight data, nodes done)
 
  private:
-  std::vector<uint8_t> bytes_;
   const size_t& nodes_done_;
 };
 
@@ -65,6 +56,15 @@ struct TwoWeightGraph {
   Tensor* out;
   Graph graph;
 
+  // Places both weights in `weights` and the intermediates in a compute buffer.
+  void place(Backend& backend, Buffer& weights) {
+    bind_tensor(*w1, weights, 0);
+    bind_tensor(*w2, weights, 4 * sizeof(float));
+    memory = std::make_unique<ComputeBuffer>(backend.device().buffer_type());
+    memory->allocate(graph);
+  }
+  std::unique_ptr<ComputeBuffer> memory;
+
   TwoWeightGraph() {
     x = ctx.new_tensor(DType::F32, {4}, "x");
     w1 = ctx.new_tensor(DType::F32, {4}, "w1");
@@ -82,11 +82,8 @@ TEST(ComputeReleasingWeights, DropsEachWeightOnceAfterItsLastReader) {
   CountingBackend backend;
   TwoWeightGraph g;
   ReleasableBuffer weights(backend.device().buffer_type(), 2 * 4 * sizeof(float), backend.done);
-  bind_tensor(*g.w1, weights, 0);
-  bind_tensor(*g.w2, weights, 4 * sizeof(float));
+  g.place(backend, weights);
   const float x[4] = {1, 2, 3, 4}, w1[4] = {1, 1, 1, 1}, w2[4] = {2, 2, 2, 2};
-  ComputeBuffer memory(backend.device().buffer_type());
-  memory.allocate(g.graph);
   tensor_set(*g.x, x);
   tensor_set(*g.w1, w1);
   tensor_set(*g.w2, w2);
@@ -114,10 +111,7 @@ TEST(ComputeReleasingWeights, GraphWithoutReleasableWeightsRunsInOneCall) {
   CountingBackend backend;
   TwoWeightGraph g;
   auto weights = backend.device().buffer_type().allocate(2 * 4 * sizeof(float));
-  bind_tensor(*g.w1, *weights, 0);
-  bind_tensor(*g.w2, *weights, 4 * sizeof(float));
-  ComputeBuffer memory(backend.device().buffer_type());
-  memory.allocate(g.graph);
+  g.place(backend, *weights);
   compute_releasing_weights(backend, g.graph);
   EXPECT_EQ(backend.calls, 1);
   EXPECT_EQ(backend.done, g.graph.nodes.size());
@@ -127,10 +121,7 @@ TEST(ComputeReleasingWeights, BatchesReleasesIntoFewCalls) {
   CountingBackend backend;
   TwoWeightGraph g;
   ReleasableBuffer weights(backend.device().buffer_type(), 2 * 4 * sizeof(float), backend.done);
-  bind_tensor(*g.w1, weights, 0);
-  bind_tensor(*g.w2, weights, 4 * sizeof(float));
-  ComputeBuffer memory(backend.device().buffer_type());
-  memory.allocate(g.graph);
+  g.place(backend, weights);
   // A batch larger than both weights: one call, both released at its end.
   compute_releasing_weights(backend, g.graph, /*batch_bytes=*/1 << 20);
   EXPECT_EQ(backend.calls, 1);

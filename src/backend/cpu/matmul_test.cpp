@@ -10,6 +10,7 @@
 
 #include "backend/compute_buffer.h"
 #include "backend/registry.h"
+#include "host_vector_buffer.h"
 #include "simd_test_util.h"
 #include "tensor/ops/cast.h"
 #include "tensor/ops/matmul.h"
@@ -221,22 +222,10 @@ TEST(CpuMatMul, CachedWeightsFollowInPlaceChanges) {
 
 // A host buffer that says its bytes never change, as a read-only file mapping does. The
 // test writes it behind that promise to play a different file mapped at the same address.
-class ReadOnlyHostBuffer final : public Buffer {
+class ReadOnlyHostBuffer final : public test::HostVectorBuffer {
  public:
-  ReadOnlyHostBuffer(BufferType& type, size_t size) : Buffer(type, size), bytes_(size) {}
+  using HostVectorBuffer::HostVectorBuffer;
   bool read_only() const override { return true; }
-  void* base() override { return bytes_.data(); }
-  bool is_host() const override { return true; }
-  void set(Tensor& t, const void* data, size_t offset, size_t size) override {
-    std::memcpy(static_cast<uint8_t*>(t.data) + offset, data, size);
-  }
-  void get(const Tensor& t, void* data, size_t offset, size_t size) const override {
-    std::memcpy(data, static_cast<const uint8_t*>(t.data) + offset, size);
-  }
-  void clear(uint8_t value) override { std::fill(bytes_.begin(), bytes_.end(), value); }
-
- private:
-  std::vector<uint8_t> bytes_;
 };
 
 // Read-only weights are checked at two pieces only, not re-read every call; another weight
