@@ -666,9 +666,10 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   if (io::is_pix2pix(version) && !r.edit_image && !r.ref_images.empty()) {
     // Instruct-pix2pix edits the first reference image, as sd.cpp.
     if (r.ref_images.size() > 1)
-      warn(format("instruct-pix2pix edits one image: only the first of %zu reference images "
-                  "(-r) is used",
-                  r.ref_images.size()));
+      warn(
+          format("instruct-pix2pix edits one image: only the first of %zu reference images "
+                 "(-r) is used",
+                 r.ref_images.size()));
     r.edit_image = r.ref_images.front();
     r.ref_images.clear();
   }
