@@ -2,7 +2,8 @@
 // stage projections (4096 tokens x 320 <-> 1280 channels, batch 2 for classifier-free
 // guidance), the third stage's 256-token 1280 x 1280 projections, a timestep embedding's
 // projection (one row per batch) and CLIP's 77-token 768 x 768 projection.
-// Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=MatMul
+// Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=MatMul (SD_CPU_INT8=0 runs the
+// block types on bf16 tiles instead of the int8 GEMM, for a side-by-side ratio).
 #include "linalg_bench.h"
 #include "tensor/ops/matmul.h"
 
@@ -24,6 +25,11 @@ constexpr MatmulShape kShapes[] = {
     // of its weights are: the GEGLU projection and the feed-forward output.
     {"sdxl 256x1280->10240", 1280, 10240, 256, 2},
     {"sdxl 256x5120->1280", 5120, 1280, 256, 2},
+    // FLUX.1 at 512x512 (4096 image + 512 text tokens, width 3072): attention projections,
+    // the MLP's up and down projections, where nearly all of its weights are.
+    {"flux 4608x3072->3072", 3072, 3072, 4608, 1},
+    {"flux 4608x3072->12288", 3072, 12288, 4608, 1},
+    {"flux 4608x12288->3072", 12288, 3072, 4608, 1},
 };
 constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
 
@@ -46,7 +52,7 @@ void BM_MatMul(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MatMul)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

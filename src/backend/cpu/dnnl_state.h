@@ -36,6 +36,7 @@ enum class DnnlScratch {
   Kernel,       // our own kernels' per-thread buffers (attention)
   Columns,      // a convolution's input unfolded into GEMM rows (im2col)
   Product,      // that convolution's GEMM result, before it becomes channel planes
+  Codes,        // activations as 8-bit codes for the int8 GEMM (int8_gemm.cpp)
   Count,
 };
 

@@ -9,6 +9,10 @@
 //                       output, on CPUs with native bf16; f32 tiles below otherwise.
 //   f16                 rows dequantized tile by tile to f32 (exact): an f16 file computes
 //                       as its f32 original would.
+//   q8_0, q4_0, q4_1,   on AVX-512 VNNI CPUs, the int8 GEMM (int8_gemm.h): activations
+//   q5_0, q5_1, q4_K,   rounded to 8 bits per 32 values, as the reference's dot products
+//   q5_K                round them, and integer multiply-adds at twice the bf16 rate. 2-D
+//                       weights only; SD_CPU_INT8=0 turns it off (the bf16 tiles below).
 //   q8_0, q2_K..q6_K,   tiles dequantized to bf16 (native bf16 CPUs): these types' own error
 //   q4_0..q5_1          (q8_0: up to half a step of a block's max / 127, 0.4%; the others
 //                       max / 31 or coarser) is the size of bf16's rounding or larger, and
@@ -21,9 +25,11 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/dnnl_state.h"
+#include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/linalg_kernels.h"
 #include "tensor/quant/quant.h"
 
@@ -287,6 +293,15 @@ void tiled_weight(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type) {
       }
 }
 
+// Whether `a` goes to the int8 GEMM: a 2-D weight of a block-code type on a CPU with VNNI.
+bool use_int8_gemm(const Tensor* a, const MatmulDims& s) {
+  static const bool enabled = [] {
+    const char* flag = std::getenv("SD_CPU_INT8");
+    return int8_gemm_available() && !(flag && std::strcmp(flag, "0") == 0);
+  }();
+  return enabled && int8_gemm_supports(a->type) && s.A2 * s.A3 == 1 && a->rows_contiguous();
+}
+
 }  // namespace
 
 bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
@@ -307,6 +322,10 @@ bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
       whole_weight(ctx, dst, s, dt::f32);
     } else if (a->type == DType::BF16 && bf16) {
       whole_weight(ctx, dst, s, dt::bf16);
+    } else if (use_int8_gemm(a, s)) {
+      const auto* x = static_cast<const float*>(dense_src(ctx, b, dt::f32));
+      int8_gemm(ctx, a->type, a->data, a->nb[1], s.M, s.K, x, s.N * s.B2 * s.B3,
+                static_cast<float*>(dst->data));
     } else {
       const bool bf16_tile = bf16 && is_quantized(a->type) && a->type != DType::Q8_K;
       tiled_weight(ctx, dst, s, bf16_tile ? dt::bf16 : dt::f32);
