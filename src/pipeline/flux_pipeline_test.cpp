@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 
+#include "image_psnr.h"
 #include "io/io_test_util.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_model_test_util.h"
@@ -122,6 +124,41 @@ TEST_F(TinyFlux, ReferenceImagesChangeTheImageDeterministically) {
   EXPECT_EQ(sd.generate(r)[0].pixels, a.pixels);
   // The next request without references is the plain image again.
   EXPECT_EQ(sd.generate(request_)[0].pixels, plain);
+}
+
+TEST_F(TinyFlux, ImageGuidanceWeighsTheReferencesAgainstNone) {
+  // With references, --img-cfg-scale guides from the prediction without them (sd.cpp's
+  // img_uncond): img_uncond + img_cfg (uncond - img_uncond) + cfg (cond - uncond). With the
+  // negative prompt equal to the prompt, cond = uncond, so a scale of 0 leaves the
+  // prediction without references (the plain image) and 1 the one with them.
+  StableDiffusion sd(options_);
+  const io::Image plain = sd.generate(request_)[0];
+  const io::Image ref = pattern(16, 16, 1);
+  ImageRequest r = request_;
+  r.ref_images = {&ref};
+  const io::Image with_refs = sd.generate(r)[0];
+  r.negative_prompt = r.prompt;
+  r.img_cfg_scale = 0.0f;
+  const io::Image none = sd.generate(r)[0];
+  const double refs_vs_plain = sd::test::image_psnr(with_refs, plain);
+  const double none_vs_plain = sd::test::image_psnr(none, plain);
+  std::printf("PSNR against the plain image: with references %.1f dB, img-cfg 0 %.1f dB\n",
+              refs_vs_plain, none_vs_plain);
+  EXPECT_GE(none_vs_plain, 50.0);
+  EXPECT_GT(none_vs_plain, refs_vs_plain + 5.0);
+  // Twice the references' pull moves the image further from the plain one.
+  r.img_cfg_scale = 2.0f;
+  const io::Image stronger = sd.generate(r)[0];
+  EXPECT_NE(stronger.pixels, with_refs.pixels);
+  EXPECT_LT(sd::test::image_psnr(stronger, plain), refs_vs_plain);
+  // Without references there is no image input to guide by: a warning, the plain image.
+  std::vector<std::string> warnings;
+  r = request_;
+  r.img_cfg_scale = 2.0f;
+  r.warn = [&](const std::string& w) { warnings.push_back(w); };
+  EXPECT_EQ(sd.generate(r)[0].pixels, plain.pixels);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("--img-cfg-scale"), std::string::npos);
 }
 
 TEST_F(TinyFlux, BadReferenceImagesAreRefusedBeforeAnyStep) {

@@ -691,12 +691,15 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   if (r.img_cfg_scale) {
     SD_CHECK(std::isfinite(*r.img_cfg_scale) && *r.img_cfg_scale >= 0.0f,
              "--img-cfg-scale must be a finite number >= 0 (got %g)", *r.img_cfg_scale);
-    // sd.cpp: image guidance needs the image input of inpainting and pix2pix models.
-    if (!io::is_inpaint(version) && !io::is_pix2pix(version)) {
+    // sd.cpp: image guidance needs an image input: the concatenated one of inpainting and
+    // pix2pix models, or FLUX.1 Kontext's reference images (left by check_references only
+    // on a FLUX transformer that takes them).
+    if (!io::is_inpaint(version) && !io::is_pix2pix(version) && r.ref_images.empty()) {
       if (*r.img_cfg_scale != 1.0f)
         warn(
-            format("--img-cfg-scale needs a model with an image input (instruct-pix2pix or "
-                   "inpainting); %s has none: ignored",
+            format("--img-cfg-scale needs an image input (an instruct-pix2pix or inpainting "
+                   "model, or reference images -r with FLUX.1 Kontext); %s has none here: "
+                   "ignored",
                    io::version_name(version)));
       r.img_cfg_scale.reset();
     }
@@ -1017,9 +1020,13 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
         const auto start = std::chrono::steady_clock::now();
         auto out = diffusion->predict(x_in, p.w, p.h, timestep, conds, p.concat);
         if (passes.img_uncond) {
-          // The negative prompt again, with the image input zeroed (sd.cpp's img_uncond).
+          // The negative prompt again without the image input (sd.cpp's img_uncond): the
+          // concatenated image zeroed, or FLUX.1 Kontext's reference images left out.
+          const bool without_refs = flux && !p.refs.empty();
+          if (without_refs) flux->set_references({}, models::RefIndexMode::Fixed);
           out.push_back(
               diffusion->predict(x_in, p.w, p.h, timestep, {&uncond}, p.img_uncond_concat)[0]);
+          if (without_refs) flux->set_references(p.refs, r.ref_options.index_mode);
         }
         network_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
