@@ -1,10 +1,12 @@
 // Writes a random-weight SD3.5 Medium at full size as the five files it is used as
 // (--diffusion-model, --clip_l, --clip_g, --t5xxl, --vae), for benchmarks side by side with
 // the reference: the MMDiT-X at its real shape (24 joint blocks of 1536, self-attention in
-// the first 13), the text encoders at their real widths with `--text-layers` layers each
-// (default 2: their time is not what the step measures) and the 16-channel VAE.
+// the first 13), CLIP-L and CLIP-G at their real size (the reference reads their depth
+// from its own config, not the file), T5-XXL at its real width with `--t5-layers` layers
+// (default 2: a random T5 is chaotic past a few layers, and its time is not what the step
+// measures) and the 16-channel VAE.
 //
-//   sd-make-random-sd3 OUT_DIR [--text-layers N]
+//   sd-make-random-sd3 OUT_DIR [--t5-layers N]
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -39,13 +41,13 @@ void write_part(const std::string& file, uint32_t seed,
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s OUT_DIR [--text-layers N]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT_DIR [--t5-layers N]\n", argv[0]);
     return 2;
   }
   const std::string dir = argv[1];
-  int text_layers = 2;
+  int t5_layers = 2;
   for (int i = 2; i + 1 < argc; i += 2)
-    if (std::string(argv[i]) == "--text-layers") text_layers = std::atoi(argv[i + 1]);
+    if (std::string(argv[i]) == "--t5-layers") t5_layers = std::atoi(argv[i + 1]);
   try {
     std::filesystem::create_directories(dir);
     const models::MmditConfig mc = models::MmditConfig::sd3_5_medium();
@@ -55,8 +57,7 @@ int main(int argc, char** argv) {
                             ctx.new_tensor(DType::F32, {mc.adm_dim, 1}),
                             ctx.new_tensor(DType::F32, {mc.context_dim, 4, 1}));
     });
-    auto clip = [&](models::ClipTextConfig c) {
-      c.layers = text_layers;
+    auto clip = [&](const models::ClipTextConfig& c) {
       return [c](Context& ctx, const nn::Scope& s) {
         models::clip_text_forward_pooled(s["text_model"], c, ctx.new_tensor(DType::I32, {77, 1}),
                                          ctx.new_tensor(DType::F32, {77, 77}), 1, 0);
@@ -66,7 +67,7 @@ int main(int argc, char** argv) {
     write_part(dir + "/clip_g.safetensors", 3, clip(models::ClipTextConfig::vit_bigg14()));
     write_part(dir + "/t5xxl.safetensors", 4, [&](Context& ctx, const nn::Scope& s) {
       models::T5Config tc = models::T5Config::xxl();
-      tc.layers = text_layers;
+      tc.layers = t5_layers;
       models::t5_encoder_forward(s, tc, ctx.new_tensor(DType::I32, {4, 1}),
                                  ctx.new_tensor(DType::I32, {16}));
     });
