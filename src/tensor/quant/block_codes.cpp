@@ -33,35 +33,15 @@ void decode_q8_0(const BlockQ8_0* x, int64_t nb, uint8_t* codes, float* scale) {
   }
 }
 
-void decode_q4_0(const BlockQ4_0* x, int64_t nb, uint8_t* codes, float* scale) {
+// q4_0, q4_1, q5_0, q5_1: nibbles, a fifth bit where the block has qh, an offset where it
+// has a minimum m (the *_0 types' offsets are their zero points).
+template <typename Block>
+void decode_legacy(const Block* x, int64_t nb, uint8_t* codes, float* scale, float* offset) {
   for (int64_t i = 0; i < nb; ++i, codes += 32) {
     scale[i] = fp16_to_f32(x[i].d);
+    if constexpr (requires { x[i].m; }) offset[i] = fp16_to_f32(x[i].m);
     split_nibbles(x[i].qs, codes);
-  }
-}
-
-void decode_q4_1(const BlockQ4_1* x, int64_t nb, uint8_t* codes, float* scale, float* offset) {
-  for (int64_t i = 0; i < nb; ++i, codes += 32) {
-    scale[i] = fp16_to_f32(x[i].d);
-    offset[i] = fp16_to_f32(x[i].m);
-    split_nibbles(x[i].qs, codes);
-  }
-}
-
-void decode_q5_0(const BlockQ5_0* x, int64_t nb, uint8_t* codes, float* scale) {
-  for (int64_t i = 0; i < nb; ++i, codes += 32) {
-    scale[i] = fp16_to_f32(x[i].d);
-    split_nibbles(x[i].qs, codes);
-    add_fifth_bits(x[i].qh, codes);
-  }
-}
-
-void decode_q5_1(const BlockQ5_1* x, int64_t nb, uint8_t* codes, float* scale, float* offset) {
-  for (int64_t i = 0; i < nb; ++i, codes += 32) {
-    scale[i] = fp16_to_f32(x[i].d);
-    offset[i] = fp16_to_f32(x[i].m);
-    split_nibbles(x[i].qs, codes);
-    add_fifth_bits(x[i].qh, codes);
+    if constexpr (requires { x[i].qh; }) add_fifth_bits(x[i].qh, codes);
   }
 }
 
@@ -144,13 +124,13 @@ void decode_block_codes(DType type, const void* src, int64_t n, uint8_t* codes, 
     case DType::Q8_0:
       return decode_q8_0(static_cast<const BlockQ8_0*>(src), nb, codes, scale);
     case DType::Q4_0:
-      return decode_q4_0(static_cast<const BlockQ4_0*>(src), nb, codes, scale);
+      return decode_legacy(static_cast<const BlockQ4_0*>(src), nb, codes, scale, offset);
     case DType::Q4_1:
-      return decode_q4_1(static_cast<const BlockQ4_1*>(src), nb, codes, scale, offset);
+      return decode_legacy(static_cast<const BlockQ4_1*>(src), nb, codes, scale, offset);
     case DType::Q5_0:
-      return decode_q5_0(static_cast<const BlockQ5_0*>(src), nb, codes, scale);
+      return decode_legacy(static_cast<const BlockQ5_0*>(src), nb, codes, scale, offset);
     case DType::Q5_1:
-      return decode_q5_1(static_cast<const BlockQ5_1*>(src), nb, codes, scale, offset);
+      return decode_legacy(static_cast<const BlockQ5_1*>(src), nb, codes, scale, offset);
     case DType::Q4_K:
       return decode_q4_K(static_cast<const BlockQ4_K*>(src), nb, codes, scale, offset);
     case DType::Q5_K:
