@@ -170,6 +170,27 @@ TEST_F(TinyControlNet, FilesWithoutThePrefixLoadTheSame) {
   EXPECT_EQ(generate(o, controlled(1.0f)), generate(with_control_net(), controlled(1.0f)));
 }
 
+TEST_F(TinyControlNet, DiffusersNamedFilesLoadTheSame) {
+  // diffusers numbers an encoder level's blocks as 2 res blocks and a downsampler, as every
+  // SD-family UNet has them: this UNet has 2 per level too.
+  Architecture a = *options_.architecture;
+  a.unet.num_res_blocks = 2;
+  ModelOptions o = options_;
+  o.architecture = a;
+  o.model = test::write_tiny_checkpoint(a, "tiny_sd1_two_res_blocks.safetensors");
+  const models::ControlNetConfig c = test::tiny_controlnet_config(a.unet);
+  o.control_net = test::write_tiny_controlnet(c, dir_.file("original2.safetensors"));
+  const std::vector<uint8_t> original = generate(o, controlled(1.0f));
+  EXPECT_NE(original, generate(o, controlled(0.0f))) << "the ControlNet must change the image";
+  o.control_net = test::write_tiny_controlnet(c, dir_.file("diffusers.safetensors"), 31,
+                                              /*bare=*/false, /*diffusers=*/true);
+  EXPECT_EQ(generate(o, controlled(1.0f)), original);
+  EXPECT_EQ(test::diffusers_controlnet_name("input_blocks.4.1.proj_in.weight"),
+            "down_blocks.1.attentions.0.proj_in.weight");
+  EXPECT_EQ(test::diffusers_controlnet_name("input_blocks.3.0.op.bias"),
+            "down_blocks.0.downsamplers.0.conv.bias");
+}
+
 TEST_F(TinyControlNet, BadFilesAreOneLineErrorsNamingTheFile) {
   auto error_of = [&](const std::string& file) {
     ModelOptions o = options_;

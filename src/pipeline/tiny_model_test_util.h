@@ -35,11 +35,13 @@ inline Architecture tiny_architecture() {
   return a;
 }
 
-// Asks every network for its weights once (building graphs reads them) and saves them.
-inline std::string write_tiny_checkpoint(const Architecture& a) {
-  // One file per test process: ctest runs these tests in parallel processes.
+// Asks every network for its weights once (building graphs reads them) and saves them as
+// `name`, once per name: pass another name for another architecture.
+inline std::string write_tiny_checkpoint(const Architecture& a,
+                                         const std::string& name = "tiny_sd1.safetensors") {
+  // One folder per test process: ctest runs these tests in parallel processes.
   static const io::test::TempDir dir;
-  static const std::string path = dir.file("tiny_sd1.safetensors");
+  const std::string path = dir.file(name);
   if (std::filesystem::exists(path)) return path;
   nn::RandomWeights w(DType::F16, 7);
   Context ctx;
