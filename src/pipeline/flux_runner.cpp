@@ -19,6 +19,7 @@ void FluxRunner::set_references(std::vector<Reference> references, models::RefIn
            "need a FLUX.1 Kontext model",
            static_cast<long long>(config_.in_channels));
   ref_tokens_.clear();
+  references_on_ = true;
   std::vector<models::FluxRefGrid> grids;
   for (const Reference& r : references) {
     SD_CHECK(r.w % p == 0 && r.h % p == 0 &&
@@ -63,7 +64,7 @@ std::vector<std::vector<float>> FluxRunner::predict(
     tokens.swap(joined);
   }
   // Kontext: the references' tokens after the image's.
-  tokens.insert(tokens.end(), ref_tokens_.begin(), ref_tokens_.end());
+  if (references_on_) tokens.insert(tokens.end(), ref_tokens_.begin(), ref_tokens_.end());
   std::vector<std::vector<float>> out;
   for (const Conditioning* c : conditionings)
     out.push_back(models::flux_unpatchify(run_one(tokens, w, h, timestep, *c), w, h,
@@ -86,7 +87,8 @@ std::vector<float> FluxRunner::run_one(const std::vector<float>& tokens, int64_t
            static_cast<long long>(c.tokens));
   const int64_t ph = h / cfg.patch_size, pw = w / cfg.patch_size;
   const int64_t image_tokens = static_cast<int64_t>(tokens.size()) / cfg.in_channels;
-  const models::FluxRope rope = models::flux_rope(cfg, c.tokens, ph, pw, ref_positions_);
+  const models::FluxRope rope = models::flux_rope(
+      cfg, c.tokens, ph, pw, references_on_ ? ref_positions_ : std::vector<models::FluxPosition>{});
   const int64_t all_tokens = c.tokens + image_tokens;
   // sd.cpp compatibility: Chroma's guidance input is always zero (--guidance is not read).
   const float t = timestep, g = cfg.is_chroma() ? 0.0f : guidance_;

@@ -38,6 +38,9 @@ class FluxRunner final : public DiffusionNet {
     int64_t w = 0, h = 0;
   };
   void set_references(std::vector<Reference> references, models::RefIndexMode mode);
+  // Leaves the references set but out of the following predictions (false) or back in
+  // them (true): image guidance's unconditional pass. set_references turns them back on.
+  void use_references(bool on) { references_on_ = on; }
 
   const models::FluxConfig& config() const { return config_; }
   static constexpr const char* kScope = io::kUnetRoot.data();
@@ -53,6 +56,7 @@ class FluxRunner final : public DiffusionNet {
   // The references' tokens [in_channels, tokens] and their rotary positions.
   std::vector<float> ref_tokens_;
   std::vector<models::FluxPosition> ref_positions_;
+  bool references_on_ = true;
 };
 
 }  // namespace sd::pipeline

@@ -1023,10 +1023,10 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
           // The negative prompt again without the image input (sd.cpp's img_uncond): the
           // concatenated image zeroed, or FLUX.1 Kontext's reference images left out.
           const bool without_refs = flux && !p.refs.empty();
-          if (without_refs) flux->set_references({}, models::RefIndexMode::Fixed);
+          if (without_refs) flux->use_references(false);
           out.push_back(
               diffusion->predict(x_in, p.w, p.h, timestep, {&uncond}, p.img_uncond_concat)[0]);
-          if (without_refs) flux->set_references(p.refs, r.ref_options.index_mode);
+          if (without_refs) flux->use_references(true);
         }
         network_seconds +=
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
