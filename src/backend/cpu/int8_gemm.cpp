@@ -62,29 +62,27 @@ struct Panels {
   int64_t nb;
 };
 
-SD_INT8_TARGET void quantize_rows_int8(const float* x, int64_t rows, int64_t K, int zero_point,
-                                       int8_t* codes, float* scale, int32_t* zsum, float* fsum) {
-  const int64_t nb = K / kCodeBlock;
-  for (int64_t n = 0; n < rows; ++n) {
-    for (int64_t b = 0; b < nb; ++b) {
-      const float* v = x + n * K + b * kCodeBlock;
-      const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
-      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-      const float d = amax / 127.0f;
-      const __m512 inv = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
-      const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv));
-      const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
-      int8_t* out = codes + n * K + b * kCodeBlock;
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtsepi32_epi8(q0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtsepi32_epi8(q1));
-      const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
-      const int64_t i = n * nb + b;
-      scale[i] = d;
-      if (zero_point >= 0)
-        zsum[i] = -zero_point * sum;
-      else
-        fsum[i] = d * static_cast<float>(sum);
-    }
+// One activation row of K values: codes, and per block its scale and code sum (zsum with
+// a weight zero point, fsum otherwise).
+SD_INT8_TARGET void quantize_row_int8(const float* x, int64_t K, int zero_point, int8_t* codes,
+                                      float* scale, int32_t* zsum, float* fsum) {
+  for (int64_t b = 0; b < K / kCodeBlock; ++b) {
+    const float* v = x + b * kCodeBlock;
+    const __m512 v0 = _mm512_loadu_ps(v), v1 = _mm512_loadu_ps(v + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    const float d = amax / 127.0f;
+    const __m512 inv = _mm512_set1_ps(d > 0.0f ? 1.0f / d : 0.0f);
+    const __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, inv));
+    const __m512i q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, inv));
+    int8_t* out = codes + b * kCodeBlock;
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtsepi32_epi8(q1));
+    const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    scale[b] = d;
+    if (zero_point >= 0)
+      zsum[b] = -zero_point * sum;
+    else
+      fsum[b] = d * static_cast<float>(sum);
   }
 }
 
@@ -124,8 +122,8 @@ void pack_panel(DType type, const char* w, size_t w_row_bytes, int64_t M, int64_
   }
 }
 
-// R rows x P panels over all of K, written to out (row stride ldo); `cols` of the last
-// panel's 16 columns are stored.
+// R rows x P panels over all of K, written to out (row stride ldo); `last_cols` of the
+// last panel's 16 columns are stored.
 template <int R, int P, bool kOffsets>
 SD_INT8_TARGET void tile_kernel(const QuantizedRows& x, int64_t n0, const Panels& w, int64_t g0,
                                 float* out, int64_t ldo, int last_cols) {
@@ -267,8 +265,8 @@ void int8_gemm(CpuContext& ctx, DType type, const void* w, size_t w_row_bytes, i
   auto* xcodes = reinterpret_cast<int8_t*>(xbuf);
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (int64_t n = 0; n < N; ++n)
-    quantize_rows_int8(x + n * K, 1, K, zero_point, xcodes + n * K, xscale + n * nb,
-                       reinterpret_cast<int32_t*>(xsum) + n * nb, xsum + n * nb);
+    quantize_row_int8(x + n * K, K, zero_point, xcodes + n * K, xscale + n * nb,
+                      reinterpret_cast<int32_t*>(xsum) + n * nb, xsum + n * nb);
   const QuantizedRows rows{xcodes, xscale, reinterpret_cast<const int32_t*>(xsum), xsum, K, nb};
 
   // Step 2 and 3, one tile of columns at a time.
