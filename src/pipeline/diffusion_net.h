@@ -1,16 +1,63 @@
 // What the sampling loop needs from a diffusion network, whatever its architecture (a UNet,
-// FLUX.1's transformer): one prediction per conditioning for a latent and a timestep, the
-// weights it reads, and the sizes it takes.
+// FLUX.1's transformer, SD3's MMDiT): one prediction per conditioning for a latent and a
+// timestep, the weights it reads, and the sizes it takes. What only some networks can do
+// (reference images, skip layers, ControlNet guidance) is a capability the network offers,
+// absent (null) where unsupported, so the pipeline asks instead of casting.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "models/flux_kontext.h"
+#include "models/unet.h"
 #include "nn/param_recorder.h"
 #include "pipeline/conditioning.h"
+#include "sampling/schedule.h"
 
 namespace sd::pipeline {
+
+class ControlNetRunner;
+
+// An encoded reference image: a [w, h, C] latent (w and h even).
+struct ReferenceLatent {
+  std::vector<float> latent;
+  int64_t w = 0, h = 0;
+};
+
+// Reference images whose tokens join the image's (FLUX.1 Kontext).
+class ReferenceInput {
+ public:
+  virtual ~ReferenceInput() = default;
+  // In every following prediction, placed by `mode` (models/flux_kontext.h); none to stop.
+  virtual void set_references(std::vector<ReferenceLatent> references,
+                              models::RefIndexMode mode) = 0;
+  // Leaves the references set but out of the following predictions (false) or back in
+  // them (true): image guidance's unconditional pass. set_references turns them back on.
+  virtual void use_references(bool on) = 0;
+};
+
+// Predictions with some of the network's blocks left out (skip-layer guidance).
+class SkipLayerInput {
+ public:
+  virtual ~SkipLayerInput() = default;
+  virtual std::vector<float> predict_skipping(const std::vector<float>& x, int64_t w, int64_t h,
+                                              float timestep, const Conditioning& c,
+                                              const std::vector<int>& skip_layers) = 0;
+};
+
+// ControlNet residuals added to the network's skip connections (SD's UNets).
+class ControlInput {
+ public:
+  virtual ~ControlInput() = default;
+  // The UNet a ControlNet must match.
+  virtual const models::UnetConfig& config() const = 0;
+  // ControlNet guidance for the predictions that follow: its runner, the control image
+  // [8 w, 8 h, hint_channels] in [0, 1] and the strength. A null runner turns it off.
+  virtual void set_control(ControlNetRunner* net, std::vector<float> hint = {},
+                           float strength = 1.0f) = 0;
+};
 
 class DiffusionNet {
  public:
@@ -35,6 +82,16 @@ class DiffusionNet {
   // The distilled guidance strength of guidance-distilled models (FLUX.1 dev's
   // --guidance); networks without such an input ignore it.
   virtual void set_distilled_guidance(float) {}
+  // A UNet (its step caches differ from a transformer's: sampling/step_cache.h).
+  virtual bool is_unet() const { return false; }
+  // What the network predicts, found by running it, for files that do not say (SD 2.x);
+  // none where it cannot tell.
+  virtual std::optional<sampling::Prediction> probe_prediction() { return std::nullopt; }
+
+  // Capabilities: null where the network has none.
+  virtual ReferenceInput* references() { return nullptr; }
+  virtual SkipLayerInput* skip_layers() { return nullptr; }
+  virtual ControlInput* control() { return nullptr; }
 };
 
 }  // namespace sd::pipeline

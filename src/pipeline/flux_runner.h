@@ -14,7 +14,7 @@
 
 namespace sd::pipeline {
 
-class FluxRunner final : public DiffusionNet {
+class FluxRunner final : public DiffusionNet, public ReferenceInput {
  public:
   FluxRunner(nn::Weights& weights, models::FluxConfig config, Backend& backend);
 
@@ -30,17 +30,11 @@ class FluxRunner final : public DiffusionNet {
   int64_t latent_multiple() const override { return config_.patch_size; }
   void set_distilled_guidance(float guidance) override { guidance_ = guidance; }
 
-  // FLUX.1 Kontext: encoded reference images ([w, h, C] latents, w and h even) whose tokens
-  // join the image's in every following prediction, placed by `mode`
-  // (models/flux_kontext.h); none to stop.
-  struct Reference {
-    std::vector<float> latent;
-    int64_t w = 0, h = 0;
-  };
-  void set_references(std::vector<Reference> references, models::RefIndexMode mode);
-  // Leaves the references set but out of the following predictions (false) or back in
-  // them (true): image guidance's unconditional pass. set_references turns them back on.
-  void use_references(bool on) { references_on_ = on; }
+  // FLUX.1 Kontext: encoded reference images whose tokens join the image's.
+  using Reference = ReferenceLatent;
+  void set_references(std::vector<Reference> references, models::RefIndexMode mode) override;
+  void use_references(bool on) override { references_on_ = on; }
+  ReferenceInput* references() override { return this; }
 
   const models::FluxConfig& config() const { return config_; }
   static constexpr const char* kScope = io::kUnetRoot.data();

@@ -13,7 +13,7 @@
 
 namespace sd::pipeline {
 
-class MmditRunner final : public DiffusionNet {
+class MmditRunner final : public DiffusionNet, public SkipLayerInput {
  public:
   MmditRunner(nn::Weights& weights, models::MmditConfig config, Backend& backend);
 
@@ -31,7 +31,8 @@ class MmditRunner final : public DiffusionNet {
   // One prediction with joint blocks left out (skip-layer guidance's extra pass).
   std::vector<float> predict_skipping(const std::vector<float>& x, int64_t w, int64_t h,
                                       float timestep, const Conditioning& c,
-                                      const std::vector<int>& skip_layers);
+                                      const std::vector<int>& skip_layers) override;
+  SkipLayerInput* skip_layers() override { return this; }
 
   const models::MmditConfig& config() const { return config_; }
   static constexpr const char* kScope = io::kUnetRoot.data();

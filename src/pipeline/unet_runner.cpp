@@ -110,4 +110,21 @@ std::vector<nn::ParamDecl> UnetRunner::parameters() const {
   return recorder.params();
 }
 
+std::optional<sampling::Prediction> UnetRunner::probe_prediction() {
+  const int64_t w = 8, h = 8, c = 4;
+  std::vector<float> x(static_cast<size_t>(w * h * c), 0.5f);
+  Conditioning ctx;
+  ctx.dim = config_.context_dim;
+  ctx.tokens = 2;
+  ctx.context.assign(static_cast<size_t>(ctx.dim * ctx.tokens), 0.5f);
+  std::vector<float> concat;
+  if (config_.in_channels > c)
+    concat.assign(static_cast<size_t>(w * h * (config_.in_channels - c)), 0.0f);
+  const std::vector<float> out = predict(x, w, h, 999.0f, {&ctx}, concat)[0];
+  double sum = 0;
+  for (size_t i = 0; i < out.size(); ++i) sum += out[i] - x[i];
+  return sum / static_cast<double>(out.size()) < -1.0 ? sampling::Prediction::V
+                                                      : sampling::Prediction::Eps;
+}
+
 }  // namespace sd::pipeline

@@ -17,7 +17,7 @@
 
 namespace sd::pipeline {
 
-class UnetRunner final : public DiffusionNet {
+class UnetRunner final : public DiffusionNet, public ControlInput {
  public:
   UnetRunner(nn::Weights& weights, models::UnetConfig config, Backend& backend);
 
@@ -29,10 +29,15 @@ class UnetRunner final : public DiffusionNet {
                                           const std::vector<const Conditioning*>& conditionings,
                                           const std::vector<float>& concat = {}) override;
 
-  const models::UnetConfig& config() const { return config_; }
-  // ControlNet guidance for the predictions that follow: its runner, the control image
-  // [8 w, 8 h, hint_channels] in [0, 1] and the strength. A null runner turns it off.
-  void set_control(ControlNetRunner* net, std::vector<float> hint = {}, float strength = 1.0f);
+  const models::UnetConfig& config() const override { return config_; }
+  void set_control(ControlNetRunner* net, std::vector<float> hint = {},
+                   float strength = 1.0f) override;
+  ControlInput* control() override { return this; }
+  bool is_unet() const override { return true; }
+  // SD 2.x files do not say whether they predict eps or v: the UNet is probed once, as
+  // sd.cpp does (x = 0.5 on an 8x8 latent, two context tokens of 0.5, t = 999; v if
+  // mean(out - x) < -1).
+  std::optional<sampling::Prediction> probe_prediction() override;
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const override;
   // Frees the compute buffer (sampling is over).

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <thread>
 
-#include "backend/rpc/server/server.h"
+#include "backend/rpc/access.h"
 #include "server/base64.h"
 #include "tensor/error.h"
 

@@ -4,7 +4,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "backend/rpc/server/server.h"
+#include "backend/rpc/access.h"
 #include "tensor/error.h"
 
 namespace sd::server {

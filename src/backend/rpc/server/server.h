@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "backend/backend.h"
+#include "backend/rpc/access.h"
 
 namespace sd::rpc {
 
@@ -30,12 +31,6 @@ struct ServerOptions {
   bool verbose = false;  // log every failed request, refusals and cache misses included
   std::function<void(const std::string&)> log;  // one line per event
 };
-
-// Compares a token in time that depends on its length only, not on where it differs.
-bool same_secret(const std::string& given, const std::string& expected);
-
-// True for 127.0.0.1, ::1, localhost and the rest of 127/8.
-bool is_loopback_host(const std::string& host);
 
 class Server {
  public:

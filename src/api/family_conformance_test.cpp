@@ -1,0 +1,417 @@
+// The family conformance suite: what every model family must do the same way, asserted
+// once over a tiny random model of each family (a trait below). Adding a family adds one
+// trait; every test then runs on it:
+//   - every residency of the weights (in memory, on disk, kept on another backend) gives
+//     the same image, bit for bit;
+//   - a LoRA merged on load, added at run time and merged into the file by hand agree;
+//   - a LoRA of another family is refused, naming the file and this model;
+//   - a missing part is named by its flag, before any work;
+//   - the diffusion net converted to q8_0 (`-M convert`) runs from its blocks, close to the
+//     f16 image.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "api/convert.h"
+#include "image_psnr.h"
+#include "io/gguf.h"
+#include "io/io_test_util.h"
+#include "io/name_conversion.h"
+#include "pipeline/lora_merge_test_util.h"
+#include "pipeline/stable_diffusion.h"
+#include "pipeline/tiny_model_test_util.h"
+#include "pipeline/tiny_sd3_test_util.h"
+#include "tensor/error.h"
+#include "test_support.h"
+#include "weights/model_loader.h"
+
+namespace sd::api {
+namespace {
+
+using pipeline::ImageRequest;
+using pipeline::ModelOptions;
+using pipeline::test::f32_bytes;
+using pipeline::test::LoraPair;
+
+// A part the model cannot run without: the option that gives it, and the flag the error
+// must name.
+struct MissingPart {
+  std::string ModelOptions::*option;
+  std::string flag;
+};
+
+// A LoRA pair on one weight of the diffusion net: its kohya stem, and the weight's name
+// below the diffusion root with the rows it changes (all of them: rows = 0).
+struct LoraTarget {
+  std::string stem, weight;
+  int64_t row0 = 0, rows = 0;
+};
+
+ImageRequest small_request() {
+  ImageRequest r;
+  r.prompt = "a cat";
+  r.width = r.height = 16;
+  r.steps = 2;
+  r.cfg_scale = 1.0f;
+  return r;
+}
+
+std::string clip_vocab() {
+  return sd::test::shared_dir() + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
+}
+
+// SD 1.x: one checkpoint; its presets are not read from the file, so the tiny shapes are
+// given.
+struct Sd1 {
+  static ModelOptions open(const io::test::TempDir&) {
+    ModelOptions o;
+    o.architecture = pipeline::test::tiny_architecture();
+    o.model = pipeline::test::write_tiny_checkpoint(*o.architecture);
+    o.clip_vocab = clip_vocab();
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::model;
+  static constexpr io::FileRole kRole = io::FileRole::Model;
+  static std::vector<MissingPart> missing() { return {{&ModelOptions::model, "-m MODEL"}}; }
+  static std::vector<LoraTarget> lora() {
+    return {{"lora_unet_input_blocks_1_1_transformer_blocks_0_attn1_to_q",
+             "input_blocks.1.1.transformer_blocks.0.attn1.to_q"},
+            {"lora_unet_output_blocks_2_1_transformer_blocks_0_attn2_to_v",
+             "output_blocks.2.1.transformer_blocks.0.attn2.to_v"}};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_double_blocks_0_img_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
+// SDXL: one checkpoint, every dimension read from it.
+struct Sdxl {
+  static ModelOptions open(const io::test::TempDir&) {
+    ModelOptions o;
+    o.model = pipeline::test::write_tiny_sdxl_checkpoint();
+    o.clip_vocab = clip_vocab();
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::model;
+  static constexpr io::FileRole kRole = io::FileRole::Model;
+  static std::vector<MissingPart> missing() { return {{&ModelOptions::model, "-m MODEL"}}; }
+  static std::vector<LoraTarget> lora() {
+    return {{"lora_unet_input_blocks_3_1_transformer_blocks_0_attn1_to_q",
+             "input_blocks.3.1.transformer_blocks.0.attn1.to_q"},
+            {"lora_unet_middle_block_1_transformer_blocks_1_ff_net_2",
+             "middle_block.1.transformer_blocks.1.ff.net.2"}};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
+// SD3: the separate files users pass.
+struct Sd3 {
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinySd3Files f = pipeline::test::write_tiny_sd3(dir.file("sd3"));
+    ModelOptions o;
+    o.diffusion_model = f.dit;
+    o.clip_l = f.clip_l;
+    o.clip_g = f.clip_g;
+    o.t5xxl = f.t5;
+    o.vae = f.vae;
+    o.t5_tokenizer = dir.file("sd3") + "/tokenizer.json";
+    o.clip_vocab = clip_vocab();
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;
+  static constexpr io::FileRole kRole = io::FileRole::DiffusionModel;
+  static std::vector<MissingPart> missing() {
+    return {{&ModelOptions::clip_l, "--clip_l"},
+            {&ModelOptions::clip_g, "--clip_g"},
+            {&ModelOptions::vae, "--vae"}};
+  }
+  static std::vector<LoraTarget> lora() {
+    return {
+        {"lora_unet_joint_blocks_0_x_block_attn_qkv", "joint_blocks.0.x_block.attn.qkv"},
+        {"lora_unet_joint_blocks_0_context_block_mlp_fc2", "joint_blocks.0.context_block.mlp.fc2"},
+        {"lora_unet_joint_blocks_1_x_block_mlp_fc2", "joint_blocks.1.x_block.mlp.fc2"}};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_double_blocks_0_img_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
+// FLUX.1 dev: its four files.
+struct Flux {
+  static ModelOptions with_files(const pipeline::test::TinyFluxFiles& f) {
+    ModelOptions o;
+    o.diffusion_model = f.dit;
+    o.t5xxl = f.t5;
+    o.clip_l = f.clip_l;
+    o.vae = f.vae;
+    o.t5_tokenizer = f.dir + "/tokenizer.json";
+    o.clip_vocab = clip_vocab();
+    return o;
+  }
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinyFluxFiles f =
+        pipeline::test::write_tiny_flux(dir.file("flux"));
+    return with_files(f);
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;
+  static constexpr io::FileRole kRole = io::FileRole::DiffusionModel;
+  static std::vector<MissingPart> missing() {
+    return {{&ModelOptions::t5xxl, "--t5xxl"},
+            {&ModelOptions::clip_l, "--clip_l"},
+            {&ModelOptions::vae, "--vae"}};
+  }
+  static std::vector<LoraTarget> lora() {
+    return {{"lora_unet_double_blocks_0_img_attn_qkv", "double_blocks.0.img_attn.qkv"},
+            {"lora_unet_single_blocks_0_linear2", "single_blocks.0.linear2"}};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 40.0;
+};
+
+// Chroma: its transformer, T5 and the autoencoder.
+struct Chroma {
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinyFluxFiles f =
+        pipeline::test::write_tiny_chroma(dir.file("chroma"));
+    ModelOptions o = Flux::with_files(f);
+    o.clip_l.clear();
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;
+  static constexpr io::FileRole kRole = io::FileRole::DiffusionModel;
+  static std::vector<MissingPart> missing() {
+    return {{&ModelOptions::t5xxl, "--t5xxl"}, {&ModelOptions::vae, "--vae"}};
+  }
+  static std::vector<LoraTarget> lora() {
+    return {{"lora_unet_double_blocks_1_txt_attn_proj", "double_blocks.1.txt_attn.proj"},
+            {"lora_unet_single_blocks_0_linear1", "single_blocks.0.linear1"}};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 40.0;
+};
+
+// The file's tensors as f32 under the names they are stored with.
+struct FileWeights {
+  std::map<std::string, std::vector<float>> values;
+  std::map<std::string, Shape> shapes;
+};
+
+// A diffusion-model file stores names below the diffusion root; a checkpoint stores the
+// canonical names themselves.
+std::string stored_name(const std::string& canonical, io::FileRole role) {
+  return role == io::FileRole::DiffusionModel ? canonical.substr(io::kUnetRoot.size()) : canonical;
+}
+
+FileWeights read_weights(const std::string& file, io::FileRole role) {
+  weights::ModelLoader loader;
+  loader.add(file, role);
+  FileWeights w;
+  for (const auto& [name, source] : loader.tensors()) {
+    std::vector<float> v(
+        static_cast<size_t>(source.ne[0] * source.ne[1] * source.ne[2] * source.ne[3]));
+    loader.read(name, DType::F32, v.data());
+    const std::string key = stored_name(name, role);
+    w.values[key] = std::move(v);
+    w.shapes[key] = source.ne;
+  }
+  return w;
+}
+
+void write_weights(const FileWeights& w, const std::string& path) {
+  io::test::SafetensorsBuilder out;
+  for (const auto& [name, v] : w.values) {
+    const Shape& ne = w.shapes.at(name);
+    std::vector<uint64_t> torch_shape;
+    for (int dim = 3; dim >= 0; --dim)
+      if (ne[dim] > 1 || !torch_shape.empty() || dim == 0)
+        torch_shape.push_back(static_cast<uint64_t>(ne[dim]));
+    out.add(name, "F32", torch_shape, f32_bytes(v));
+  }
+  io::test::write_file(path, out.bytes());
+}
+
+template <typename Trait>
+class FamilyConformance : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (sd::test::shared_dir().empty())
+      GTEST_SKIP() << "needs ../shared/data/clip for the CLIP vocabulary";
+    options_ = Trait::open(dir());
+    options_.threads = 2;
+    request_ = small_request();
+  }
+
+  static const io::test::TempDir& dir() {
+    static const io::test::TempDir d;
+    return d;
+  }
+  std::string& diffusion_file(ModelOptions& o) { return o.*Trait::kDiffusionFile; }
+
+  io::Image generate(const ModelOptions& o, const ImageRequest& r) {
+    return pipeline::StableDiffusion(o).generate(r)[0];
+  }
+
+  // A rank-2 LoRA on Trait::lora()'s weights, and the diffusion file with the same
+  // change merged by hand (f32). Returns {lora, merged file}.
+  std::pair<std::string, std::string> write_lora(float multiplier) {
+    const std::string lora_path = dir().file("lora.safetensors");
+    const std::string merged_path = dir().file("merged.safetensors");
+    FileWeights w = read_weights(diffusion_file(options_), Trait::kRole);
+    pipeline::test::DitWeights dit;
+    std::vector<LoraPair> pairs;
+    for (const LoraTarget& t : Trait::lora()) {
+      const std::string stored =
+          stored_name(std::string(io::kUnetRoot) + t.weight + ".weight", Trait::kRole);
+      EXPECT_TRUE(w.values.count(stored)) << stored;
+      if (!w.values.count(stored)) continue;
+      const std::string key = t.weight;  // DitWeights' keys: the target's name + ".weight"
+      dit.values[key + ".weight"] = w.values.at(stored);
+      dit.shapes[key + ".weight"] = w.shapes.at(stored);
+      const int64_t rows = t.rows ? t.rows : w.shapes.at(stored)[1];
+      pairs.push_back(
+          {t.stem + ".lora_down.weight", t.stem + ".lora_up.weight", key, t.row0, rows});
+    }
+    const std::string unused = dir().file("dit_only.safetensors");
+    pipeline::test::write_lora_and_merged(dit, pairs, multiplier, 0.5f, lora_path, unused);
+    for (const LoraTarget& t : Trait::lora()) {
+      const std::string stored =
+          stored_name(std::string(io::kUnetRoot) + t.weight + ".weight", Trait::kRole);
+      if (w.values.count(stored)) w.values[stored] = dit.values.at(t.weight + ".weight");
+    }
+    write_weights(w, merged_path);
+    return {lora_path, merged_path};
+  }
+
+  ModelOptions options_;
+  ImageRequest request_;
+};
+
+using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma>;
+class FamilyNames {
+ public:
+  template <typename T>
+  static std::string GetName(int) {
+    if (std::is_same_v<T, Sd1>) return "SD1";
+    if (std::is_same_v<T, Sdxl>) return "SDXL";
+    if (std::is_same_v<T, Sd3>) return "SD3";
+    if (std::is_same_v<T, Flux>) return "FLUX";
+    return "Chroma";
+  }
+};
+TYPED_TEST_SUITE(FamilyConformance, Families, FamilyNames);
+
+TYPED_TEST(FamilyConformance, EveryResidencyGivesTheSameImage) {
+  const io::Image in_memory = this->generate(this->options_, this->request_);
+  for (const char* params : {"disk", "cpu", "diffusion=disk,te=cpu"}) {
+    ModelOptions o = this->options_;
+    o.params_backend = params;
+    EXPECT_EQ(this->generate(o, this->request_).pixels, in_memory.pixels)
+        << "--params-backend " << params;
+  }
+  ModelOptions eager = this->options_;
+  eager.eager_load = true;
+  EXPECT_EQ(this->generate(eager, this->request_).pixels, in_memory.pixels) << "--eager-load";
+}
+
+TYPED_TEST(FamilyConformance, LoraMergedAtRunTimeAndByHandAgree) {
+  const float multiplier = 0.8f;
+  const auto [lora, merged] = this->write_lora(multiplier);
+  ImageRequest with_lora = this->request_;
+  with_lora.loras = {{lora, multiplier}};
+  std::vector<std::string> warnings;
+  with_lora.warn = [&](const std::string& text) { warnings.push_back(text); };
+
+  ModelOptions merge = this->options_;
+  merge.lora_mode = weights::ModelManagerOptions::LoraMode::Merge;
+  pipeline::StableDiffusion sd(merge);
+  const io::Image plain = sd.generate(this->request_)[0];
+  const io::Image merged_on_load = sd.generate(with_lora)[0];
+  EXPECT_TRUE(warnings.empty()) << warnings.front();  // every key found its weight
+
+  ModelOptions at_runtime = this->options_;
+  at_runtime.lora_mode = weights::ModelManagerOptions::LoraMode::AtRuntime;
+  const io::Image runtime = this->generate(at_runtime, with_lora);
+  ModelOptions by_hand = this->options_;
+  this->diffusion_file(by_hand) = merged;
+  const io::Image hand = this->generate(by_hand, this->request_);
+
+  const double changed = sd::test::image_psnr(merged_on_load, plain);
+  const double merge_vs_hand = sd::test::image_psnr(merged_on_load, hand);
+  const double runtime_vs_hand = sd::test::image_psnr(runtime, hand);
+  std::printf("LoRA vs none %.1f dB; merged vs by hand %.1f dB; at run time vs by hand %.1f dB\n",
+              changed, merge_vs_hand, runtime_vs_hand);
+  EXPECT_LT(changed, 40.0) << "the LoRA should change the image";
+  EXPECT_GE(merge_vs_hand, 50.0);
+  EXPECT_GE(runtime_vs_hand, 50.0);
+}
+
+TYPED_TEST(FamilyConformance, ALoraOfAnotherFamilyIsRefused) {
+  io::test::SafetensorsBuilder lora;
+  const std::vector<float> v = pipeline::test::lora_values(16, 1, 0.3f);
+  const std::string stem = TypeParam::foreign_lora_stem();
+  lora.add(stem + ".lora_down.weight", "F32", {2, 8}, f32_bytes(v));
+  lora.add(stem + ".lora_up.weight", "F32", {8, 2}, f32_bytes(v));
+  const std::string path = this->dir().file("foreign_lora.safetensors");
+  io::test::write_file(path, lora.bytes());
+  pipeline::StableDiffusion sd(this->options_);
+  ImageRequest r = this->request_;
+  r.loras = {{path, 1.0f}};
+  std::string error;
+  try {
+    sd.generate(r);
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find(path), std::string::npos) << error;
+  const std::string model = std::string("this ") + io::version_name(sd.version()) + " model";
+  EXPECT_NE(error.find(model), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
+TYPED_TEST(FamilyConformance, AMissingPartIsNamedByItsFlag) {
+  for (const MissingPart& part : TypeParam::missing()) {
+    ModelOptions o = this->options_;
+    (o.*part.option).clear();
+    std::string error;
+    try {
+      pipeline::StableDiffusion sd(o);
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    EXPECT_NE(error.find(part.flag), std::string::npos) << part.flag << ": " << error;
+  }
+}
+
+TYPED_TEST(FamilyConformance, Q8_0DiffusionNetRunsFromItsBlocks) {
+  const std::string f16_file = this->diffusion_file(this->options_);
+  const std::string q8 = this->dir().file("q8_0.gguf");
+  if (!std::filesystem::exists(q8)) {
+    ConvertParts parts;
+    ConvertOptions c{"", q8, "", DType::Q8_0, "", nullptr};
+    if (TypeParam::kRole == io::FileRole::DiffusionModel)
+      parts.diffusion_model = f16_file;
+    else
+      c.input = f16_file;
+    convert_model(c, parts);
+  }
+  size_t quantized = 0;
+  for (const io::TensorInfo& t : io::GgufFile::open(q8).tensors())
+    quantized += t.dtype == DType::Q8_0;
+  EXPECT_GT(quantized, 0u);
+
+  const io::Image f16 = this->generate(this->options_, this->request_);
+  ModelOptions o = this->options_;
+  this->diffusion_file(o) = q8;
+  pipeline::StableDiffusion sd(o);
+  const io::Image a = sd.generate(this->request_)[0];
+  EXPECT_EQ(sd.generate(this->request_)[0].pixels, a.pixels) << "same seed, same image";
+  const double db = sd::test::image_psnr(a, f16);
+  std::printf("q8_0 (%zu tensors): %.1f dB against f16\n", quantized, db);
+  EXPECT_GE(db, TypeParam::kQ8MinPsnr);
+}
+
+}  // namespace
+}  // namespace sd::api

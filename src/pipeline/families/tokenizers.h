@@ -1,0 +1,16 @@
+// The tokenizers families read prompts with, found as the user placed them: a flag or
+// environment variable, the model's own folder, the user cache (models/*_tokenizer.h).
+#pragma once
+
+#include <memory>
+
+#include "models/clip_tokenizer.h"
+#include "models/t5_tokenizer.h"
+#include "pipeline/families/family.h"
+
+namespace sd::pipeline {
+
+std::shared_ptr<const models::ClipTokenizer> clip_tokenizer(const ModelFiles& files);
+std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files);
+
+}  // namespace sd::pipeline

@@ -1,0 +1,178 @@
+// The sampler's plan for a request and the image side of image-to-image, inpainting, image
+// editing and reference images, encoded once for the whole batch.
+#include <algorithm>
+#include <tuple>
+
+#include "pipeline/edit_image.h"
+#include "pipeline/image_tensor.h"
+#include "pipeline/inpaint_mask.h"
+#include "pipeline/reference_images.h"
+#include "pipeline/stable_diffusion_impl.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+// 2. Setup: LoRAs, the prediction, the sampler and its sigmas, and the image side of
+// image-to-image and inpainting (encoded once for the whole batch).
+StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) {
+  auto warn = [&](const std::string& text) {
+    if (r.warn) r.warn(text);
+  };
+  {
+    std::vector<weights::ModelManager::LoraRequest> loras;
+    for (const ImageRequest::Lora& l : r.loras) loras.push_back({l.path, l.multiplier});
+    bool changed = false;
+    for (const std::string& w : weights->set_loras(loras, &changed, io::version_name(version)))
+      warn(w);
+    if (changed) backends->release_caches();  // packed copies of the old weights
+  }
+  probe_prediction();
+
+  Plan p;
+  p.method = r.method.value_or(family->defaults().sample_method);
+  p.scheduler = r.scheduler.value_or(family->default_scheduler(p.method, prediction));
+  if (sampling::is_flow(prediction))
+    schedule =
+        sampling::DiscreteSchedule(prediction, {}, r.flow_shift.value_or(default_flow_shift));
+  p.scheduler_options.ays_levels = family->defaults().ays_levels;
+  // sd.cpp's sequence length for the resolution-dependent shifts: latent pixels.
+  p.scheduler_options.image_seq_len = (r.width / static_cast<int>(vae->config().downscale())) *
+                                      (r.height / static_cast<int>(vae->config().downscale()));
+  p.sample_steps = r.steps;
+  if (!r.custom_sigmas.empty()) {
+    p.sigmas = r.custom_sigmas;
+    p.sample_steps = std::min(p.sample_steps, static_cast<int>(p.sigmas.size()) - 1);
+  } else {
+    p.sigmas = sampling::make_sigmas(p.scheduler, r.steps, schedule, p.scheduler_options);
+  }
+  if (r.init_image && r.strength < 1.0f)
+    p.sigmas = sampling::img2img_sigmas(p.sigmas, p.sample_steps, r.strength);
+
+  const int64_t f = vae->config().downscale();
+  p.w = r.width / f;
+  p.h = r.height / f;
+  p.c = vae->config().z_channels;
+  const size_t latent_size = static_cast<size_t>(p.w * p.h * p.c);
+  const ImageInput image_input = family->image_input(version);
+  const bool inpaint_model = image_input == ImageInput::MaskedImage;
+
+  // The generation RNG, seeded with the request's seed for the image-side draws; each
+  // batch entry reseeds its own.
+  std::unique_ptr<sampling::Rng> rng = sampling::make_rng(r.rng, static_cast<uint64_t>(r.seed));
+
+  // Tiling is per request and applies to encoding and decoding alike.
+  vae->set_tiling(r.vae_tiling);
+
+  p.init_latent.assign(latent_size, 0.0f);
+  auto encode = [&](const std::vector<float>& planes) {
+    return this->encode(planes, r.width, r.height, *rng);
+  };
+  if (r.init_image) {
+    const io::Image& img = *r.init_image;
+    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
+    if (img.width != r.width || img.height != r.height)
+      planes = resize_nearest(planes, img.width, img.height, 3, r.width, r.height);
+    std::vector<float> mask(static_cast<size_t>(r.width) * r.height, 1.0f);
+    if (r.mask) {
+      const io::Image& mk = *r.mask;
+      mask = image_to_planes(io::to_channels(mk, 1));
+      if (mk.width != r.width || mk.height != r.height)
+        mask = resize_nearest(mask, mk.width, mk.height, 1, r.width, r.height);
+      mask = binarize(std::move(mask));
+    }
+    p.init_latent = encode(planes);
+    const std::vector<float> latent_mask = max_downsample(mask, r.width, r.height, f);
+    if (inpaint_model) {
+      // The diffusion net also sees the mask and the latent of the image with the masked
+      // part made grey, so it knows what to keep (in the family's layout).
+      const size_t pixels = mask.size();
+      std::vector<float> masked = planes;
+      for (int k = 0; k < 3; ++k)
+        for (size_t i = 0; i < pixels; ++i)
+          masked[k * pixels + i] = (1.0f - mask[i]) * (planes[k * pixels + i] - 0.5f) + 0.5f;
+      const std::vector<float> masked_latent = encode(masked);
+      // The image-unconditional pass (--img-cfg-scale) sees the mask over a zero latent.
+      const std::vector<float> zero_latent(masked_latent.size(), 0.0f);
+      p.concat = family->masked_image_input(masked_latent, mask, latent_mask, r.width, r.height, f);
+      p.img_uncond_concat =
+          family->masked_image_input(zero_latent, mask, latent_mask, r.width, r.height, f);
+      p.mask.mask = dilate3x3(latent_mask, p.w, p.h);
+    } else {
+      p.mask.mask = latent_mask;
+    }
+    p.mask.init_latent = p.init_latent;
+  } else if (inpaint_model) {
+    warn("an inpainting model works best with an init image (-i) and a mask (--mask)");
+    // Nothing to keep: a zero latent and a mask over everything.
+    p.concat = family->masked_image_input(
+        std::vector<float>(latent_size, 0.0f),
+        std::vector<float>(static_cast<size_t>(r.width) * r.height, 1.0f),
+        std::vector<float>(static_cast<size_t>(p.w * p.h), 1.0f), r.width, r.height, f);
+    p.img_uncond_concat = p.concat;  // its image part is zero already
+  } else if (image_input == ImageInput::EditImage) {
+    // The image to edit, encoded near its own aspect (edit_image.h), resized (nearest) to
+    // the output latent; the image-unconditional pass gets zeros.
+    const io::Image& img = *r.edit_image;
+    const PixelSize size = edit_image_encode_size(img.width, img.height, r.width, r.height);
+    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
+    if (img.width != size.width || img.height != size.height)
+      planes = resize_nearest(planes, img.width, img.height, 3, size.width, size.height);
+    const std::vector<float> latent = encode_mean(planes, size.width, size.height);
+    p.concat = resize_nearest(latent, size.width / f, size.height / f, p.c, p.w, p.h);
+    p.img_uncond_concat.assign(p.concat.size(), 0.0f);
+    vae->release();
+    phase_done(Module::Vae);
+  }
+  // sd.cpp compatibility: references are encoded after the init image, from the same RNG.
+  if (!r.ref_images.empty()) p.refs = encode_references(r, *rng);
+  if (r.init_image || !p.refs.empty()) {
+    // Encoding is a phase of its own: the VAE is not needed again until decoding.
+    vae->release();
+    phase_done(Module::Vae);
+  }
+  p.img_cfg_scale = r.img_cfg_scale.value_or(1.0f);
+  return p;
+}
+
+std::vector<ReferenceLatent> StableDiffusion::Impl::encode_references(const ImageRequest& r,
+                                                                      sampling::Rng& rng) {
+  const int f = static_cast<int>(vae->config().downscale());
+  std::vector<ReferenceLatent> refs;
+  for (const io::Image* image : r.ref_images) {
+    std::vector<float> planes = image_to_planes(io::to_channels(*image, 3));
+    int w = image->width, h = image->height;
+    if (r.ref_options.resize_before_vae) {
+      std::tie(w, h) = reference_vae_size(image->width, image->height, r.width, r.height,
+                                          r.ref_options.vae_input_max_pixels, size_unit());
+      if (w != image->width || h != image->height)
+        planes = resize_nearest(planes, image->width, image->height, 3, w, h);
+    }
+    if (r.info)
+      r.info(format("reference image %zu: %dx%d, encoded at %dx%d", refs.size() + 1, image->width,
+                    image->height, w, h));
+    refs.push_back({encode(planes, w, h, rng), w / f, h / f});
+  }
+  return refs;
+}
+
+std::vector<float> StableDiffusion::Impl::encode(const std::vector<float>& planes, int width,
+                                                 int height, sampling::Rng& rng) {
+  std::vector<float> encoded = vae->encode(planes, width, height);
+  if (!vae->encodes_moments()) return encoded;
+  const int64_t f = vae->config().downscale();
+  const int64_t w = width / f, h = height / f, c = vae->config().z_channels;
+  const std::vector<float> noise = rng.randn(static_cast<size_t>(w * h * c));  // the posterior
+  return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, vae->config());
+}
+
+std::vector<float> StableDiffusion::Impl::encode_mean(const std::vector<float>& planes, int width,
+                                                      int height) {
+  std::vector<float> encoded = vae->encode(planes, width, height);
+  if (!vae->encodes_moments()) return encoded;
+  const int64_t f = vae->config().downscale();
+  // [w, h, 2c]: the mean's c planes, then the log-variance's.
+  encoded.resize(static_cast<size_t>(width / f * (height / f) * vae->config().z_channels));
+  return encoded;
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,183 @@
+// Opening a model: placement first (a mistyped device fails before any file is read), the
+// files' metadata, the family's checks and networks, the VAE and TAESD, and every weight
+// the networks read checked against the files before any is loaded.
+#include <tuple>
+
+#include "backend/auto_fit.h"
+#include "backend/registry.h"
+#include "io/name_conversion.h"
+#include "pipeline/families/registry.h"
+#include "pipeline/stable_diffusion_impl.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+StableDiffusion::Impl::Impl(const ModelOptions& o)
+    : options(o), model_args(parse_model_args(o.model_args)) {
+  SD_CHECK(!o.model.empty() || !o.diffusion_model.empty(),
+           "no model given: pass -m MODEL (a .safetensors, .gguf, .ckpt file or a diffusers "
+           "folder)");
+  // Placement first: a mistyped device fails before any file is read.
+  if (!o.auto_fit)
+    backends =
+        std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
+  if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
+  if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
+  if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
+  if (!o.clip_g.empty()) loader.add(o.clip_g, io::FileRole::ClipG);
+  if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
+  if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
+  // --auto-fit places the modules once their sizes are known from the files.
+  const std::string max_vram = o.auto_fit ? fit_placement() : o.max_vram;
+  for (const std::string& n : backends->set_memory_budgets(max_vram, o.stream_layers))
+    if (o.note) o.note(n);
+
+  const ModelFiles files{loader, options, model_args};
+  const Architecture arch = open_architecture(files);
+  version = arch.version;
+  check_vae_latent(arch);
+  family->check_model_args(files);
+  for (const std::string& key : model_args.unused)
+    if (o.note) o.note("warning: --model-args " + key + " is not used by this build");
+
+  const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
+                                                     o.lora_mode};
+  weights = std::make_unique<weights::ModelManager>(loader, manager_options);
+  auto add_module = [&](weights::ModelManager& manager, Module m,
+                        std::vector<std::string> prefixes) {
+    manager.add_module(weights::ModuleSpec{module_name(m), std::move(prefixes),
+                                           &backends->compute_device(m), backends->residency(m)});
+  };
+  add_module(*weights, Module::TextEncoder, family->text_encoder_roots(arch));
+  add_module(*weights, Module::Diffusion, {std::string(io::kUnetRoot)});
+  add_module(*weights, Module::Vae, {std::string(io::kVaeRoot)});
+
+  const NetworkPlaces places{*weights, backends->backend(Module::TextEncoder),
+                             backends->backend(Module::Diffusion)};
+  text = family->make_prompt_encoder(arch, files, places);
+  diffusion = family->make_diffusion_net(arch, places);
+
+  nn::Weights* tae = nullptr;
+  if (!o.taesd.empty()) {
+    taesd_loader.add(o.taesd, io::FileRole::Model);
+    taesd_weights = std::make_unique<weights::ModelManager>(taesd_loader, manager_options);
+    add_module(*taesd_weights, Module::Vae, {""});
+    taesd_view = std::make_unique<PrefixedWeights>(*taesd_weights, VaeRunner::kTaesdScope);
+    tae = taesd_view.get();
+  }
+  vae = std::make_unique<VaeRunner>(*weights, arch.vae, backends->backend(Module::Vae), tae,
+                                    o.taesd_preview_only);
+
+  // Every weight each network reads, checked against the files now: a wrong or
+  // incomplete file fails here, naming every problem, not halfway through a generation.
+  weights->declare(module_name(Module::TextEncoder), text->parameters());
+  weights->declare(module_name(Module::Diffusion), diffusion->parameters());
+  weights->declare(module_name(Module::Vae), vae->parameters());
+  if (taesd_weights)
+    taesd_weights->declare(module_name(Module::Vae), taesd_view->strip(vae->taesd_parameters()));
+  if (o.eager_load) {
+    for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae}) load(*weights, m);
+    if (taesd_weights) load(*taesd_weights, Module::Vae);
+  }
+  if (!o.control_net.empty()) load_control_net(o.control_net);
+
+  if (o.prediction) {
+    prediction = *o.prediction;
+    prediction_probed = true;
+  } else if (family->defaults().prediction) {
+    prediction = *family->defaults().prediction;
+    prediction_probed = true;
+  }
+  default_flow_shift = family->default_flow_shift(version);
+  schedule = sampling::DiscreteSchedule(prediction, {}, default_flow_shift);
+}
+
+Architecture StableDiffusion::Impl::open_architecture(const ModelFiles& files) {
+  const std::string& file = options.model.empty() ? options.diffusion_model : options.model;
+  try {
+    const io::ModelVersion v = options.architecture ? options.architecture->version
+                                                    : io::detect_version(loader.canonical_infos());
+    family = &family_for(v);
+    family->require_files(files);
+    return options.architecture ? *options.architecture : family->architecture(v, files);
+  } catch (const Error& e) {
+    fail("%s: %s", file.c_str(), e.what());
+  }
+}
+
+void StableDiffusion::Impl::check_vae_latent(const Architecture& arch) const {
+  const std::string conv_in = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
+  if (!loader.contains(conv_in)) return;
+  const int64_t channels = loader.find(conv_in).ne[2];  // [3, 3, latent, ch]
+  const std::string& file = options.vae.empty() ? options.model : options.vae;
+  SD_CHECK(channels == arch.vae.z_channels,
+           "%s: the VAE decodes %lld-channel latents but %s models make %lld-channel ones (a "
+           "VAE of another model family?)",
+           file.c_str(), static_cast<long long>(channels), io::version_name(arch.version),
+           static_cast<long long>(arch.vae.z_channels));
+}
+
+std::string StableDiffusion::Impl::fit_placement() {
+  // Encoders kept under text_encoders. (T5, SD3's CLIPs) are in the text-encoder module.
+  const std::tuple<Module, std::string_view, std::string_view> roots[] = {
+      {Module::TextEncoder, io::kTextEncoderRoot, "text_encoders."},
+      {Module::Diffusion, io::kUnetRoot, {}},
+      {Module::Vae, io::kVaeRoot, {}}};
+  std::vector<ModuleSize> sizes;
+  for (const auto& [module, root, root2] : roots) {
+    ModuleSize size{module, 0};
+    for (const auto& [name, source] : loader.tensors())
+      if (name.compare(0, root.size(), root) == 0 ||
+          (!root2.empty() && name.compare(0, root2.size(), root2) == 0))
+        size.weight_bytes += row_size(source.stored, source.ne[0]) *
+                             static_cast<size_t>(source.ne[1] * source.ne[2] * source.ne[3]);
+    sizes.push_back(size);
+  }
+  const FitPlan plan =
+      plan_auto_fit(sizes, DeviceRegistry::instance(), parse_max_vram(options.max_vram));
+  auto note = [&](const std::string& text) {
+    if (options.note) options.note("auto-fit: " + text);
+  };
+  if (!options.backend.empty() || !options.params_backend.empty())
+    note("--backend and --params-backend are not read with --auto-fit");
+  for (const std::string& line : plan.lines) note(line);
+  backends = std::make_unique<BackendManager>(plan.backend, plan.params_backend,
+                                              BackendOptions{options.threads});
+  if (plan.max_vram.empty()) return options.max_vram;
+  return options.max_vram.empty() ? plan.max_vram : options.max_vram + "," + plan.max_vram;
+}
+
+void StableDiffusion::Impl::load_control_net(const std::string& path) {
+  ControlInput* control = diffusion->control();
+  SD_CHECK(control, "--control-net %s: ControlNets guide SD 1.x/2.x/SDXL UNets, not %s",
+           path.c_str(), family->name());
+  const weights::ModelManagerOptions manager_options{options.weight_type, options.use_mmap,
+                                                     options.threads, options.lora_mode};
+  control_net = std::make_unique<LoadedControlNet>(path, control->config(), *backends,
+                                                   manager_options, options.eager_load);
+}
+
+void StableDiffusion::Impl::load(weights::ModelManager& manager, Module m) {
+  const std::string name = module_name(m);
+  manager.load_module(
+      name,
+      [&](size_t done, size_t total) {
+        if (options.load_progress) options.load_progress(name, done, total);
+      },
+      /*prefault=*/true);
+}
+
+void StableDiffusion::Impl::phase_done(Module m) {
+  weights->phase_done(module_name(m));
+  if (m == Module::Vae && taesd_weights) taesd_weights->phase_done(module_name(m));
+  backends->release_caches();
+}
+
+void StableDiffusion::Impl::probe_prediction() {
+  if (prediction_probed) return;
+  prediction_probed = true;
+  if (const std::optional<sampling::Prediction> p = diffusion->probe_prediction()) prediction = *p;
+  schedule = sampling::DiscreteSchedule(prediction);
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,149 @@
+// Every check of a request before any work: sizes aligned to what the networks take, flags
+// the model ignores warned about and dropped, flags it cannot honour refused.
+#include <cmath>
+
+#include "pipeline/stable_diffusion_impl.h"
+#include "sampling/step_cache.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+// 1. Validation: every check before any work; sizes aligned to what the networks take.
+ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const {
+  ImageRequest r = request;
+  auto warn = [&](const std::string& text) {
+    if (r.warn) r.warn(text);
+  };
+  SD_CHECK(r.width > 0 && r.height > 0 && r.width % 8 == 0 && r.height % 8 == 0,
+           "image size %dx%d: width and height must be positive multiples of 8 (-W, -H)", r.width,
+           r.height);
+  SD_CHECK(r.steps > 0 || !r.custom_sigmas.empty(), "--steps must be at least 1 (got %d)", r.steps);
+  SD_CHECK(r.batch_count >= 1, "batch count must be at least 1 (got %d)", r.batch_count);
+  SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "--strength %g is outside [0, 1]", r.strength);
+  SD_CHECK(std::isfinite(r.cfg_scale) && r.cfg_scale >= 0.0f,
+           "--cfg-scale must be a finite number >= 0 (got %g)", r.cfg_scale);
+  SD_CHECK(r.custom_sigmas.empty() || r.custom_sigmas.size() >= 2,
+           "--sigmas needs at least two values (a start and the final 0)");
+  SD_CHECK(r.timestep_shift >= 0 && r.timestep_shift <= 1000,
+           "--timestep-shift must be in [0, 1000] (got %d)", r.timestep_shift);
+  if (r.timestep_shift > 0 && !family->defaults().timestep_shift) {
+    warn("--timestep-shift applies to SDXL models only; ignored");
+    r.timestep_shift = 0;
+  }
+  const int unit = size_unit();
+  const int aligned_w = (r.width + unit - 1) / unit * unit;
+  const int aligned_h = (r.height + unit - 1) / unit * unit;
+  if (aligned_w != r.width || aligned_h != r.height) {
+    warn(format("image size %dx%d aligned up to %dx%d (a multiple of %d)", r.width, r.height,
+                aligned_w, aligned_h, unit));
+    r.width = aligned_w;
+    r.height = aligned_h;
+  }
+  if (r.mask && !r.init_image) warn("--mask without an init image (-i) is ignored");
+  const ImageInput image_input = family->image_input(version);
+  if (image_input == ImageInput::EditImage && !r.edit_image && !r.ref_images.empty()) {
+    // Instruct-pix2pix edits the first reference image, as sd.cpp.
+    if (r.ref_images.size() > 1)
+      warn(
+          format("instruct-pix2pix edits one image: only the first of %zu reference images "
+                 "(-r) is used",
+                 r.ref_images.size()));
+    r.edit_image = r.ref_images.front();
+    r.ref_images.clear();
+  }
+  family->check_request(version, r);
+  if (!r.ref_images.empty()) check_references(r);
+  if (image_input == ImageInput::EditImage) {
+    SD_CHECK(r.edit_image, "%s edits an image: pass it with -r/--ref-image",
+             io::version_name(version));
+    SD_CHECK(!r.init_image,
+             "%s takes the image to edit with -r/--ref-image, not -i (it starts from noise)",
+             io::version_name(version));
+    const io::Image& e = *r.edit_image;
+    SD_CHECK(e.width > 0 && e.height > 0 && e.channels > 0 &&
+                 e.pixels.size() == static_cast<size_t>(e.width) * e.height * e.channels,
+             "the reference image (-r) is empty or its pixels do not match its size");
+  } else if (r.edit_image) {
+    warn("a reference image (-r) is used by instruct-pix2pix models only; ignored");
+    r.edit_image = nullptr;
+  }
+  if (r.img_cfg_scale) {
+    SD_CHECK(std::isfinite(*r.img_cfg_scale) && *r.img_cfg_scale >= 0.0f,
+             "--img-cfg-scale must be a finite number >= 0 (got %g)", *r.img_cfg_scale);
+    // sd.cpp: image guidance needs an image input: the concatenated one of inpainting and
+    // pix2pix models, or FLUX.1 Kontext's reference images (left by check_references only
+    // on a network that takes them).
+    if (image_input == ImageInput::None && r.ref_images.empty()) {
+      if (*r.img_cfg_scale != 1.0f)
+        warn(
+            format("--img-cfg-scale needs an image input (an instruct-pix2pix or inpainting "
+                   "model, or reference images -r with FLUX.1 Kontext); %s has none here: "
+                   "ignored",
+                   io::version_name(version)));
+      r.img_cfg_scale.reset();
+    }
+  }
+  if (r.control_image && !control_net)
+    warn("a control image without a ControlNet (--control-net) is ignored");
+  if (control_net && !r.control_image)
+    warn("--control-net without a control image (--control-image): the ControlNet is not used");
+  if (control_net && r.control_image) {
+    SD_CHECK(std::isfinite(r.control_strength), "--control-strength must be a finite number");
+    SD_CHECK(r.control_image->width > 0 && r.control_image->height > 0 &&
+                 r.control_image->channels > 0 &&
+                 r.control_image->pixels.size() == static_cast<size_t>(r.control_image->width) *
+                                                       r.control_image->height *
+                                                       r.control_image->channels,
+             "the control image is empty or its pixels do not match its size");
+  }
+  sampling::check_cache_options(r.cache);
+  {
+    const bool unet = diffusion->is_unet();
+    SD_CHECK(sampling::cache_mode_fits(r.cache.mode, unet),
+             "--cache-mode %s does not work on %s (a %s); use one of: %s",
+             sampling::cache_mode_name(r.cache.mode), io::version_name(version),
+             unet ? "UNet" : "transformer", sampling::cache_modes_for(unet).c_str());
+  }
+  SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
+           "--preview tae needs a TAESD model: pass --taesd FILE");
+  // The diffusion net's image input is made at the first pass's size.
+  SD_CHECK(!r.hires.enabled || image_input == ImageInput::None,
+           "--hires does not work with inpainting and instruct-pix2pix models; generate, then "
+           "run img2img on the upscaled image");
+  return r;
+}
+
+void StableDiffusion::Impl::check_references(ImageRequest& r) const {
+  if (!diffusion->references()) {
+    if (r.warn)
+      r.warn(
+          format("reference images (-r) are for FLUX.1 Kontext models; %s does not take them: "
+                 "ignored",
+                 io::version_name(version)));
+    r.ref_images.clear();
+    return;
+  }
+  if (!r.ref_options.pass_to_dit) {
+    r.ref_images.clear();
+    return;
+  }
+  const int unit = size_unit();
+  for (size_t i = 0; i < r.ref_images.size(); ++i) {
+    const io::Image* image = r.ref_images[i];
+    SD_CHECK(image && image->width > 0 && image->height > 0 && image->channels > 0 &&
+                 image->pixels.size() ==
+                     static_cast<size_t>(image->width) * image->height * image->channels,
+             "reference image %zu is empty or its pixels do not match its size", i + 1);
+    if (r.ref_options.resize_before_vae) {
+      reference_vae_size(image->width, image->height, r.width, r.height,
+                         r.ref_options.vae_input_max_pixels, unit);
+    } else {
+      SD_CHECK(image->width % unit == 0 && image->height % unit == 0,
+               "reference image %zu is %dx%d; unresized (resize_before_vae=0, "
+               "--disable-auto-resize-ref-image) its sides must be multiples of %d",
+               i + 1, image->width, image->height, unit);
+    }
+  }
+}
+
+}  // namespace sd::pipeline
