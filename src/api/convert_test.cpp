@@ -199,18 +199,32 @@ TEST(Convert, DiffusersFolderGetsCanonicalNames) {
   Source q =
       make("down_blocks.0.attentions.0.transformer_blocks.0.attn1.to_q.weight", {4, 256}, true, 9);
   Source conv = make("conv_in.weight", {4, 4, 3, 3}, true, 10);
-  write_safetensors((root / "unet" / "diffusion_pytorch_model.safetensors").string(), {q, conv});
+  // Blocks of the second level, the middle and the decoder side map by position.
+  Source res = make("down_blocks.1.resnets.0.conv1.weight", {8, 4, 3, 3}, true, 12);
+  Source mid = make("mid_block.attentions.0.proj_in.weight", {8, 256}, false, 13);
+  Source up = make("up_blocks.0.resnets.2.conv2.weight", {8, 8, 3, 3}, true, 14);
+  Source time = make("time_embedding.linear_1.weight", {16, 256}, false, 15);
+  write_safetensors((root / "unet" / "diffusion_pytorch_model.safetensors").string(),
+                    {q, conv, res, mid, up, time});
   // A diffusers VAE attention Linear [C, C] becomes an LDM 1x1 conv [C, C, 1, 1].
   Source vq = make("encoder.mid_block.attentions.0.to_q.weight", {2, 256}, false, 11);
   write_safetensors((root / "vae" / "diffusion_pytorch_model.safetensors").string(), {vq});
   const std::string out = dir.file("out.gguf");
   convert_model({root.string(), out, "", DType::Q8_0, "", nullptr});
   const io::GgufFile f = io::GgufFile::open(out);
-  ASSERT_EQ(f.tensors().size(), 3u);
+  ASSERT_EQ(f.tensors().size(), 7u);
   q.name = "model.diffusion_model.input_blocks.1.1.transformer_blocks.0.attn1.to_q.weight";
   expect_tensor(f, q, DType::Q8_0);
   conv.name = "model.diffusion_model.input_blocks.0.0.weight";
   expect_tensor(f, conv, DType::F16);
+  res.name = "model.diffusion_model.input_blocks.4.0.in_layers.2.weight";
+  expect_tensor(f, res, DType::F16);  // 3x3 convolutions keep their type, as in sd.cpp
+  mid.name = "model.diffusion_model.middle_block.1.proj_in.weight";
+  expect_tensor(f, mid, DType::Q8_0);
+  up.name = "model.diffusion_model.output_blocks.2.0.out_layers.3.weight";
+  expect_tensor(f, up, DType::F16);
+  time.name = "model.diffusion_model.time_embed.0.weight";
+  expect_tensor(f, time, DType::F32);  // sd.cpp keeps the embedders in their type
   vq.name = "first_stage_model.encoder.mid.attn_1.q.weight";
   vq.shape = {2, 256, 1, 1};
   expect_tensor(f, vq, DType::F32);  // now ne0 = 1: no block type holds it

@@ -44,12 +44,23 @@ struct MissingPart {
   std::string flag;
 };
 
-// A LoRA pair on one weight of the diffusion net: its kohya stem, and the weight's name
-// below the diffusion root with the rows it changes (all of them: rows = 0).
+// A LoRA pair on one weight of the diffusion net: its two tensors' names, and the weight's
+// name below the diffusion root with the rows it changes (all of them: rows = 0).
 struct LoraTarget {
-  std::string stem, weight;
+  std::string down, up, weight;
   int64_t row0 = 0, rows = 0;
 };
+
+// Kohya's names: lora_unet_<weight path with '_'>.lora_down/up.
+LoraTarget kohya(const std::string& stem, const std::string& weight) {
+  return {stem + ".lora_down.weight", stem + ".lora_up.weight", weight};
+}
+
+// Diffusers / PEFT names: <module>.lora_A/B, here on rows [row0, row0 + rows) of a fused
+// weight.
+LoraTarget peft(const std::string& module, const std::string& weight, int64_t row0, int64_t rows) {
+  return {module + ".lora_A.weight", module + ".lora_B.weight", weight, row0, rows};
+}
 
 ImageRequest small_request() {
   ImageRequest r;
@@ -64,54 +75,56 @@ std::string clip_vocab() {
   return sd::test::shared_dir() + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
 }
 
-// SD 1.x: one checkpoint; its presets are not read from the file, so the tiny shapes are
-// given.
-struct Sd1 {
-  static ModelOptions open(const io::test::TempDir&) {
+// The UNet families come as one checkpoint (-m).
+struct OneCheckpoint {
+  static ModelOptions with_checkpoint(const std::string& path) {
     ModelOptions o;
-    o.architecture = pipeline::test::tiny_architecture();
-    o.model = pipeline::test::write_tiny_checkpoint(*o.architecture);
+    o.model = path;
     o.clip_vocab = clip_vocab();
     return o;
   }
   static constexpr auto kDiffusionFile = &ModelOptions::model;
   static constexpr io::FileRole kRole = io::FileRole::Model;
   static std::vector<MissingPart> missing() { return {{&ModelOptions::model, "-m MODEL"}}; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
+// SD 1.x: its presets are not read from the file, so the tiny shapes are given.
+struct Sd1 : OneCheckpoint {
+  static ModelOptions open(const io::test::TempDir&) {
+    const pipeline::Architecture a = pipeline::test::tiny_architecture();
+    ModelOptions o = with_checkpoint(pipeline::test::write_tiny_checkpoint(a));
+    o.architecture = a;
+    return o;
+  }
   static std::vector<LoraTarget> lora() {
-    return {{"lora_unet_input_blocks_1_1_transformer_blocks_0_attn1_to_q",
-             "input_blocks.1.1.transformer_blocks.0.attn1.to_q"},
-            {"lora_unet_output_blocks_2_1_transformer_blocks_0_attn2_to_v",
-             "output_blocks.2.1.transformer_blocks.0.attn2.to_v"}};
+    return {kohya("lora_unet_input_blocks_1_1_transformer_blocks_0_attn1_to_q",
+                  "input_blocks.1.1.transformer_blocks.0.attn1.to_q"),
+            kohya("lora_unet_output_blocks_2_1_transformer_blocks_0_attn2_to_v",
+                  "output_blocks.2.1.transformer_blocks.0.attn2.to_v")};
   }
   static std::string foreign_lora_stem() { return "lora_unet_double_blocks_0_img_attn_qkv"; }
-  static constexpr double kQ8MinPsnr = 30.0;
 };
 
-// SDXL: one checkpoint, every dimension read from it.
-struct Sdxl {
+// SDXL: every dimension read from the checkpoint.
+struct Sdxl : OneCheckpoint {
   static ModelOptions open(const io::test::TempDir&) {
-    ModelOptions o;
-    o.model = pipeline::test::write_tiny_sdxl_checkpoint();
-    o.clip_vocab = clip_vocab();
-    return o;
+    return with_checkpoint(pipeline::test::write_tiny_sdxl_checkpoint());
   }
-  static constexpr auto kDiffusionFile = &ModelOptions::model;
-  static constexpr io::FileRole kRole = io::FileRole::Model;
-  static std::vector<MissingPart> missing() { return {{&ModelOptions::model, "-m MODEL"}}; }
   static std::vector<LoraTarget> lora() {
-    return {{"lora_unet_input_blocks_3_1_transformer_blocks_0_attn1_to_q",
-             "input_blocks.3.1.transformer_blocks.0.attn1.to_q"},
-            {"lora_unet_middle_block_1_transformer_blocks_1_ff_net_2",
-             "middle_block.1.transformer_blocks.1.ff.net.2"}};
+    return {kohya("lora_unet_input_blocks_3_1_transformer_blocks_0_attn1_to_q",
+                  "input_blocks.3.1.transformer_blocks.0.attn1.to_q"),
+            kohya("lora_unet_middle_block_1_transformer_blocks_1_ff_net_2",
+                  "middle_block.1.transformer_blocks.1.ff.net.2")};
   }
   static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
-  static constexpr double kQ8MinPsnr = 30.0;
 };
 
-// SD3: the separate files users pass.
+// SD3.5 Medium (the MMDiT-X blocks with a second attention): the separate files users pass.
 struct Sd3 {
   static ModelOptions open(const io::test::TempDir& dir) {
-    static const pipeline::test::TinySd3Files f = pipeline::test::write_tiny_sd3(dir.file("sd3"));
+    static const pipeline::test::TinySd3Files f =
+        pipeline::test::write_tiny_sd3(dir.file("sd3"), {true});
     ModelOptions o;
     o.diffusion_model = f.dit;
     o.clip_l = f.clip_l;
@@ -130,10 +143,17 @@ struct Sd3 {
             {&ModelOptions::vae, "--vae"}};
   }
   static std::vector<LoraTarget> lora() {
-    return {
-        {"lora_unet_joint_blocks_0_x_block_attn_qkv", "joint_blocks.0.x_block.attn.qkv"},
-        {"lora_unet_joint_blocks_0_context_block_mlp_fc2", "joint_blocks.0.context_block.mlp.fc2"},
-        {"lora_unet_joint_blocks_1_x_block_mlp_fc2", "joint_blocks.1.x_block.mlp.fc2"}};
+    // Diffusers' separate q, k, v onto the fused qkv's rows (the second attention's too),
+    // and kohya's names.
+    const int64_t h = pipeline::test::tiny_mmdit_config(true).hidden;
+    const std::string d0 = "transformer.transformer_blocks.0.";
+    const std::string d1 = "transformer.transformer_blocks.1.";
+    return {peft(d0 + "attn.to_k", "joint_blocks.0.x_block.attn.qkv", h, h),
+            peft(d1 + "attn.add_v_proj", "joint_blocks.1.context_block.attn.qkv", 2 * h, h),
+            peft(d0 + "attn2.to_q", "joint_blocks.0.x_block.attn2.qkv", 0, h),
+            peft(d0 + "ff_context.net.0.proj", "joint_blocks.0.context_block.mlp.fc1", 0, 0),
+            kohya("lora_unet_joint_blocks_1_x_block_mlp_fc2", "joint_blocks.1.x_block.mlp.fc2"),
+            kohya("lora_unet_final_layer_adaLN_modulation_1", "final_layer.adaLN_modulation.1")};
   }
   static std::string foreign_lora_stem() { return "lora_unet_double_blocks_0_img_attn_qkv"; }
   static constexpr double kQ8MinPsnr = 30.0;
@@ -164,8 +184,16 @@ struct Flux {
             {&ModelOptions::vae, "--vae"}};
   }
   static std::vector<LoraTarget> lora() {
-    return {{"lora_unet_double_blocks_0_img_attn_qkv", "double_blocks.0.img_attn.qkv"},
-            {"lora_unet_single_blocks_0_linear2", "single_blocks.0.linear2"}};
+    // Diffusers / ai-toolkit's separate q, k, v and proj_mlp onto BFL's fused weights' rows,
+    // and kohya's names.
+    const models::FluxConfig c = pipeline::test::tiny_flux_config();
+    const int64_t h = c.hidden;
+    const std::string d = "transformer.transformer_blocks.0.attn.";
+    const std::string s = "transformer.single_transformer_blocks.0.";
+    return {peft(d + "to_k", "double_blocks.0.img_attn.qkv", h, h),
+            peft(d + "add_v_proj", "double_blocks.0.txt_attn.qkv", 2 * h, h),
+            peft(s + "proj_mlp", "single_blocks.0.linear1", 3 * h, c.mlp_hidden),
+            kohya("lora_unet_single_blocks_0_linear2", "single_blocks.0.linear2")};
   }
   static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
   static constexpr double kQ8MinPsnr = 40.0;
@@ -186,8 +214,8 @@ struct Chroma {
     return {{&ModelOptions::t5xxl, "--t5xxl"}, {&ModelOptions::vae, "--vae"}};
   }
   static std::vector<LoraTarget> lora() {
-    return {{"lora_unet_double_blocks_1_txt_attn_proj", "double_blocks.1.txt_attn.proj"},
-            {"lora_unet_single_blocks_0_linear1", "single_blocks.0.linear1"}};
+    return {kohya("lora_unet_double_blocks_1_txt_attn_proj", "double_blocks.1.txt_attn.proj"),
+            kohya("lora_unet_single_blocks_0_linear1", "single_blocks.0.linear1")};
   }
   static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
   static constexpr double kQ8MinPsnr = 40.0;
@@ -221,16 +249,7 @@ FileWeights read_weights(const std::string& file, io::FileRole role) {
 }
 
 void write_weights(const FileWeights& w, const std::string& path) {
-  io::test::SafetensorsBuilder out;
-  for (const auto& [name, v] : w.values) {
-    const Shape& ne = w.shapes.at(name);
-    std::vector<uint64_t> torch_shape;
-    for (int dim = 3; dim >= 0; --dim)
-      if (ne[dim] > 1 || !torch_shape.empty() || dim == 0)
-        torch_shape.push_back(static_cast<uint64_t>(ne[dim]));
-    out.add(name, "F32", torch_shape, f32_bytes(v));
-  }
-  io::test::write_file(path, out.bytes());
+  pipeline::test::write_f32_safetensors(w.values, w.shapes, path);
 }
 
 template <typename Trait>
@@ -271,8 +290,7 @@ class FamilyConformance : public ::testing::Test {
       dit.values[key + ".weight"] = w.values.at(stored);
       dit.shapes[key + ".weight"] = w.shapes.at(stored);
       const int64_t rows = t.rows ? t.rows : w.shapes.at(stored)[1];
-      pairs.push_back(
-          {t.stem + ".lora_down.weight", t.stem + ".lora_up.weight", key, t.row0, rows});
+      pairs.push_back({t.down, t.up, key, t.row0, rows});
     }
     const std::string unused = dir().file("dit_only.safetensors");
     pipeline::test::write_lora_and_merged(dit, pairs, multiplier, 0.5f, lora_path, unused);
@@ -304,16 +322,24 @@ class FamilyNames {
 TYPED_TEST_SUITE(FamilyConformance, Families, FamilyNames);
 
 TYPED_TEST(FamilyConformance, EveryResidencyGivesTheSameImage) {
-  const io::Image in_memory = this->generate(this->options_, this->request_);
-  for (const char* params : {"disk", "cpu", "diffusion=disk,te=cpu"}) {
-    ModelOptions o = this->options_;
-    o.params_backend = params;
-    EXPECT_EQ(this->generate(o, this->request_).pixels, in_memory.pixels)
-        << "--params-backend " << params;
+  pipeline::StableDiffusion kept(this->options_);
+  const io::Image in_memory = kept.generate(this->request_)[0];
+  EXPECT_GT(kept.resident_weight_bytes(), 0u);  // the default keeps the weights
+  for (const char* params : {"disk", "cpu", "diffusion=disk,te=cpu,vae=cpu", "*=cpu,te=disk"}) {
+    for (bool eager : {false, true}) {
+      ModelOptions o = this->options_;
+      o.params_backend = params;
+      o.eager_load = eager;
+      pipeline::StableDiffusion sd(o);
+      EXPECT_EQ(sd.generate(this->request_)[0].pixels, in_memory.pixels)
+          << "--params-backend " << params << (eager ? " --eager-load" : "");
+      if (std::string(params) == "disk") {
+        // Everything was freed as its phase ended, and reads back the same.
+        EXPECT_EQ(sd.resident_weight_bytes(), 0u);
+        EXPECT_EQ(sd.generate(this->request_)[0].pixels, in_memory.pixels) << "second generation";
+      }
+    }
   }
-  ModelOptions eager = this->options_;
-  eager.eager_load = true;
-  EXPECT_EQ(this->generate(eager, this->request_).pixels, in_memory.pixels) << "--eager-load";
 }
 
 TYPED_TEST(FamilyConformance, LoraMergedAtRunTimeAndByHandAgree) {
@@ -382,6 +408,7 @@ TYPED_TEST(FamilyConformance, AMissingPartIsNamedByItsFlag) {
       error = e.what();
     }
     EXPECT_NE(error.find(part.flag), std::string::npos) << part.flag << ": " << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
   }
 }
 
@@ -398,7 +425,8 @@ TYPED_TEST(FamilyConformance, Q8_0DiffusionNetRunsFromItsBlocks) {
     convert_model(c, parts);
   }
   size_t quantized = 0;
-  for (const io::TensorInfo& t : io::GgufFile::open(q8).tensors())
+  const io::GgufFile gguf = io::GgufFile::open(q8);
+  for (const io::TensorInfo& t : gguf.tensors())
     quantized += t.dtype == DType::Q8_0;
   EXPECT_GT(quantized, 0u);
 

@@ -102,17 +102,6 @@ TEST_F(TinyChroma, MaskOptionsChangeTheImage) {
             pixels_with("chroma_use_dit_mask=0"));
 }
 
-TEST_F(TinyChroma, MissingT5IsNamedByItsFlag) {
-  ModelOptions o = options_;
-  o.t5xxl = "";
-  const std::string e = error_of(o);
-  EXPECT_NE(e.find("Chroma needs its T5-XXL text encoder: pass --t5xxl"), std::string::npos) << e;
-  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
-  o = options_;
-  o.vae = "";
-  EXPECT_NE(error_of(o).find("--vae"), std::string::npos);
-}
-
 TEST_F(TinyChroma, AClipFileIsNotRead) {
   // As sd.cpp: Chroma's conditioner reads T5 alone; a --clip_l file changes nothing.
   const std::vector<uint8_t> plain = pixels_with("");

@@ -265,18 +265,6 @@ TEST_F(TinyFlux, TransformerStepCachesSkipByTheirThresholds) {
   EXPECT_EQ(steps_run, 0);
 }
 
-TEST_F(TinyFlux, EachMissingFileIsNamedByItsFlag) {
-  for (auto [field, flag] :
-       {std::pair{&ModelOptions::t5xxl, "--t5xxl"}, std::pair{&ModelOptions::clip_l, "--clip_l"},
-        std::pair{&ModelOptions::vae, "--vae"}}) {
-    ModelOptions o = options_;
-    o.*field = "";
-    const std::string e = error_of(o);
-    EXPECT_NE(e.find(flag), std::string::npos) << e;
-    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
-  }
-}
-
 TEST_F(TinyFlux, MissingTokenizerSaysWhereToGetIt) {
   const test::TinyFluxFiles bare =
       test::write_tiny_flux(temp_ + "/no_tokenizer", 32, /*tokenizer=*/false);

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include <filesystem>
 #include <numeric>
 
@@ -174,13 +176,39 @@ class TinyHires : public ::testing::Test {
 
 TEST_F(TinyHires, EveryUpscalerGivesTheTargetSize) {
   request_.hires.model = write_tiny_esrgan();
+  std::map<HiresUpscaler, std::vector<uint8_t>> image;
   for (int u = 0; u <= static_cast<int>(HiresUpscaler::Model); ++u) {
     request_.hires.upscaler = static_cast<HiresUpscaler>(u);
+    const char* name = hires_upscaler_name(request_.hires.upscaler);
     const std::vector<io::Image> a = sd_->generate(request_);
     ASSERT_EQ(a.size(), 1u);
-    EXPECT_EQ(a[0].width, 32) << hires_upscaler_name(request_.hires.upscaler);
+    EXPECT_EQ(a[0].width, 32) << name;
     EXPECT_EQ(a[0].height, 32);
+    EXPECT_EQ(a[0].pixels.size(), 32u * 32u * 3u) << name;
+    image[request_.hires.upscaler] = a[0].pixels;
   }
+  // Each kernel takes its own path. At 2x, as in PyTorch, antialiasing changes nothing
+  // (it acts when shrinking) and nearest-exact picks nearest's pixels.
+  using U = HiresUpscaler;
+  const std::vector<std::vector<U>> kernels = {{U::Latent, U::LatentAntialiased},
+                                               {U::LatentNearest, U::LatentNearestExact},
+                                               {U::LatentBicubic, U::LatentBicubicAntialiased},
+                                               {U::Lanczos},
+                                               {U::Nearest},
+                                               {U::Model}};
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    for (U same : kernels[i])
+      EXPECT_EQ(image[same], image[kernels[i][0]]) << hires_upscaler_name(same);
+    for (size_t j = i + 1; j < kernels.size(); ++j)
+      EXPECT_NE(image[kernels[i][0]], image[kernels[j][0]])
+          << hires_upscaler_name(kernels[i][0]) << " vs " << hires_upscaler_name(kernels[j][0]);
+  }
+  // At 1.5x, nearest-exact samples pixel centres and parts from nearest.
+  request_.hires.scale = 1.5f;
+  request_.hires.upscaler = U::LatentNearest;
+  const std::vector<uint8_t> nearest = sd_->generate(request_)[0].pixels;
+  request_.hires.upscaler = U::LatentNearestExact;
+  EXPECT_NE(sd_->generate(request_)[0].pixels, nearest);
 }
 
 TEST_F(TinyHires, IsDeterministicPerSeed) {

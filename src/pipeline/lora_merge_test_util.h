@@ -60,6 +60,22 @@ struct LoraPair {
   int64_t row0, rows;
 };
 
+// Tensors by name with their shapes (ne, fastest first), written as f32 safetensors.
+inline void write_f32_safetensors(const std::map<std::string, std::vector<float>>& values,
+                                  const std::map<std::string, Shape>& shapes,
+                                  const std::string& path) {
+  io::test::SafetensorsBuilder out;
+  for (const auto& [name, v] : values) {
+    const Shape& ne = shapes.at(name);
+    std::vector<uint64_t> torch_shape;
+    for (int dim = 3; dim >= 0; --dim)
+      if (ne[dim] > 1 || !torch_shape.empty() || dim == 0)
+        torch_shape.push_back(static_cast<uint64_t>(ne[dim]));
+    out.add(name, "F32", torch_shape, f32_bytes(v));
+  }
+  io::test::write_file(path, out.bytes());
+}
+
 // Writes a rank-2 LoRA with factors in [-amplitude, amplitude) to `lora_path` and `w`, with
 // multiplier * up * down added where each pair says, as a checkpoint to `merged_path`.
 inline void write_lora_and_merged(DitWeights& w, const std::vector<LoraPair>& pairs,
@@ -84,16 +100,7 @@ inline void write_lora_and_merged(DitWeights& w, const std::vector<LoraPair>& pa
       }
   }
   io::test::write_file(lora_path, lora.bytes());
-  io::test::SafetensorsBuilder merged;
-  for (const auto& [name, v] : w.values) {
-    const Shape& ne = w.shapes.at(name);
-    std::vector<uint64_t> torch_shape;
-    for (int dim = 3; dim >= 0; --dim)
-      if (ne[dim] > 1 || !torch_shape.empty() || dim == 0)
-        torch_shape.push_back(static_cast<uint64_t>(ne[dim]));
-    merged.add(name, "F32", torch_shape, f32_bytes(v));
-  }
-  io::test::write_file(merged_path, merged.bytes());
+  write_f32_safetensors(w.values, w.shapes, merged_path);
 }
 
 }  // namespace sd::pipeline::test

@@ -113,18 +113,6 @@ TEST_F(TinySd3, WithoutT5ItRunsOnZerosAndSaysSo) {
   EXPECT_EQ(sd.generate(request_)[0].width, 16);
 }
 
-TEST_F(TinySd3, EachMissingClipFileIsNamedByItsFlag) {
-  for (auto [field, flag] :
-       {std::pair{&ModelOptions::clip_l, "--clip_l"}, std::pair{&ModelOptions::clip_g, "--clip_g"},
-        std::pair{&ModelOptions::vae, "--vae"}}) {
-    ModelOptions o = split(sd3_);
-    o.*field = "";
-    const std::string e = error_of(o);
-    EXPECT_NE(e.find(flag), std::string::npos) << e;
-    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
-  }
-}
-
 // A tokenizer of another kind where T5's belongs (CLIP's BPE tokenizer.json, CLIP's
 // merges file) fails when the model is set up, in one line naming the file.
 TEST_F(TinySd3, ATokenizerOfAnotherKindForT5IsNamed) {
