@@ -37,32 +37,16 @@ ChromaConditioner::ChromaConditioner(std::shared_ptr<const models::T5Tokenizer> 
                                      models::T5Config t5, ChromaOptions options,
                                      nn::Weights& weights, Backend& backend, std::string t5_scope)
     : tokenizer_(std::move(tokenizer)),
-      t5_(t5),
+      t5_(std::move(t5), weights, std::move(t5_scope)),
       options_(options),
       weights_(weights),
-      runner_(backend),
-      t5_scope_(std::move(t5_scope)) {
+      runner_(backend) {
   SD_CHECK(tokenizer_, "[chroma conditioner] missing tokenizer");
-  SD_CHECK(tokenizer_->vocab_size() <= t5_.vocab_size,
+  SD_CHECK(tokenizer_->vocab_size() <= t5_.config().vocab_size,
            "the T5 tokenizer has %lld pieces but the T5 model only %lld embeddings: the "
            "tokenizer.json does not belong to this --t5xxl file",
            static_cast<long long>(tokenizer_->vocab_size()),
-           static_cast<long long>(t5_.vocab_size));
-}
-
-std::vector<float> ChromaConditioner::t5_window(const int* ids, const float* mask, int64_t len) {
-  const std::vector<int32_t> buckets =
-      models::t5_relative_position_buckets(len, t5_.relative_buckets, t5_.relative_max_distance);
-  nn::GraphCall call;
-  Tensor* token_ids = call.input("t5_ids", DType::I32, make_shape({len, 1}), ids);
-  Tensor* bucket_ids =
-      call.input("t5_buckets", DType::I32, make_shape({len * len}), buckets.data());
-  Tensor* key_mask = mask ? call.input_f32("t5_mask", make_shape({len}), mask) : nullptr;
-  Tensor* hidden = models::t5_encoder_forward(nn::Scope(call.ctx(), weights_, t5_scope_), t5_,
-                                              token_ids, bucket_ids, key_mask);
-  std::vector<float> out = runner_.run(call, hidden);
-  weights_.after_compute();
-  return out;
+           static_cast<long long>(t5_.config().vocab_size));
 }
 
 Conditioning ChromaConditioner::encode(const std::string& prompt, int /*clip_skip*/) {
@@ -72,13 +56,12 @@ Conditioning ChromaConditioner::encode(const std::string& prompt, int /*clip_ski
   const int64_t window = kChromaT5ChunkLength;
   const int64_t windows = static_cast<int64_t>(chunks.ids.size()) / window;
   Conditioning out;
-  out.dim = t5_.model_dim;
+  out.dim = t5_.config().model_dim;
   out.tokens = windows * window;
   out.context.reserve(static_cast<size_t>(out.dim * out.tokens));
   for (int64_t w = 0; w < windows; ++w) {
-    std::vector<float> hidden =
-        t5_window(chunks.ids.data() + w * window,
-                  options_.t5_mask ? mask.data() + w * window : nullptr, window);
+    std::vector<float> hidden = t5_.encode(runner_, chunks.ids.data() + w * window, window,
+                                           options_.t5_mask ? mask.data() + w * window : nullptr);
     const std::vector<float> weights(chunks.weights.begin() + w * window,
                                      chunks.weights.begin() + (w + 1) * window);
     apply_token_weights(hidden, out.dim, weights);
@@ -90,10 +73,7 @@ Conditioning ChromaConditioner::encode(const std::string& prompt, int /*clip_ski
 
 std::vector<nn::ParamDecl> ChromaConditioner::parameters() const {
   nn::ParamRecorder recorder(weights_);
-  Context ctx;
-  Tensor* ids = ctx.new_tensor(DType::I32, {8, 1});
-  Tensor* buckets = ctx.new_tensor(DType::I32, {64});
-  models::t5_encoder_forward(nn::Scope(ctx, recorder, t5_scope_), t5_, ids, buckets);
+  t5_.declare(recorder);
   return recorder.params();
 }
 

@@ -17,6 +17,7 @@
 #include "nn/weights.h"
 #include "pipeline/model_args.h"
 #include "pipeline/prompt_encoder.h"
+#include "pipeline/text_windows.h"
 
 namespace sd::pipeline {
 
@@ -43,14 +44,11 @@ class ChromaConditioner final : public PromptEncoder {
   void release() override { runner_.release(); }
 
  private:
-  std::vector<float> t5_window(const int* ids, const float* mask, int64_t len);
-
   std::shared_ptr<const models::T5Tokenizer> tokenizer_;
-  models::T5Config t5_;
+  T5WindowEncoder t5_;
   ChromaOptions options_;
   nn::Weights& weights_;
   nn::GraphRunner runner_;
-  std::string t5_scope_;
 };
 
 }  // namespace sd::pipeline

@@ -17,6 +17,7 @@
 #include "nn/graph_runner.h"
 #include "nn/weights.h"
 #include "pipeline/prompt_encoder.h"
+#include "pipeline/text_windows.h"
 
 namespace sd::pipeline {
 
@@ -41,15 +42,13 @@ class FluxConditioner final : public PromptEncoder {
 
  private:
   std::vector<float> clip_pooled(const std::string& prompt);
-  std::vector<float> t5_window(const int* ids, int64_t len);
 
   std::shared_ptr<const models::ClipTokenizer> clip_tokenizer_;
-  models::ClipTextConfig clip_;
   std::shared_ptr<const models::T5Tokenizer> t5_tokenizer_;
-  models::T5Config t5_;
+  ClipWindowEncoder clip_;
+  T5WindowEncoder t5_;
   nn::Weights& weights_;
   nn::GraphRunner runner_;
-  std::string clip_scope_, t5_scope_;
 };
 
 }  // namespace sd::pipeline

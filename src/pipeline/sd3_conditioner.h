@@ -20,6 +20,7 @@
 #include "nn/graph_runner.h"
 #include "nn/weights.h"
 #include "pipeline/prompt_encoder.h"
+#include "pipeline/text_windows.h"
 
 namespace sd::pipeline {
 
@@ -57,15 +58,14 @@ class Sd3Conditioner final : public PromptEncoder {
     std::vector<float> hidden;  // [hidden, 77], token weights applied
     std::vector<float> pooled;  // first window only
   };
-  ClipWindow clip_window(const Sd3Encoder& encoder, const models::TokenChunks& chunks,
+  ClipWindow clip_window(const ClipWindowEncoder& encoder, const models::TokenChunks& chunks,
                          int64_t window, int clip_skip);
   std::vector<float> t5_window(const models::T5Chunks& chunks, int64_t window);
 
   std::shared_ptr<const models::ClipTokenizer> tokenizer_;
-  Sd3Encoder clip_l_, clip_g_;
+  ClipWindowEncoder clip_l_, clip_g_;
   std::shared_ptr<const models::T5Tokenizer> t5_tokenizer_;
-  std::optional<models::T5Config> t5_;
-  std::string t5_scope_;
+  std::optional<T5WindowEncoder> t5_;
   nn::Weights& weights_;
   nn::GraphRunner runner_;
 };
