@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "nn/dit_blocks.h"
 #include "nn/layers.h"
 #include "tensor/error.h"
 #include "tensor/ops/concat.h"
@@ -106,19 +107,6 @@ struct Modulation {
   Tensor* gate;
 };
 
-// lin(silu(vec)) cut into `count` chunks of `hidden` ([hidden, 1, N] each).
-std::vector<Tensor*> modulation_chunks(const nn::Scope& lin, Tensor* vec, int64_t hidden,
-                                       int count) {
-  Context& ctx = lin.ctx();
-  Tensor* m = nn::linear(lin, silu(ctx, vec), hidden, count * hidden);  // [count * h, N]
-  std::vector<Tensor*> chunks;
-  for (int i = 0; i < count; ++i) {
-    Tensor* c = cont(ctx, slice(ctx, m, 0, i * hidden, (i + 1) * hidden));
-    chunks.push_back(reshape(ctx, c, {hidden, 1, vec->ne[1]}));
-  }
-  return chunks;
-}
-
 // Where a block's shift, scale and gate vectors come from: FLUX.1 computes them per block
 // from the vector embedding (lin(silu(vec))); Chroma reads them from its approximator's
 // table, each block at its offset (FluxConfig::modulation_count gives the order).
@@ -128,7 +116,7 @@ struct Modulations {
   int64_t hidden = 0;
 
   std::vector<Tensor*> get(const nn::Scope& lin, int64_t offset, int count) const {
-    if (!table) return modulation_chunks(lin, vec, hidden, count);
+    if (!table) return nn::modulation_chunks(lin, vec, hidden, count);
     std::vector<Tensor*> chunks;
     for (int i = 0; i < count; ++i)
       chunks.push_back(cont(lin.ctx(), slice(lin.ctx(), table, 1, offset + i, offset + i + 1)));
@@ -144,29 +132,12 @@ Tensor* repeat_rows(Context& ctx, Tensor* x, int64_t count) {
 
 // LayerNorm without affine parameters, then (1 + scale) * x + shift.
 Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
-  Tensor* h = layer_norm(ctx, x, 1e-6f);
-  h = mul(ctx, h, scale(ctx, scale_, 1.0f, 1.0f));
-  return add(ctx, h, shift);
+  return nn::modulate(ctx, layer_norm(ctx, x, 1e-6f), shift, scale_);
 }
 
 // MLPEmbedder: out_layer(silu(in_layer(x))).
 Tensor* mlp_embedder(const nn::Scope& s, Tensor* x, int64_t in, int64_t hidden) {
-  Context& ctx = s.ctx();
-  Tensor* h = silu(ctx, nn::linear(s["in_layer"], x, in, hidden));
-  return nn::linear(s["out_layer"], h, hidden, hidden);
-}
-
-// Rotary embedding of q or k [D, H, L, N]: each pair (2j, 2j + 1) rotated by its angle.
-Tensor* apply_rope(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {
-  const int64_t d = x->ne[0], heads = x->ne[1], tokens = x->ne[2] * x->ne[3];
-  Tensor* xr = reshape(ctx, x, {2, d / 2, heads, tokens});
-  Tensor* x0 = slice(ctx, xr, 0, 0, 1);
-  Tensor* x1 = slice(ctx, xr, 0, 1, 2);
-  Tensor* c = reshape(ctx, cos_t, {1, d / 2, 1, tokens});
-  Tensor* s = reshape(ctx, sin_t, {1, d / 2, 1, tokens});
-  Tensor* o0 = sub(ctx, mul(ctx, x0, c), mul(ctx, x1, s));
-  Tensor* o1 = add(ctx, mul(ctx, x0, s), mul(ctx, x1, c));
-  return reshape(ctx, concat(ctx, o0, o1, 0), {d, heads, x->ne[2], x->ne[3]});
+  return nn::mlp_embedder(s["in_layer"], s["out_layer"], x, in, hidden);
 }
 
 // One of q, k, v from a fused projection [3 * hidden (+ more), L, N]: [D, H, L, N].
@@ -179,23 +150,6 @@ Tensor* qkv_part(Context& ctx, Tensor* qkv, int part, const FluxConfig& c) {
 // QKNorm: RMS norm over each head's channels with a learned scale.
 Tensor* qk_norm(const nn::Scope& norm, const char* which, Tensor* x, int64_t d) {
   return rms_norm(norm.ctx(), x, 1e-6f, norm[which].param("scale", {d}));
-}
-
-// Scaled dot-product attention over [D, H, L, N] q, k, v with RoPE: [hidden, L, N].
-// key_mask: null or f32 [L], the same for every query (a view with row stride 0).
-Tensor* rope_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* cos_t, Tensor* sin_t,
-                       Tensor* key_mask, AttentionPrecision precision) {
-  const int64_t d = q->ne[0], heads = q->ne[1], len = q->ne[2], n = q->ne[3];
-  q = apply_rope(ctx, q, cos_t, sin_t);
-  k = apply_rope(ctx, k, cos_t, sin_t);
-  Tensor* mask = nullptr;
-  if (key_mask)
-    mask = view(ctx, key_mask, {len, len, 1, 1}, {key_mask->nb[0], 0, 0, 0}, 0);  // [Lk, Lq]
-  const std::array<int, kMaxDims> tokens_then_heads = {0, 2, 1, 3};
-  Tensor* out = attention(ctx, permute(ctx, q, tokens_then_heads),
-                          permute(ctx, k, tokens_then_heads), permute(ctx, v, tokens_then_heads),
-                          mask, 1.0f / std::sqrt(static_cast<float>(d)), precision);
-  return reshape(ctx, out, {d * heads, len, n});  // [D, H, L, N] -> [hidden, L, N]
 }
 
 // The image or text stream's half of a double block before attention.
@@ -237,9 +191,9 @@ void double_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor
   Tensor* q = concat(ctx, tq.q, iq.q, 2);
   Tensor* k = concat(ctx, tq.k, iq.k, 2);
   Tensor* v = concat(ctx, tq.v, iq.v, 2);
-  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
-                                nn::attention_precision_for(block["img_attn"]["qkv"].param(
-                                    "weight", {c.hidden, 3 * c.hidden})));
+  Tensor* attn = nn::rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
+                                    nn::attention_precision_for(block["img_attn"]["qkv"].param(
+                                        "weight", {c.hidden, 3 * c.hidden})));
   const int64_t lt = txt->ne[1], li = img->ne[1];
   Tensor* txt_attn = cont(ctx, slice(ctx, attn, 1, 0, lt));
   Tensor* img_attn = cont(ctx, slice(ctx, attn, 1, lt, lt + li));
@@ -261,9 +215,9 @@ Tensor* single_block(const nn::Scope& block, int index, const FluxConfig& c, Ten
   Tensor* q = qk_norm(norm, "query_norm", qkv_part(ctx, fused, 0, c), c.head_dim());
   Tensor* k = qk_norm(norm, "key_norm", qkv_part(ctx, fused, 1, c), c.head_dim());
   Tensor* v = qkv_part(ctx, fused, 2, c);
-  Tensor* attn = rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
-                                nn::attention_precision_for(block["linear1"].param(
-                                    "weight", {c.hidden, 3 * c.hidden + c.mlp_hidden})));
+  Tensor* attn = nn::rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
+                                    nn::attention_precision_for(block["linear1"].param(
+                                        "weight", {c.hidden, 3 * c.hidden + c.mlp_hidden})));
   Tensor* mlp =
       gelu(ctx, cont(ctx, slice(ctx, fused, 0, 3 * c.hidden, 3 * c.hidden + c.mlp_hidden)));
   Tensor* out =

@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "nn/dit_blocks.h"
 #include "nn/layers.h"
 #include "tensor/error.h"
 #include "tensor/ops/concat.h"
@@ -51,28 +52,9 @@ std::vector<float> mmdit_unpatchify(const std::vector<float>& tokens, int64_t w,
 
 namespace {
 
-// lin(silu(c)) cut into `count` chunks, each [hidden, 1, N] to broadcast over tokens.
-std::vector<Tensor*> modulation(const nn::Scope& lin, Tensor* c, int64_t hidden, int count) {
-  Context& ctx = lin.ctx();
-  Tensor* m = nn::linear(lin, silu(ctx, c), hidden, count * hidden);  // [count * h, N]
-  std::vector<Tensor*> chunks;
-  for (int i = 0; i < count; ++i) {
-    Tensor* chunk = cont(ctx, slice(ctx, m, 0, i * hidden, (i + 1) * hidden));
-    chunks.push_back(reshape(ctx, chunk, {hidden, 1, c->ne[1]}));
-  }
-  return chunks;
-}
-
-// x * (1 + scale) + shift, x already normalized.
-Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
-  return add(ctx, mul(ctx, x, scale(ctx, scale_, 1.0f, 1.0f)), shift);
-}
-
 // An MLP embedder (timestep or pooled vector): mlp.2(silu(mlp.0(x))).
 Tensor* embedder(const nn::Scope& s, Tensor* x, int64_t in, int64_t hidden) {
-  Context& ctx = s.ctx();
-  Tensor* h = silu(ctx, nn::linear(s["mlp"]["0"], x, in, hidden));
-  return nn::linear(s["mlp"]["2"], h, hidden, hidden);
+  return nn::mlp_embedder(s["mlp"]["0"], s["mlp"]["2"], x, in, hidden);
 }
 
 struct Qkv {
@@ -126,10 +108,11 @@ StreamPre stream_pre(const nn::Scope& block, const MmditConfig& c, Tensor* x, Te
   Context& ctx = block.ctx();
   const int count = self_attn ? 9 : pre_only ? 2 : 6;
   StreamPre s;
-  s.mod = modulation(block["adaLN_modulation"]["1"], vec, c.hidden, count);
+  s.mod = nn::modulation_chunks(block["adaLN_modulation"]["1"], vec, c.hidden, count);
   Tensor* xn = layer_norm(ctx, x, 1e-6f);  // norm1, no affine parameters
-  s.qkv = attention_qkv(block["attn"], c, modulate(ctx, xn, s.mod[0], s.mod[1]));
-  if (self_attn) s.qkv2 = attention_qkv(block["attn2"], c, modulate(ctx, xn, s.mod[6], s.mod[7]));
+  s.qkv = attention_qkv(block["attn"], c, nn::modulate(ctx, xn, s.mod[0], s.mod[1]));
+  if (self_attn)
+    s.qkv2 = attention_qkv(block["attn2"], c, nn::modulate(ctx, xn, s.mod[6], s.mod[7]));
   return s;
 }
 
@@ -145,8 +128,8 @@ Tensor* stream_post(const nn::Scope& block, const MmditConfig& c, const StreamPr
             mul(ctx, nn::linear(block["attn2"]["proj"], attn2, c.hidden, c.hidden), s.mod[8]));
   }
   const int64_t mlp = c.mlp_ratio * c.hidden;
-  Tensor* h = modulate(ctx, layer_norm(ctx, x, 1e-6f), s.mod[3], s.mod[4]);  // norm2
-  h = gelu(ctx, nn::linear(block["mlp"]["fc1"], h, c.hidden, mlp));          // tanh GELU
+  Tensor* h = nn::modulate(ctx, layer_norm(ctx, x, 1e-6f), s.mod[3], s.mod[4]);  // norm2
+  h = gelu(ctx, nn::linear(block["mlp"]["fc1"], h, c.hidden, mlp));              // tanh GELU
   h = nn::linear(block["mlp"]["fc2"], h, mlp, c.hidden);
   return add(ctx, x, mul(ctx, h, s.mod[5]));
 }
@@ -225,8 +208,8 @@ Tensor* mmdit_forward(const nn::Scope& dit, const MmditConfig& c, Tensor* x, Ten
 
   // 4. Final layer: adaLN (shift first) and the projection to patches.
   const std::vector<Tensor*> mod =
-      modulation(dit["final_layer"]["adaLN_modulation"]["1"], vec, c.hidden, 2);
-  h = modulate(ctx, layer_norm(ctx, h, 1e-6f), mod[0], mod[1]);
+      nn::modulation_chunks(dit["final_layer"]["adaLN_modulation"]["1"], vec, c.hidden, 2);
+  h = nn::modulate(ctx, layer_norm(ctx, h, 1e-6f), mod[0], mod[1]);
   h = nn::linear(dit["final_layer"]["linear"], h, c.hidden, c.patch_width());
   return set_name(h, dit.prefix() + "out");
 }
