@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "io/io_test_util.h"
 #include "models/esrgan.h"
 #include "nn/param_recorder.h"
 #include "nn/random_weights.h"
@@ -39,8 +40,9 @@ class CApiUpscaler : public ::testing::Test {
     sd::models::rrdbnet(sd::nn::Scope(ctx, recorder), c,
                         ctx.new_tensor(sd::DType::F32, {8, 8, 3, 1}));
     for (const sd::nn::ParamDecl& p : recorder.params()) w.get(ctx, p.name, p.ne);
-    const std::string path =
-        (std::filesystem::path(::testing::TempDir()) / "c_api_upscaler.safetensors").string();
+    // One folder per test process: ctest runs this binary's tests side by side.
+    static const sd::io::test::TempDir dir;
+    const std::string path = dir.file("c_api_upscaler.safetensors");
     w.save_safetensors(path);
     return path;
   }

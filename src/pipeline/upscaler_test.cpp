@@ -12,6 +12,7 @@
 
 #include "io/torch_test_util.h"
 #include "nn/param_recorder.h"
+#include "io/io_test_util.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
 #include "test_support.h"
@@ -21,8 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// One folder per test process: ctest runs this binary's tests side by side.
 std::string temp_path(const std::string& name) {
-  return (fs::path(::testing::TempDir()) / ("upscaler_test_" + name)).string();
+  static const io::test::TempDir dir;
+  return dir.file("upscaler_test_" + name);
 }
 
 models::EsrganConfig tiny(int blocks, int upsample, int unshuffle = 1) {
