@@ -426,8 +426,7 @@ TYPED_TEST(FamilyConformance, Q8_0DiffusionNetRunsFromItsBlocks) {
   }
   size_t quantized = 0;
   const io::GgufFile gguf = io::GgufFile::open(q8);
-  for (const io::TensorInfo& t : gguf.tensors())
-    quantized += t.dtype == DType::Q8_0;
+  for (const io::TensorInfo& t : gguf.tensors()) quantized += t.dtype == DType::Q8_0;
   EXPECT_GT(quantized, 0u);
 
   const io::Image f16 = this->generate(this->options_, this->request_);

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "io/io_test_util.h"
 #include "io/torch_test_util.h"
 #include "nn/param_recorder.h"
-#include "io/io_test_util.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
 #include "test_support.h"
