@@ -20,6 +20,12 @@ std::string shared_dir() {
   return std::filesystem::is_directory(SD_SHARED_DIR, ec) ? std::string(SD_SHARED_DIR) : "";
 }
 
+Backend& cpu_backend() {
+  static std::unique_ptr<Backend> b =
+      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
+  return *b;
+}
+
 std::vector<float> random_values(int64_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);

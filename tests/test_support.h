@@ -17,6 +17,9 @@ namespace sd::test {
 // Path of ../shared beside the project, or "" when it is absent.
 std::string shared_dir();
 
+// One CPU backend with two threads (fast kernels) for the whole test process.
+Backend& cpu_backend();
+
 // Fills a float or quantizable tensor's host data with values uniform in [lo, hi).
 std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
 

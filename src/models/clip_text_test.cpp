@@ -17,11 +17,7 @@ namespace {
 
 const char* const kPrefix = "cond_stage_model.transformer.text_model.";
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 ClipTextConfig tiny_config(ClipActivation act = ClipActivation::QuickGelu) {
   ClipTextConfig c;

@@ -18,11 +18,7 @@ using loops::Values;
 
 const char* const kPrefix = "model.diffusion_model.";
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 // Every dimension unlike the released model's: 2 heads of 16 channels (axes 4 + 6 + 6),
 // MLP ratio 1.5, one double and two single blocks.

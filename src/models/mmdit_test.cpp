@@ -21,11 +21,7 @@ using loops::Values;
 
 const char* const kPrefix = "model.diffusion_model.";
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 // Every dimension unlike the released models': 3 joint blocks (3 heads of 8), 4 latent
 // channels in, 3 out, MLP ratio 2, a 5x5 position table, narrow text and vector inputs.

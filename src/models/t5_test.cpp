@@ -14,11 +14,7 @@ namespace {
 
 const char* const kPrefix = "text_encoders.t5xxl.";
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 T5Config tiny_config() {
   T5Config c;

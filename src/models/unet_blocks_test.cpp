@@ -15,11 +15,7 @@
 namespace sd::models {
 namespace {
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 constexpr int64_t kW = 4, kH = 3, kN = 2;
 

@@ -7,15 +7,12 @@
 #include "backend/registry.h"
 #include "nn/graph_runner.h"
 #include "nn/random_weights.h"
+#include "test_support.h"
 
 namespace sd::nn {
 namespace {
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 TEST(DitBlocks, ModulateIsOnePlusScaleTimesXPlusShift) {
   GraphRunner runner(cpu_backend());

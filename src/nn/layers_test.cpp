@@ -8,15 +8,12 @@
 #include "nn/graph_runner.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
+#include "test_support.h"
 
 namespace sd::nn {
 namespace {
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 TEST(Layers, LinearComputesXTimesWeightPlusBias) {
   RandomWeights w;

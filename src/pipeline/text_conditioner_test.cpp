@@ -20,11 +20,7 @@ namespace fs = std::filesystem;
 using models::ClipTextConfig;
 using models::ClipTokenizer;
 
-Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
-}
+using sd::test::cpu_backend;
 
 std::shared_ptr<const ClipTokenizer> shared_tokenizer() {
   static std::shared_ptr<const ClipTokenizer> t = []() -> std::shared_ptr<const ClipTokenizer> {
