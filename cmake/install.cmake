@@ -47,7 +47,7 @@ foreach(dir LIBDIR INCLUDEDIR)
 endforeach()
 # What linking the static archive needs besides it: the system libraries, linked shared
 # (they bring their own dependencies).
-set(SD_PC_LIBS_PRIVATE "-ldnnl -lhwy -lgrpc++ -lgrpc -lgpr -labsl_synchronization -lprotobuf -lwebp -lxxhash -lpng -ljpeg -lz -fopenmp -lstdc++ -lm")
+set(SD_PC_LIBS_PRIVATE "-ldnnl -lhwy -lgrpc++ -lgrpc -lgpr -labsl_synchronization -lprotobuf -lwebp -lxxhash -lpng -ljpeg -lz -lpcre2-8 -licuuc -fopenmp -lstdc++ -lm")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/stable-diffusion.pc.in
                ${PROJECT_BINARY_DIR}/stable-diffusion.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/stable-diffusion.pc DESTINATION ${SD_PC_DIR})

@@ -42,7 +42,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   };
   const Field unsupported[] = {
       {p.clip_vision_path, "--clip_vision"},
-      {p.llm_path, "--llm"},
       {p.llm_vision_path, "--llm_vision"},
       {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
       {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
@@ -55,8 +54,8 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   };
   for (const Field& f : unsupported)
     SD_CHECK(!given(f.value),
-             "%s is not supported by this build (SD 1.x/2.x/SDXL, SD3/SD3.5 and FLUX.1 image "
-             "generation)",
+             "%s is not supported by this build (SD 1.x/2.x/SDXL, SD3/SD3.5, FLUX.1, Chroma and "
+             "Z-Image image generation)",
              f.flag);
   SD_CHECK(!given(p.tensor_type_rules),
            "--tensor-type-rules applies to -M convert in this build; convert the model first");
@@ -73,6 +72,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.clip_l_path)) o.clip_l = p.clip_l_path;
   if (given(p.clip_g_path)) o.clip_g = p.clip_g_path;
   if (given(p.t5xxl_path)) o.t5xxl = p.t5xxl_path;
+  if (given(p.llm_path)) o.llm = p.llm_path;
   if (given(p.model_args)) o.model_args = p.model_args;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();

@@ -146,12 +146,13 @@ ConvertResult convert_model(const ConvertOptions& options, const ConvertParts& p
       {&part_files.clip_l, io::FileRole::ClipL},
       {&part_files.clip_g, io::FileRole::ClipG},
       {&part_files.t5xxl, io::FileRole::T5xxl},
+      {&part_files.llm, io::FileRole::Llm},
   };
   bool any_part = false;
   for (const auto& [path, role] : parts) any_part |= !path->empty();
   SD_CHECK(!options.input.empty() || any_part,
            "[convert] no input model given (-m FILE, or --diffusion-model / --t5xxl / --clip_l "
-           "/ --clip_g FILE)");
+           "/ --clip_g / --llm FILE)");
   std::error_code ec;
   SD_CHECK(options.input.empty() || fs::exists(options.input, ec), "[convert] input '%s' not found",
            options.input.c_str());

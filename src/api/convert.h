@@ -53,7 +53,7 @@ struct ConvertOptions {
 // --clip_g, --t5xxl): each one's names go under its part's canonical root, so the output
 // loads back through the same flag. ConvertOptions::input may then be empty.
 struct ConvertParts {
-  std::string diffusion_model, clip_l, clip_g, t5xxl;
+  std::string diffusion_model, clip_l, clip_g, t5xxl, llm;
 };
 
 struct ConvertResult {

@@ -25,6 +25,7 @@
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_model_test_util.h"
 #include "pipeline/tiny_sd3_test_util.h"
+#include "pipeline/tiny_z_image_test_util.h"
 #include "tensor/error.h"
 #include "test_support.h"
 #include "weights/model_loader.h"
@@ -221,6 +222,32 @@ struct Chroma {
   static constexpr double kQ8MinPsnr = 40.0;
 };
 
+// Z-Image: its transformer, the Qwen3 text encoder (--llm, with its tokenizer.json beside it)
+// and FLUX.1's autoencoder.
+struct ZImage {
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinyZImageFiles f =
+        pipeline::test::write_tiny_z_image(dir.file("z_image"));
+    ModelOptions o;
+    o.diffusion_model = f.dit;
+    o.llm = f.llm;
+    o.vae = f.vae;
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;
+  static constexpr io::FileRole kRole = io::FileRole::DiffusionModel;
+  static std::vector<MissingPart> missing() {
+    return {{&ModelOptions::llm, "--llm"}, {&ModelOptions::vae, "--vae"}};
+  }
+  static std::vector<LoraTarget> lora() {
+    return {kohya("lora_unet_layers_0_attention_qkv", "layers.0.attention.qkv"),
+            kohya("lora_unet_noise_refiner_0_feed_forward_w2", "noise_refiner.0.feed_forward.w2"),
+            kohya("lora_unet_context_refiner_0_attention_out", "context_refiner.0.attention.out")};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_double_blocks_0_img_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
 // The file's tensors as f32 under the names they are stored with.
 struct FileWeights {
   std::map<std::string, std::vector<float>> values;
@@ -307,7 +334,7 @@ class FamilyConformance : public ::testing::Test {
   ImageRequest request_;
 };
 
-using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma>;
+using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage>;
 class FamilyNames {
  public:
   template <typename T>
@@ -316,7 +343,8 @@ class FamilyNames {
     if (std::is_same_v<T, Sdxl>) return "SDXL";
     if (std::is_same_v<T, Sd3>) return "SD3";
     if (std::is_same_v<T, Flux>) return "FLUX";
-    return "Chroma";
+    if (std::is_same_v<T, Chroma>) return "Chroma";
+    return "ZImage";
   }
 };
 TYPED_TEST_SUITE(FamilyConformance, Families, FamilyNames);

@@ -86,6 +86,8 @@ ModelFamily family_of(ModelVersion v) {
       return ModelFamily::Flux;
     case ModelVersion::Chroma:
       return ModelFamily::Chroma;
+    case ModelVersion::ZImage:
+      return ModelFamily::ZImage;
     case ModelVersion::Unknown:
       break;
   }
@@ -132,6 +134,8 @@ const char* version_name(ModelVersion v) {
       return "Flux Fill";
     case ModelVersion::Chroma:
       return "Chroma";
+    case ModelVersion::ZImage:
+      return "Z-Image";
   }
   return "unknown";
 }
@@ -150,6 +154,8 @@ const char* family_name(ModelFamily f) {
       return "Flux";
     case ModelFamily::Chroma:
       return "Chroma";
+    case ModelFamily::ZImage:
+      return "Z-Image";
     case ModelFamily::Unknown:
       break;
   }
@@ -229,6 +235,13 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
     return d;
   }
 
+  // Z-Image: the caption embedder's RMS norm (sd.cpp looks for the same name).
+  if (find("cap_embedder.0.weight")) {
+    if (const TensorInfo* x = find("x_embedder.weight")) d.in_channels = x->ne[0] / 4;
+    d.version = ModelVersion::ZImage;
+    return d;
+  }
+
   const TensorInfo* conv_in = find("input_blocks.0.0.weight");
   if (!conv_in) return d;
   d.in_channels = conv_in->ne[2];  // [out, in, kh, kw] in the file
@@ -284,7 +297,7 @@ ModelVersion detect_version(const std::vector<TensorInfo>& tensors) {
   }
   fail(
       "unknown model: saw %zu tensors, e.g. %s%s; expected one of SD1.x, SD2.x, SDXL, SD3, Flux, "
-      "Chroma (a VAE or text-encoder file goes with --vae / --clip_l, not -m)",
+      "Chroma, Z-Image (a VAE or text-encoder file goes with --vae / --clip_l, not -m)",
       tensors.size(), tensors.empty() ? "none" : seen.c_str(), why.c_str());
 }
 

@@ -32,9 +32,10 @@ enum class ModelVersion {
   FluxSchnell,  // no guidance_in
   FluxFill,     // img_in takes 384 channels (64 latent + 320 mask/image)
   Chroma,       // FLUX.1 blocks without modulation linears: distilled_guidance_layer
+  ZImage,       // Z-Image Turbo / Base: an LLM-conditioned single-stream DiT (cap_embedder)
 };
 
-enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma };
+enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma, ZImage };
 
 ModelFamily family_of(ModelVersion v);
 // sd.cpp's strings where it has the version ("SD 1.x", "SD 2.x Inpaint", "SDXL", "Flux

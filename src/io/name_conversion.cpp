@@ -4,6 +4,7 @@
 #include <span>
 #include <string>
 
+#include "io/llm_gguf_names.h"
 #include "io/t5_gguf_names.h"
 
 namespace sd::io {
@@ -365,6 +366,17 @@ NameMapping convert_checkpoint_name(std::string_view name, std::string_view pref
       return {std::string(kT5Root) + *hf, Transform::None, true};
     return {std::string(kT5Root) += rest, Transform::None, true};
   }
+  // An LLM under "text_encoders.llm.": a transformers state dict (model.*, or a bare
+  // decoder's layers.* / embed_tokens / norm) or llama.cpp's names, all onto model.*.
+  if (starts_with(full, kLlmRoot)) {
+    std::string_view rest = std::string_view(full).substr(kLlmRoot.size());
+    if (auto hf = llm_name_from_llama_cpp(rest))
+      return {std::string(kLlmRoot) + *hf, Transform::None, true};
+    if (starts_with(rest, "layers.") || starts_with(rest, "embed_tokens.") ||
+        starts_with(rest, "norm."))
+      return {std::string(kLlmRoot) + "model." + std::string(rest), Transform::None, true};
+    return {full, Transform::None, true};
+  }
   for (const Root& root : kRoots) {
     if (!starts_with(full, root.prefix)) continue;
     if (root.kind == RootKind::Opaque) return {full, Transform::None, true};
@@ -410,6 +422,8 @@ std::string_view file_prefix(FileRole role, bool unet_family) {
       return unet_family ? kTextEncoder2Root : kClipGRoot;
     case FileRole::T5xxl:
       return kT5xxlRoot;
+    case FileRole::Llm:
+      return kLlmRoot;
   }
   return "";
 }

@@ -48,12 +48,15 @@ inline constexpr std::string_view kT5xxlRoot = "text_encoders.t5xxl.";
 // (bare HF names of a --t5xxl file, "text_encoders.t5xxl.*", llama.cpp's GGUF names with
 // or without the root) is mapped below it.
 inline constexpr std::string_view kT5Root = "text_encoders.t5xxl.transformer.";
+// Where an LLM text encoder's (--llm) Hugging Face names sit ("model.layers.N..."), as
+// sd.cpp has them; llama.cpp's GGUF names (blk.N.attn_q, token_embd, ...) are mapped there.
+inline constexpr std::string_view kLlmRoot = "text_encoders.llm.";
 
 // Which flag a file came from; each puts its names under a root, as sd.cpp's
 // init_from_file prefixes do ("model.diffusion_model.", "vae.", "clip_l.", "clip_g.",
 // "text_encoders.t5xxl.transformer."; sd.cpp then turns "vae." into "first_stage_model."
 // and "clip_l."/"clip_g." into the UNet or DiT encoder roots).
-enum class FileRole { Model, DiffusionModel, Vae, ClipL, ClipG, T5xxl };
+enum class FileRole { Model, DiffusionModel, Vae, ClipL, ClipG, T5xxl, Llm };
 // `unet_family`: SD1.x/SD2.x/SDXL (encoders under cond_stage_model.) rather than a DiT.
 std::string_view file_prefix(FileRole role, bool unet_family);
 

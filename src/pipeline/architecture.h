@@ -7,10 +7,12 @@
 #include "io/model_version.h"
 #include "models/clip_text.h"
 #include "models/flux.h"
+#include "models/llm.h"
 #include "models/mmdit.h"
 #include "models/t5.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "models/z_image.h"
 
 namespace sd::pipeline {
 
@@ -25,6 +27,8 @@ struct Architecture {
   std::optional<models::FluxConfig> flux;       // a FLUX.1 transformer instead of the UNet
   std::optional<models::MmditConfig> mmdit;     // an MMDiT instead of the UNet
   std::optional<models::T5Config> t5;           // a T5-XXL encoder
+  std::optional<models::ZImageConfig> z_image;  // Z-Image's single-stream transformer
+  std::optional<models::LlmConfig> llm;         // an LLM text encoder
   models::VaeConfig vae;
 };
 

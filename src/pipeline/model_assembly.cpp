@@ -26,6 +26,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& o)
   if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
   if (!o.clip_g.empty()) loader.add(o.clip_g, io::FileRole::ClipG);
   if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
+  if (!o.llm.empty()) loader.add(o.llm, io::FileRole::Llm);
   if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
   // --auto-fit places the modules once their sizes are known from the files.
   const std::string max_vram = o.auto_fit ? fit_placement() : o.max_vram;

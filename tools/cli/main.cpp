@@ -104,7 +104,7 @@ int run_convert(const Arguments& a) {
     if (p.index == p.count) std::fputc('\n', stderr);
   };
   const sd::api::ConvertResult r = sd::api::convert_model(
-      options, {c.diffusion_model_path, c.clip_l_path, c.clip_g_path, c.t5xxl_path});
+      options, {c.diffusion_model_path, c.clip_l_path, c.clip_g_path, c.t5xxl_path, c.llm_path});
   std::string counts;
   for (const auto& [type, n] : r.type_counts) {
     if (!counts.empty()) counts += ", ";

@@ -1,7 +1,11 @@
 #include "pipeline/families/tokenizers.h"
 
+#include <cstdlib>
+#include <optional>
 #include <string>
 
+#include "io/gguf.h"
+#include "tensor/error.h"
 #include "weights/model_loader.h"
 
 namespace sd::pipeline {
@@ -12,6 +16,22 @@ namespace {
 std::string model_folder(const ModelFiles& files) {
   const std::string& dir = files.loader.tokenizer_dir();
   return dir.empty() ? std::string() : dir + "/..";
+}
+
+// The tokenizer metadata of a GGUF file (llama.cpp's keys), or none.
+std::optional<models::BpeGgufVocab> gguf_vocab(const std::string& path) {
+  if (path.size() < 5 || path.compare(path.size() - 5, 5, ".gguf") != 0) return std::nullopt;
+  const io::GgufFile file = io::GgufFile::open(path);
+  if (!file.find_value("tokenizer.ggml.tokens")) return std::nullopt;
+  models::BpeGgufVocab v;
+  v.model = file.get_string("tokenizer.ggml.model");
+  if (const io::GgufValue* pre = file.find_value("tokenizer.ggml.pre")) v.pre = pre->as_string();
+  v.tokens = file.value("tokenizer.ggml.tokens").as_string_array();
+  if (const io::GgufValue* m = file.find_value("tokenizer.ggml.merges"))
+    v.merges = m->as_string_array();
+  if (const io::GgufValue* t = file.find_value("tokenizer.ggml.token_type"))
+    for (int64_t type : t->as_i64_array()) v.token_types.push_back(static_cast<int32_t>(type));
+  return v;
 }
 
 }  // namespace
@@ -25,6 +45,20 @@ std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files)
   const std::string vocab = models::find_t5_tokenizer(files.options.t5_tokenizer,
                                                       model_folder(files), files.options.t5xxl);
   return std::make_shared<const models::T5Tokenizer>(models::T5Tokenizer::from_file(vocab));
+}
+
+std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files) {
+  const ModelOptions& o = files.options;
+  // A tokenizer.json the user points at wins; then the one a GGUF file carries (it belongs
+  // to its weights); then the folders and the cache.
+  const char* env = std::getenv("SD_QWEN_TOKENIZER");
+  const bool pointed = !o.llm_tokenizer.empty() || (env && *env);
+  if (!pointed)
+    if (std::optional<models::BpeGgufVocab> v = gguf_vocab(o.llm))
+      return std::make_shared<const models::BpeTokenizer>(
+          models::BpeTokenizer::from_gguf_metadata(*v));
+  const std::string path = models::find_bpe_tokenizer(o.llm_tokenizer, model_folder(files), o.llm);
+  return std::make_shared<const models::BpeTokenizer>(models::BpeTokenizer::from_file(path));
 }
 
 }  // namespace sd::pipeline

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "models/bpe_tokenizer.h"
 #include "models/clip_tokenizer.h"
 #include "models/t5_tokenizer.h"
 #include "pipeline/families/family.h"
@@ -12,5 +13,8 @@ namespace sd::pipeline {
 
 std::shared_ptr<const models::ClipTokenizer> clip_tokenizer(const ModelFiles& files);
 std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files);
+// The --llm encoder's byte-level BPE tokenizer: a tokenizer.json given or found
+// (models::find_bpe_tokenizer), else the tokenizer a GGUF --llm file carries.
+std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files);
 
 }  // namespace sd::pipeline

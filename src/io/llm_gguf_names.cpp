@@ -1,0 +1,52 @@
+#include "io/llm_gguf_names.h"
+
+#include <array>
+#include <charconv>
+#include <utility>
+
+namespace sd::io {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+
+// What follows "blk.N." in llama.cpp's names, and the Hugging Face name below "layers.N.".
+// Longer spellings first: attn_q_norm must win over attn_q.
+constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kBlockParts{{
+    {"attn_q_norm.", "self_attn.q_norm."},
+    {"attn_k_norm.", "self_attn.k_norm."},
+    {"attn_norm.", "input_layernorm."},
+    {"attn_q.", "self_attn.q_proj."},
+    {"attn_k.", "self_attn.k_proj."},
+    {"attn_v.", "self_attn.v_proj."},
+    {"attn_output.", "self_attn.o_proj."},
+    {"ffn_norm.", "post_attention_layernorm."},
+    {"ffn_gate.", "mlp.gate_proj."},
+    {"ffn_up.", "mlp.up_proj."},
+    {"ffn_down.", "mlp.down_proj."},
+}};
+
+}  // namespace
+
+std::optional<std::string> llm_name_from_llama_cpp(std::string_view name) {
+  if (starts_with(name, "token_embd."))
+    return "model.embed_tokens." + std::string(name.substr(11));
+  if (starts_with(name, "output_norm.")) return "model.norm." + std::string(name.substr(12));
+  if (starts_with(name, "output.")) return "lm_head." + std::string(name.substr(7));
+  if (!starts_with(name, "blk.")) return std::nullopt;
+  std::string_view rest = name.substr(4);
+  int block = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), block);
+  if (ec != std::errc() || end == rest.data() || end == rest.data() + rest.size() || *end != '.')
+    return std::nullopt;
+  rest.remove_prefix(static_cast<size_t>(end - rest.data()) + 1);
+  for (const auto& [from, to] : kBlockParts) {
+    if (starts_with(rest, from))
+      return "model.layers." + std::to_string(block) + "." + std::string(to) +
+             std::string(rest.substr(from.size()));
+  }
+  return std::nullopt;
+}
+
+}  // namespace sd::io

@@ -1,0 +1,97 @@
+#include "pipeline/llm_conditioner.h"
+
+#include "models/prompt_attention.h"
+#include "nn/param_recorder.h"
+#include "pipeline/text_conditioner.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+LlmTokens llm_tokenize_prompt(const models::BpeTokenizer& tokenizer,
+                              const LlmPromptFormat& format, const std::string& prompt) {
+  LlmTokens out;
+  auto append = [&](const std::string& text, float weight) {
+    const std::vector<int> ids = tokenizer.encode(text);
+    out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+    out.weights.insert(out.weights.end(), ids.size(), weight);
+  };
+  append(format.before, 1.0f);
+  for (const models::PromptPiece& piece : models::parse_prompt_attention(prompt)) {
+    // BREAK cuts CLIP's 75-token windows; an LLM reads the prompt whole.
+    if (piece.is_break()) continue;
+    append(piece.text, piece.weight);
+  }
+  append(format.after, 1.0f);
+  return out;
+}
+
+LlmConditioner::LlmConditioner(std::shared_ptr<const models::BpeTokenizer> tokenizer,
+                               models::LlmConfig config, LlmPromptFormat format,
+                               nn::Weights& weights, Backend& backend, std::string scope)
+    : tokenizer_(std::move(tokenizer)),
+      config_(std::move(config)),
+      format_(std::move(format)),
+      weights_(weights),
+      scope_(std::move(scope)),
+      runner_(backend) {
+  SD_CHECK(tokenizer_, "[llm conditioner] missing tokenizer");
+  SD_CHECK(!format_.hidden_layers.empty(), "[llm conditioner] no hidden layer asked for");
+  SD_CHECK(tokenizer_->vocab_size() <= config_.vocab_size,
+           "the tokenizer has %lld tokens but the --llm text encoder only %lld embeddings: the "
+           "tokenizer.json does not belong to this %s file",
+           static_cast<long long>(tokenizer_->vocab_size()),
+           static_cast<long long>(config_.vocab_size), models::llm_arch_name(config_.arch));
+}
+
+std::vector<Tensor*> LlmConditioner::build(nn::GraphCall& call, nn::Weights& weights,
+                                           const std::vector<int>& ids, models::LlmRope& rope,
+                                           std::vector<float>& mask) const {
+  const auto len = static_cast<int64_t>(ids.size());
+  rope = models::llm_rope(config_, len);
+  mask = models::llm_causal_mask(len, len);
+  Tensor* t_ids = call.input("llm_ids", DType::I32, make_shape({len}), ids.data());
+  Tensor* cos = call.input_f32("llm_rope_cos", make_shape({config_.head_dim / 2, len}),
+                               rope.cos.data());
+  Tensor* sin = call.input_f32("llm_rope_sin", make_shape({config_.head_dim / 2, len}),
+                               rope.sin.data());
+  Tensor* causal = call.input_f32("llm_mask", make_shape({len, len}), mask.data());
+  return models::llm_forward(nn::Scope(call.ctx(), weights, scope_), config_, t_ids, cos, sin,
+                             causal, format_.hidden_layers);
+}
+
+Conditioning LlmConditioner::encode(const std::string& prompt, int /*clip_skip*/) {
+  const LlmTokens tokens = llm_tokenize_prompt(*tokenizer_, format_, prompt);
+  const auto len = static_cast<int64_t>(tokens.ids.size());
+  SD_CHECK(len > 0, "[llm conditioner] the prompt template gave no tokens");
+  nn::GraphCall call;
+  models::LlmRope rope;
+  std::vector<float> mask;
+  const std::vector<Tensor*> outputs = build(call, weights_, tokens.ids, rope, mask);
+  const std::vector<std::vector<float>> layers = runner_.run(call, outputs);
+  weights_.after_compute();
+
+  // Each layer's [hidden, len] side by side per token: [hidden * layers, len].
+  const int64_t hidden = config_.hidden;
+  Conditioning out;
+  out.dim = hidden * static_cast<int64_t>(layers.size());
+  out.tokens = len;
+  out.context.resize(static_cast<size_t>(out.dim * len));
+  for (int64_t t = 0; t < len; ++t)
+    for (size_t l = 0; l < layers.size(); ++l)
+      std::copy_n(layers[l].begin() + t * hidden, hidden,
+                  out.context.begin() + t * out.dim + static_cast<int64_t>(l) * hidden);
+  apply_token_weights(out.context, out.dim, tokens.weights);
+  return out;
+}
+
+std::vector<nn::ParamDecl> LlmConditioner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  nn::GraphCall call;
+  const std::vector<int> ids = {0, 0};
+  models::LlmRope rope;
+  std::vector<float> mask;
+  build(call, recorder, ids, rope, mask);
+  return recorder.params();
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,69 @@
+// Prompt text -> the hidden states of a decoder LLM, the conditioning of the image models
+// after FLUX.1 (Z-Image, FLUX.2, Qwen-Image), as sd.cpp's LLM embedder computes it:
+//   1. the prompt's emphasis is parsed ("(word:1.3)"); the family's chat template is put
+//      around it, its parts tokenized apart with weight 1, each emphasis run with its own;
+//   2. the whole sequence (no padding, no truncation) runs through the decoder under a
+//      causal mask, up to the deepest layer the family reads;
+//   3. the layers asked for are concatenated per token (a single layer for Z-Image), and
+//      the prompt weights applied with the mean kept (apply_token_weights).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.h"
+#include "models/bpe_tokenizer.h"
+#include "models/llm.h"
+#include "nn/graph_runner.h"
+#include "nn/weights.h"
+#include "pipeline/prompt_encoder.h"
+
+namespace sd::pipeline {
+
+// How a family wraps the user's prompt, and which hidden states it reads.
+struct LlmPromptFormat {
+  std::string before;  // the chat template up to the user's text
+  std::string after;   // and after it
+  // Hugging Face's hidden_states indices (llm_forward's hidden_layers), concatenated per
+  // token in this order.
+  std::vector<int> hidden_layers;
+};
+
+// The token ids of `prompt` in `format`, and each token's emphasis weight.
+struct LlmTokens {
+  std::vector<int> ids;
+  std::vector<float> weights;
+};
+LlmTokens llm_tokenize_prompt(const models::BpeTokenizer& tokenizer,
+                              const LlmPromptFormat& format, const std::string& prompt);
+
+class LlmConditioner final : public PromptEncoder {
+ public:
+  // `weights` holds the decoder under `scope` (model.embed_tokens.weight, ...); it must
+  // outlive this object, as must `backend`. Throws sd::Error when the tokenizer has ids the
+  // decoder has no embedding for (a tokenizer of another model).
+  LlmConditioner(std::shared_ptr<const models::BpeTokenizer> tokenizer, models::LlmConfig config,
+                 LlmPromptFormat format, nn::Weights& weights, Backend& backend,
+                 std::string scope);
+
+  // clip_skip does not apply to an LLM and is ignored.
+  Conditioning encode(const std::string& prompt, int clip_skip) override;
+  std::vector<nn::ParamDecl> parameters() const override;
+  std::string streaming_report() const override { return runner_.streaming_report(); }
+  void release() override { runner_.release(); }
+
+ private:
+  // The decoder's graph over `ids`, built alike for a run and for the parameter list.
+  std::vector<Tensor*> build(nn::GraphCall& call, nn::Weights& weights, const std::vector<int>& ids,
+                             models::LlmRope& rope, std::vector<float>& mask) const;
+
+  std::shared_ptr<const models::BpeTokenizer> tokenizer_;
+  models::LlmConfig config_;
+  LlmPromptFormat format_;
+  nn::Weights& weights_;
+  std::string scope_;
+  nn::GraphRunner runner_;
+};
+
+}  // namespace sd::pipeline
