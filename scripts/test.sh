@@ -45,13 +45,22 @@ if [ -f "$flux_generator" ]; then
   fi
   export SD_TEST_FLUX_DIR=$PWD/$flux_dir
 fi
+# A tiny random Z-Image as its three files (400 MB, seconds to make), by our own writer;
+# tests/golden/z_image_tiny holds the reference implementation's images of it.
+z_dir=build/fidelity/z_image_tiny
+if [ ! -f "$z_dir/ae.safetensors" ]; then
+  echo "making $z_dir (random weights)"
+  /usr/bin/python3 tools/make_random_z_image.py --out "$z_dir.tmp" --seed 0 --dtype f32
+  rm -rf "$z_dir" && mv "$z_dir.tmp" "$z_dir"
+fi
+export SD_TEST_Z_IMAGE_DIR=$PWD/$z_dir
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
 # tools/ do the same by default, see tools/omp_wait_policy.cpp).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
-unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR
+unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

@@ -232,6 +232,7 @@ struct ZImage {
     o.diffusion_model = f.dit;
     o.llm = f.llm;
     o.vae = f.vae;
+    o.llm_tokenizer = f.tokenizer;
     return o;
   }
   static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;

@@ -5,6 +5,7 @@
 #include "nn/dit_blocks.h"
 #include "nn/layers.h"
 #include "tensor/error.h"
+#include "tensor/ops/cast.h"
 #include "tensor/ops/concat.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/generate.h"
@@ -140,6 +141,7 @@ Tensor* pad_tokens(const nn::Scope& dit, const char* pad_name, Tensor* x, int64_
   const int64_t len = x->ne[1];
   if (padded == len) return x;
   Tensor* token = dit.param(pad_name, {hidden});
+  if (token->type != DType::F32) token = cast(ctx, token, DType::F32);  // stored as the file's
   Tensor* copies = view(ctx, token, {hidden, padded - len, 1, 1}, {token->nb[0], 0, 0, 0}, 0);
   return concat(ctx, x, cont(ctx, copies), 1);
 }

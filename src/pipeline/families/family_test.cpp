@@ -208,6 +208,22 @@ TEST(Family, ChromaIsFluxOnT5AloneWithShift1) {
   EXPECT_EQ(d.vae_config().z_channels, 16);
 }
 
+// Z-Image: FLUX.1's latent space, euler on the discrete flow schedule shifted by 3 (sd.cpp's
+// defaults for it), and an LLM as its only text encoder.
+TEST(Family, ZImageIsFluxLatentsOnAShiftedFlow) {
+  const Family& d = family_for(ModelVersion::ZImage);
+  EXPECT_EQ(d.id(), io::ModelFamily::ZImage);
+  EXPECT_EQ(d.vae_config().z_channels, 16);
+  EXPECT_EQ(d.defaults().scale_factor, 0.3611f);
+  EXPECT_EQ(d.defaults().shift_factor, 0.1159f);
+  EXPECT_EQ(d.defaults().prediction, sampling::Prediction::Sd3Flow);
+  EXPECT_EQ(d.defaults().sample_method, sampling::SampleMethod::Euler);
+  EXPECT_FALSE(d.defaults().scheduler.has_value());
+  EXPECT_EQ(d.default_flow_shift(ModelVersion::ZImage), 3.0f);
+  Architecture arch;
+  EXPECT_EQ(d.text_encoder_roots(arch), (std::vector<std::string>{"text_encoders.llm."}));
+}
+
 // The SD inpainting UNets read the latent mask, then the masked image's latent.
 TEST(Family, UnetInpaintInputIsTheMaskThenTheLatent) {
   const Family& d = family_for(ModelVersion::SD1Inpaint);
@@ -220,8 +236,8 @@ TEST(Family, UnetInpaintInputIsTheMaskThenTheLatent) {
 TEST(Family, EveryVersionHasOneFamily) {
   std::set<io::ModelFamily> ids;
   for (const Family* f : supported_families()) ids.insert(f->id());
-  EXPECT_EQ(ids.size(), 6u);
-  for (int i = 1; i <= static_cast<int>(ModelVersion::Chroma); ++i) {
+  EXPECT_EQ(ids.size(), 7u);
+  for (int i = 1; i <= static_cast<int>(ModelVersion::ZImage); ++i) {
     const auto v = static_cast<ModelVersion>(i);
     int runners = 0;
     for (const Family* f : supported_families()) runners += f->runs(v) ? 1 : 0;
@@ -237,7 +253,7 @@ TEST(Family, UnsupportedVersionsAreNamed) {
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(io::version_name(ModelVersion::Unknown)), std::string::npos) << what;
-    EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3 and Chroma"), std::string::npos) << what;
+    EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3, Chroma and Z-Image"), std::string::npos) << what;
   }
   // A variant of a supported family this build cannot run.
   EXPECT_THROW(unet_family(ModelVersion::SDXLPix2Pix).unet(ModelVersion::SDXLPix2Pix), Error);

@@ -1,0 +1,171 @@
+// Z-Image through the whole pipeline: a tiny model as its three files and a tokenizer.json,
+// written by the project's own code and loaded back through the real loader with the CLI's
+// file roles; and the LLM conditioner's template and emphasis on Qwen's real tokenizer.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "backend/backend.h"
+#include "io/io_test_util.h"
+#include "models/bpe_tokenizer.h"
+#include "pipeline/llm_conditioner.h"
+#include "pipeline/stable_diffusion.h"
+#include "pipeline/tiny_z_image_test_util.h"
+#include "tensor/error.h"
+#include "test_support.h"
+
+namespace sd::pipeline {
+namespace {
+
+class TinyZImage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static const io::test::TempDir dir;
+    static const test::TinyZImageFiles files = test::write_tiny_z_image(dir.file("z_image"));
+    files_ = files;
+    temp_ = dir.file("");
+    options_.diffusion_model = files_.dit;
+    options_.llm = files_.llm;
+    options_.vae = files_.vae;
+    options_.threads = 2;
+    options_.note = [this](const std::string& n) { notes_.push_back(n); };
+    request_.prompt = "a (cat:1.2)";
+    request_.width = request_.height = 16;
+    request_.steps = 2;
+    request_.cfg_scale = 1.0f;
+    // The tokenizer is found next to the LLM file, not through the environment.
+    const char* env = std::getenv("SD_QWEN_TOKENIZER");
+    saved_env_ = env ? env : "";
+    unsetenv("SD_QWEN_TOKENIZER");
+  }
+  void TearDown() override {
+    if (!saved_env_.empty()) setenv("SD_QWEN_TOKENIZER", saved_env_.c_str(), 1);
+  }
+  std::string error_of(const ModelOptions& o) {
+    try {
+      StableDiffusion sd(o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  test::TinyZImageFiles files_;
+  std::string temp_, saved_env_;
+  std::vector<std::string> notes_;
+  ModelOptions options_;
+  ImageRequest request_;
+};
+
+TEST_F(TinyZImage, IsDetectedAndGenerates) {
+  StableDiffusion sd(options_);
+  EXPECT_EQ(sd.version(), io::ModelVersion::ZImage);
+  EXPECT_EQ(sd.prediction(), sampling::Prediction::Sd3Flow);
+  EXPECT_EQ(sd.default_sample_method(), sampling::SampleMethod::Euler);
+  const io::Image a = sd.generate(request_)[0];
+  EXPECT_EQ(a.width, 16);
+  EXPECT_EQ(a.height, 16);
+  // The same request gives the same image; the prompt, its emphasis, the seed and the
+  // guidance with a negative prompt each change it.
+  EXPECT_EQ(sd.generate(request_)[0].pixels, a.pixels);
+  ImageRequest r = request_;
+  r.prompt = "a cat";
+  EXPECT_NE(sd.generate(r)[0].pixels, a.pixels);
+  r = request_;
+  r.seed = 7;
+  EXPECT_NE(sd.generate(r)[0].pixels, a.pixels);
+  r = request_;
+  r.cfg_scale = 3.0f;
+  r.negative_prompt = "a dog";
+  EXPECT_NE(sd.generate(r)[0].pixels, a.pixels);
+}
+
+TEST_F(TinyZImage, OddSizesPadTheImageTokens) {
+  // 24x40 pixels: a 12x20 latent, 6x10 patches = 60 image tokens, padded to 64.
+  request_.width = 24;
+  request_.height = 40;
+  StableDiffusion sd(options_);
+  const io::Image image = sd.generate(request_)[0];
+  EXPECT_EQ(image.width, 24);
+  EXPECT_EQ(image.height, 40);
+}
+
+TEST_F(TinyZImage, MissingTokenizerSaysWhereToGetIt) {
+  ModelOptions o = options_;
+  o.llm_tokenizer = temp_ + "/no_such_tokenizer.json";
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("no_such_tokenizer.json"), std::string::npos) << e;
+}
+
+TEST_F(TinyZImage, ATokenizerOfAnotherModelIsRefused) {
+  // More tokens than the LLM has embeddings: the tokenizer.json of a bigger vocabulary.
+  std::string json = test::tiny_bpe_tokenizer_json();
+  const std::string last = R"({"id": 261, "content": "<|im_end|>", "special": true})";
+  json.replace(json.find(last), last.size(),
+               last + R"(, {"id": 999, "content": "<|extra|>", "special": true})");
+  const std::string path = temp_ + "/big_tokenizer.json";
+  std::ofstream(path) << json;
+  ModelOptions o = options_;
+  o.llm_tokenizer = path;
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("does not belong to this"), std::string::npos) << e;
+}
+
+TEST_F(TinyZImage, AnLlmOfAnotherWidthIsNamedByItsFlag) {
+  static const io::test::TempDir dir;
+  models::LlmConfig wide = test::tiny_qwen3_config();
+  wide.hidden = 48;
+  const test::TinyZImageFiles other =
+      test::write_tiny_z_image(dir.file("wide"), test::tiny_z_image_config(), wide);
+  ModelOptions o = options_;
+  o.llm = other.llm;
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("--llm"), std::string::npos) << e;
+  EXPECT_NE(e.find("48"), std::string::npos) << e;
+}
+
+TEST_F(TinyZImage, ClipAndT5FilesAreNotRead) {
+  StableDiffusion plain(options_);
+  const io::Image a = plain.generate(request_)[0];
+  ModelOptions o = options_;
+  o.t5xxl = files_.llm;  // any file: it is only noted
+  notes_.clear();
+  StableDiffusion sd(o);
+  EXPECT_EQ(sd.generate(request_)[0].pixels, a.pixels);
+  bool warned = false;
+  for (const std::string& n : notes_) warned = warned || n.find("not used") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+// Qwen's chat template around the prompt as sd.cpp sends it for Z-Image, on the real
+// tokenizer: 16 ids for this prompt, template tokens kept, weight 1 but for the emphasis.
+TEST(LlmConditioner, ZImageTemplateOnQwensTokenizer) {
+  const std::string shared = sd::test::shared_dir();
+  if (shared.empty()) GTEST_SKIP() << "needs ../shared/data/qwen/tokenizer.json";
+  const models::BpeTokenizer qwen =
+      models::BpeTokenizer::from_file(shared + "/data/qwen/tokenizer.json");
+  LlmPromptFormat format;
+  format.before = "<|im_start|>user\n";
+  format.after = "<|im_end|>\n<|im_start|>assistant\n";
+  const LlmTokens t =
+      llm_tokenize_prompt(qwen, format, "a photograph of an astronaut riding a horse");
+  EXPECT_EQ(t.ids, (std::vector<int>{151644, 872, 198, 64, 10300, 315, 458, 46633, 19837, 264,
+                                     15223, 151645, 198, 151644, 77091, 198}));
+  EXPECT_EQ(t.weights, std::vector<float>(16, 1.0f));
+  // Emphasis: the bracket text is weighted and dropped; the pieces are tokenized apart.
+  const LlmTokens e = llm_tokenize_prompt(qwen, format, "a (horse:1.5) BREAK [cat]");
+  std::vector<int> horse = qwen.encode("horse");
+  ASSERT_EQ(horse.size(), 1u);
+  size_t at = 0;
+  while (at < e.ids.size() && e.ids[at] != horse[0]) ++at;
+  ASSERT_LT(at, e.ids.size());
+  EXPECT_FLOAT_EQ(e.weights[at], 1.5f);
+  EXPECT_FLOAT_EQ(e.weights[e.ids.size() - 6], 1.0f / 1.1f);  // "cat", before the template end
+  EXPECT_EQ(qwen.decode(e.ids),
+            "<|im_start|>user\na horse  cat<|im_end|>\n<|im_start|>assistant\n");
+}
+
+}  // namespace
+}  // namespace sd::pipeline
