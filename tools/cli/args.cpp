@@ -15,8 +15,9 @@ Section generation_section(GenerationOptions& o);
 
 namespace {
 
-constexpr const char* kModeNames[] = {"img_gen", "adetailer", "vid_gen",
-                                      "convert", "upscale",   "metadata"};
+constexpr const char* kModeNames[] = {"img_gen", "adetailer", "vid_gen", "convert",
+                                      "upscale", "metadata",  "tokenize"};
+constexpr int kModeCount = sizeof(kModeNames) / sizeof(kModeNames[0]);
 
 std::string rng_list() {
   return join_names(RNG_TYPE_COUNT, [](int i) { return sd_rng_type_name(rng_type_t(i)); });
@@ -32,7 +33,7 @@ std::string lora_apply_mode_list() {
                     [](int i) { return sd_lora_apply_mode_name(lora_apply_mode_t(i)); });
 }
 std::string mode_list() {
-  return join_names(6, [](int i) { return kModeNames[i]; });
+  return join_names(kModeCount, [](int i) { return kModeNames[i]; });
 }
 
 // sd.cpp accepts its exact type names ("q4_K"); any letter case and every type convert
@@ -54,6 +55,10 @@ Section cli_section(CliOptions& o) {
                           "images of a batch (e.g. output_%03d.png) (default: ./output.png)",
                           &o.output_path));
   v.push_back(text_option("", "--image", "image to inspect (metadata mode)", &o.image_path));
+  v.push_back(text_option("", "--tokenizer",
+                          "tokenizer.json whose ids -p becomes (tokenize mode; default: the "
+                          "--llm file's, SD_QWEN_TOKENIZER, or the user cache's)",
+                          &o.tokenizer_path));
   v.push_back(text_option("", "--metadata-format",
                           "metadata output format, one of [text, json] (default: text)",
                           &o.metadata_format));
@@ -92,7 +97,7 @@ Section cli_section(CliOptions& o) {
   v.push_back(
       other_option("-M", "--mode", "run mode, one of [" + mode_list() + "] (default: img_gen)",
                    [&o](const std::string& value) {
-                     for (int i = 0; i < 6; ++i) {
+                     for (int i = 0; i < kModeCount; ++i) {
                        if (value == kModeNames[i]) {
                          o.mode = static_cast<Mode>(i);
                          return;

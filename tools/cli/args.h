@@ -20,7 +20,7 @@
 namespace sd::cli {
 
 // sd.cpp's run modes, in its order.
-enum class Mode { ImgGen, Adetailer, VidGen, Convert, Upscale, Metadata };
+enum class Mode { ImgGen, Adetailer, VidGen, Convert, Upscale, Metadata, Tokenize };
 const char* mode_name(Mode mode);
 
 struct CliOptions {
@@ -28,6 +28,7 @@ struct CliOptions {
   std::string output_path = "output.png";  // "output.gguf" in convert mode
   int output_begin_idx = -1;               // < 0: 0
   std::string image_path;                  // metadata mode
+  std::string tokenizer_path;              // tokenize mode: a tokenizer.json
   std::string metadata_format = "text";
   bool verbose = false;
   bool color = false;

@@ -311,6 +311,11 @@ void resolve_and_validate(Arguments& a) {
     check_exists("--image", cli.image_path);
     return;
   }
+  if (cli.mode == Mode::Tokenize) {
+    if (!cli.tokenizer_path.empty()) check_exists("--tokenizer", cli.tokenizer_path);
+    if (!a.context.llm_path.empty()) check_exists("--llm", a.context.llm_path);
+    return;
+  }
   SD_CHECK(!cli.output_path.empty(), "no output path: -o FILE");
   if (cli.output_begin_idx < 0) cli.output_begin_idx = 0;
   for (const auto& p : cli.imatrix_in) check_exists("--imat-in", p);

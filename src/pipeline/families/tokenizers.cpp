@@ -47,18 +47,23 @@ std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files)
   return std::make_shared<const models::T5Tokenizer>(models::T5Tokenizer::from_file(vocab));
 }
 
-std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files) {
-  const ModelOptions& o = files.options;
+std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(const std::string& explicit_path,
+                                                               const std::string& model_dir,
+                                                               const std::string& llm_file) {
   // A tokenizer.json the user points at wins; then the one a GGUF file carries (it belongs
   // to its weights); then the folders and the cache.
   const char* env = std::getenv("SD_QWEN_TOKENIZER");
-  const bool pointed = !o.llm_tokenizer.empty() || (env && *env);
+  const bool pointed = !explicit_path.empty() || (env && *env);
   if (!pointed)
-    if (std::optional<models::BpeGgufVocab> v = gguf_vocab(o.llm))
+    if (std::optional<models::BpeGgufVocab> v = gguf_vocab(llm_file))
       return std::make_shared<const models::BpeTokenizer>(
           models::BpeTokenizer::from_gguf_metadata(*v));
-  const std::string path = models::find_bpe_tokenizer(o.llm_tokenizer, model_folder(files), o.llm);
+  const std::string path = models::find_bpe_tokenizer(explicit_path, model_dir, llm_file);
   return std::make_shared<const models::BpeTokenizer>(models::BpeTokenizer::from_file(path));
+}
+
+std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files) {
+  return find_llm_tokenizer(files.options.llm_tokenizer, model_folder(files), files.options.llm);
 }
 
 }  // namespace sd::pipeline

@@ -16,5 +16,11 @@ std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files)
 // The --llm encoder's byte-level BPE tokenizer: a tokenizer.json given or found
 // (models::find_bpe_tokenizer), else the tokenizer a GGUF --llm file carries.
 std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files);
+// The same search from paths: `explicit_path` (a flag), SD_QWEN_TOKENIZER, then the
+// tokenizer inside a GGUF `llm_file`, then `model_dir`/tokenizer/, beside `llm_file`, the
+// user cache.
+std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(const std::string& explicit_path,
+                                                               const std::string& model_dir,
+                                                               const std::string& llm_file);
 
 }  // namespace sd::pipeline
