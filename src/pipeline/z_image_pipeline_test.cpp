@@ -8,13 +8,16 @@
 #include <string>
 
 #include "backend/backend.h"
+#include "io/gguf_writer.h"
 #include "io/io_test_util.h"
+#include "io/name_conversion.h"
 #include "models/bpe_tokenizer.h"
 #include "pipeline/llm_conditioner.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_z_image_test_util.h"
 #include "tensor/error.h"
 #include "test_support.h"
+#include "weights/model_loader.h"
 
 namespace sd::pipeline {
 namespace {
@@ -137,6 +140,69 @@ TEST_F(TinyZImage, ClipAndT5FilesAreNotRead) {
   bool warned = false;
   for (const std::string& n : notes_) warned = warned || n.find("not used") != std::string::npos;
   EXPECT_TRUE(warned);
+}
+
+// llama.cpp's name of a Hugging Face decoder name below the LLM root (the converter's
+// table for Qwen3), for writing the GGUF a user would download.
+std::string llama_cpp_name(const std::string& hf) {
+  if (hf == "model.embed_tokens.weight") return "token_embd.weight";
+  if (hf == "model.norm.weight") return "output_norm.weight";
+  const std::pair<const char*, const char*> parts[] = {
+      {"input_layernorm", "attn_norm"},   {"post_attention_layernorm", "ffn_norm"},
+      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
+      {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
+      {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
+      {"mlp.down_proj", "ffn_down"}};
+  const std::string layers = "model.layers.";
+  EXPECT_EQ(hf.rfind(layers, 0), 0u) << hf;
+  const size_t dot = hf.find('.', layers.size());
+  const std::string block = hf.substr(layers.size(), dot - layers.size());
+  std::string rest = hf.substr(dot + 1);
+  for (const auto& [from, to] : parts)
+    if (rest.rfind(from, 0) == 0) rest = to + rest.substr(std::string(from).size());
+  return "blk." + block + "." + rest;
+}
+
+// A Qwen3 GGUF as llama.cpp writes it: its names, and its tokenizer in the metadata (no
+// tokenizer.json anywhere): the same image as the safetensors file with its tokenizer.json.
+TEST_F(TinyZImage, AGgufLlmWithItsOwnTokenizerGivesTheSameImage) {
+  const io::Image expected = StableDiffusion(options_).generate(request_)[0];
+  static const io::test::TempDir dir;
+  const std::string gguf = dir.file("qwen3-tiny.gguf");
+  weights::ModelLoader loader;
+  loader.add(files_.llm, io::FileRole::Llm);
+  io::GgufWriter w;
+  w.add("general.architecture", io::GgufValue::string("qwen3"));
+  w.add("tokenizer.ggml.model", io::GgufValue::string("gpt2"));
+  w.add("tokenizer.ggml.pre", io::GgufValue::string("qwen2"));
+  const std::string g = test::byte_symbol(' ');
+  std::vector<std::string> tokens;
+  for (int b = 0; b < 256; ++b) tokens.push_back(test::byte_symbol(b));
+  for (const std::string& t : {g + "c", std::string("at"), g + "cat", g + "a",
+                               std::string("<|im_start|>"), std::string("<|im_end|>")})
+    tokens.push_back(t);
+  std::vector<int32_t> types(tokens.size(), 1);
+  types[260] = types[261] = 3;  // control tokens
+  w.add("tokenizer.ggml.tokens", io::GgufValue::string_array(tokens));
+  w.add("tokenizer.ggml.merges",
+        io::GgufValue::string_array({g + " c", "a t", g + "c at", g + " a"}));
+  w.add("tokenizer.ggml.token_type",
+        io::GgufValue::packed_array(io::GgufType::I32, types.data(), types.size()));
+  for (const auto& [name, source] : loader.tensors()) {
+    const std::string hf = name.substr(io::kLlmRoot.size());
+    std::vector<int64_t> ne(source.ne.begin(), source.ne.begin() + source.n_dims);
+    w.add_tensor(llama_cpp_name(hf), source.stored, ne,
+                 [&loader, name = name, type = source.stored, ne = source.ne](io::GgufSink& sink) {
+                   std::vector<uint8_t> bytes(row_size(type, ne[0]) * ne[1] * ne[2] * ne[3]);
+                   loader.read(name, type, bytes.data());
+                   sink.write(bytes.data(), bytes.size());
+                 });
+  }
+  w.write(gguf);
+  ModelOptions o = options_;
+  o.llm = gguf;
+  EXPECT_EQ(StableDiffusion(o).generate(request_)[0].pixels, expected.pixels);
 }
 
 // Qwen's chat template around the prompt as sd.cpp sends it for Z-Image, on the real
