@@ -30,8 +30,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kBlockPa
 }  // namespace
 
 std::optional<std::string> llm_name_from_llama_cpp(std::string_view name) {
-  if (starts_with(name, "token_embd."))
-    return "model.embed_tokens." + std::string(name.substr(11));
+  if (starts_with(name, "token_embd.")) return "model.embed_tokens." + std::string(name.substr(11));
   if (starts_with(name, "output_norm.")) return "model.norm." + std::string(name.substr(12));
   if (starts_with(name, "output.")) return "lm_head." + std::string(name.substr(7));
   if (!starts_with(name, "blk.")) return std::nullopt;

@@ -7,8 +7,8 @@
 
 namespace sd::pipeline {
 
-LlmTokens llm_tokenize_prompt(const models::BpeTokenizer& tokenizer,
-                              const LlmPromptFormat& format, const std::string& prompt) {
+LlmTokens llm_tokenize_prompt(const models::BpeTokenizer& tokenizer, const LlmPromptFormat& format,
+                              const std::string& prompt) {
   LlmTokens out;
   auto append = [&](const std::string& text, float weight) {
     const std::vector<int> ids = tokenizer.encode(text);
@@ -50,10 +50,10 @@ std::vector<Tensor*> LlmConditioner::build(nn::GraphCall& call, nn::Weights& wei
   rope = models::llm_rope(config_, len);
   mask = models::llm_causal_mask(len, len);
   Tensor* t_ids = call.input("llm_ids", DType::I32, make_shape({len}), ids.data());
-  Tensor* cos = call.input_f32("llm_rope_cos", make_shape({config_.head_dim / 2, len}),
-                               rope.cos.data());
-  Tensor* sin = call.input_f32("llm_rope_sin", make_shape({config_.head_dim / 2, len}),
-                               rope.sin.data());
+  Tensor* cos =
+      call.input_f32("llm_rope_cos", make_shape({config_.head_dim / 2, len}), rope.cos.data());
+  Tensor* sin =
+      call.input_f32("llm_rope_sin", make_shape({config_.head_dim / 2, len}), rope.sin.data());
   Tensor* causal = call.input_f32("llm_mask", make_shape({len, len}), mask.data());
   return models::llm_forward(nn::Scope(call.ctx(), weights, scope_), config_, t_ids, cos, sin,
                              causal, format_.hidden_layers);

@@ -35,8 +35,8 @@ struct LlmTokens {
   std::vector<int> ids;
   std::vector<float> weights;
 };
-LlmTokens llm_tokenize_prompt(const models::BpeTokenizer& tokenizer,
-                              const LlmPromptFormat& format, const std::string& prompt);
+LlmTokens llm_tokenize_prompt(const models::BpeTokenizer& tokenizer, const LlmPromptFormat& format,
+                              const std::string& prompt);
 
 class LlmConditioner final : public PromptEncoder {
  public:
@@ -44,8 +44,7 @@ class LlmConditioner final : public PromptEncoder {
   // outlive this object, as must `backend`. Throws sd::Error when the tokenizer has ids the
   // decoder has no embedding for (a tokenizer of another model).
   LlmConditioner(std::shared_ptr<const models::BpeTokenizer> tokenizer, models::LlmConfig config,
-                 LlmPromptFormat format, nn::Weights& weights, Backend& backend,
-                 std::string scope);
+                 LlmPromptFormat format, nn::Weights& weights, Backend& backend, std::string scope);
 
   // clip_skip does not apply to an LLM and is ignored.
   Conditioning encode(const std::string& prompt, int clip_skip) override;

@@ -58,9 +58,8 @@ void run_case(const ZImageCase& c) {
   if (c.flow_shift) r.flow_shift = *c.flow_shift;
   const io::Image image = sd.generate(r)[0];
 
-  const fs::path golden =
-      fs::path(__FILE__).parent_path().parent_path().parent_path() / "tests" / "golden" /
-      "z_image_tiny" / c.golden;
+  const fs::path golden = fs::path(__FILE__).parent_path().parent_path().parent_path() / "tests" /
+                          "golden" / "z_image_tiny" / c.golden;
   const io::Image expected = io::read_image(golden.string());
   ASSERT_EQ(expected.width, image.width);
   ASSERT_EQ(expected.height, image.height);

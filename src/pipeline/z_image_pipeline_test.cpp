@@ -148,11 +148,11 @@ std::string llama_cpp_name(const std::string& hf) {
   if (hf == "model.embed_tokens.weight") return "token_embd.weight";
   if (hf == "model.norm.weight") return "output_norm.weight";
   const std::pair<const char*, const char*> parts[] = {
-      {"input_layernorm", "attn_norm"},   {"post_attention_layernorm", "ffn_norm"},
-      {"self_attn.q_proj", "attn_q"},     {"self_attn.k_proj", "attn_k"},
-      {"self_attn.v_proj", "attn_v"},     {"self_attn.o_proj", "attn_output"},
+      {"input_layernorm", "attn_norm"},    {"post_attention_layernorm", "ffn_norm"},
+      {"self_attn.q_proj", "attn_q"},      {"self_attn.k_proj", "attn_k"},
+      {"self_attn.v_proj", "attn_v"},      {"self_attn.o_proj", "attn_output"},
       {"self_attn.q_norm", "attn_q_norm"}, {"self_attn.k_norm", "attn_k_norm"},
-      {"mlp.gate_proj", "ffn_gate"},      {"mlp.up_proj", "ffn_up"},
+      {"mlp.gate_proj", "ffn_gate"},       {"mlp.up_proj", "ffn_up"},
       {"mlp.down_proj", "ffn_down"}};
   const std::string layers = "model.layers.";
   EXPECT_EQ(hf.rfind(layers, 0), 0u) << hf;

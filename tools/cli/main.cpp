@@ -10,8 +10,8 @@
 
 #include "api/callbacks.h"
 #include "api/convert.h"
-#include "api/tokenize.h"
 #include "api/image_info.h"
+#include "api/tokenize.h"
 #include "backend/registry.h"
 #include "backend/rpc/client/rpc_device.h"
 #include "cli/args.h"
@@ -263,11 +263,11 @@ int main(int argc, char** argv) {
       case Mode::Convert:
         return run_convert(a);
       case Mode::Tokenize:
-        std::fputs(sd::api::token_line(sd::api::tokenize_text({a.cli.tokenizer_path,
-                                                                a.context.llm_path,
-                                                                a.generation.prompt}))
-                       .c_str(),
-                   stdout);
+        std::fputs(
+            sd::api::token_line(sd::api::tokenize_text({a.cli.tokenizer_path, a.context.llm_path,
+                                                        a.generation.prompt}))
+                .c_str(),
+            stdout);
         return 0;
       default:
         return run_generation(a);

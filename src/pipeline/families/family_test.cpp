@@ -253,7 +253,8 @@ TEST(Family, UnsupportedVersionsAreNamed) {
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(io::version_name(ModelVersion::Unknown)), std::string::npos) << what;
-    EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3, Chroma and Z-Image"), std::string::npos) << what;
+    EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3, Chroma and Z-Image"), std::string::npos)
+        << what;
   }
   // A variant of a supported family this build cannot run.
   EXPECT_THROW(unet_family(ModelVersion::SDXLPix2Pix).unet(ModelVersion::SDXLPix2Pix), Error);

@@ -32,8 +32,9 @@ class ZImage final : public Family {
              "Z-Image needs its autoencoder: pass --vae FILE (ae.safetensors, FLUX.1's)");
     if (!files.options.clip_l.empty() || !files.options.clip_g.empty() ||
         !files.options.t5xxl.empty())
-      files.note("warning: Z-Image reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are "
-                 "not used");
+      files.note(
+          "warning: Z-Image reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are "
+          "not used");
   }
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
@@ -41,11 +42,12 @@ class ZImage final : public Family {
     Architecture arch;
     arch.version = version;
     const ShapeOf shape_of = files.shape_of();
-    arch.z_image = models::z_image_config_from_shapes(
-        models::ZImageConfig{}, io::kUnetRoot, [&](const std::string& name) { return shape_of(name); });
-    arch.llm = models::llm_config_from_shapes(
-        models::LlmConfig::qwen3_4b(), io::kLlmRoot,
-        [&](const std::string& name) { return shape_of(name); });
+    arch.z_image =
+        models::z_image_config_from_shapes(models::ZImageConfig{}, io::kUnetRoot,
+                                           [&](const std::string& name) { return shape_of(name); });
+    arch.llm =
+        models::llm_config_from_shapes(models::LlmConfig::qwen3_4b(), io::kLlmRoot,
+                                       [&](const std::string& name) { return shape_of(name); });
     arch.vae = vae_config_from_shapes(vae_config(), io::kVaeRoot, shape_of);
     // An LLM of another model fails here, naming the flag, before anything is loaded.
     SD_CHECK(arch.llm->hidden == arch.z_image->caption_dim,
@@ -79,8 +81,7 @@ class ZImage final : public Family {
 
   std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,
                                                    const NetworkPlaces& places) const override {
-    return std::make_unique<ZImageRunner>(places.weights, *arch.z_image,
-                                          places.diffusion_backend);
+    return std::make_unique<ZImageRunner>(places.weights, *arch.z_image, places.diffusion_backend);
   }
 
  private:
