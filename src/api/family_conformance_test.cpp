@@ -241,9 +241,17 @@ struct ZImage {
     return {{&ModelOptions::llm, "--llm"}, {&ModelOptions::vae, "--vae"}};
   }
   static std::vector<LoraTarget> lora() {
-    return {kohya("lora_unet_layers_0_attention_qkv", "layers.0.attention.qkv"),
-            kohya("lora_unet_noise_refiner_0_feed_forward_w2", "noise_refiner.0.feed_forward.w2"),
-            kohya("lora_unet_context_refiner_0_attention_out", "context_refiner.0.attention.out")};
+    // Diffusers' separate q, k, v onto the fused qkv's rows and to_out.0 onto out, and
+    // kohya's names.
+    const int64_t h = pipeline::test::tiny_z_image_config().hidden;
+    const std::string d = "diffusion_model.";
+    return {
+        peft(d + "layers.0.attention.to_k", "layers.0.attention.qkv", h, h),
+        peft(d + "noise_refiner.0.attention.to_v", "noise_refiner.0.attention.qkv", 2 * h, h),
+        peft(d + "context_refiner.0.attention.to_out.0", "context_refiner.0.attention.out", 0, 0),
+        peft(d + "all_final_layer.2-1.linear", "final_layer.linear", 0, 0),
+        kohya("lora_unet_layers_0_adaLN_modulation_0", "layers.0.adaLN_modulation.0"),
+        kohya("lora_unet_noise_refiner_0_feed_forward_w2", "noise_refiner.0.feed_forward.w2")};
   }
   static std::string foreign_lora_stem() { return "lora_unet_double_blocks_0_img_attn_qkv"; }
   static constexpr double kQ8MinPsnr = 30.0;

@@ -63,6 +63,11 @@ Conditioning LlmConditioner::encode(const std::string& prompt, int /*clip_skip*/
   const LlmTokens tokens = llm_tokenize_prompt(*tokenizer_, format_, prompt);
   const auto len = static_cast<int64_t>(tokens.ids.size());
   SD_CHECK(len > 0, "[llm conditioner] the prompt template gave no tokens");
+  SD_CHECK(len <= kLlmMaxPromptTokens,
+           "the prompt is %lld tokens with its template; the %s text encoder reads at most %lld "
+           "here: shorten the prompt",
+           static_cast<long long>(len), models::llm_arch_name(config_.arch),
+           static_cast<long long>(kLlmMaxPromptTokens));
   nn::GraphCall call;
   models::LlmRope rope;
   std::vector<float> mask;

@@ -3,7 +3,9 @@
 //   1. the prompt's emphasis is parsed ("(word:1.3)"); the family's chat template is put
 //      around it, its parts tokenized apart with weight 1, each emphasis run with its own;
 //   2. the whole sequence (no padding, no truncation) runs through the decoder under a
-//      causal mask, up to the deepest layer the family reads;
+//      causal mask, up to the deepest layer the family reads; a prompt of more than
+//      kLlmMaxPromptTokens is refused (the reference reads any length, but the mask grows
+//      with the square of it: 40k tokens would take 6.7 GB);
 //   3. the layers asked for are concatenated per token (a single layer for Z-Image), and
 //      the prompt weights applied with the mean kept (apply_token_weights).
 #pragma once
@@ -20,6 +22,8 @@
 #include "pipeline/prompt_encoder.h"
 
 namespace sd::pipeline {
+
+inline constexpr int64_t kLlmMaxPromptTokens = 8192;
 
 // How a family wraps the user's prompt, and which hidden states it reads.
 struct LlmPromptFormat {

@@ -129,6 +129,33 @@ TEST_F(TinyZImage, AnLlmOfAnotherWidthIsNamedByItsFlag) {
   EXPECT_NE(e.find("48"), std::string::npos) << e;
 }
 
+TEST_F(TinyZImage, AQwen25VlTextModelIsNotQwen3) {
+  static const io::test::TempDir dir;
+  models::LlmConfig vl = test::tiny_qwen3_config();
+  vl.arch = models::LlmArch::Qwen2_5_VL;
+  vl.qkv_bias = true;
+  vl.qk_norm = false;
+  const test::TinyZImageFiles other =
+      test::write_tiny_z_image(dir.file("vl"), test::tiny_z_image_config(), vl);
+  ModelOptions o = options_;
+  o.llm = other.llm;
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("--llm file is not a Qwen3"), std::string::npos) << e;
+}
+
+TEST_F(TinyZImage, APromptPastTheLimitIsRefusedBeforeSampling) {
+  StableDiffusion sd(options_);
+  std::string prompt;
+  for (int i = 0; i < kLlmMaxPromptTokens; ++i) prompt += " cat";
+  request_.prompt = prompt;
+  try {
+    sd.generate(request_);
+    ADD_FAILURE() << "a prompt of " << kLlmMaxPromptTokens << " words was encoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("shorten the prompt"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TinyZImage, ClipAndT5FilesAreNotRead) {
   StableDiffusion plain(options_);
   const io::Image a = plain.generate(request_)[0];

@@ -7,6 +7,7 @@
 #include "io/name_conversion.h"
 #include "weights/lora_flux_names.h"
 #include "weights/lora_sd3_names.h"
+#include "weights/lora_z_image_names.h"
 
 namespace sd::weights {
 namespace {
@@ -185,8 +186,9 @@ LoraNameIndex::LoraNameIndex(const std::map<std::string, Shape>& model_weights) 
         if (ends_with(diffusers, ".to_out.0"))
           add(Part::Unet, diffusers.substr(0, diffusers.size() - 2), base_name);
       }
-      // The diffusers names of the DiT families (a name is only FLUX.1's or only SD3's).
-      for (const auto& spellings : {flux_diffusers_spellings(rel), sd3_diffusers_spellings(rel)})
+      // The diffusers names of the DiT families (a name is only one family's).
+      for (const auto& spellings : {flux_diffusers_spellings(rel), sd3_diffusers_spellings(rel),
+                                    z_image_diffusers_spellings(rel)})
         for (const FluxSpelling& f : spellings) {
           if (f.part < 0)
             add(Part::Unet, f.diffusers, base_name);

@@ -100,9 +100,9 @@ void resolve_context(ContextOptions& c, Mode mode) {
 
   if (mode == Mode::Convert) {
     SD_CHECK(!c.model_path.empty() || !c.diffusion_model_path.empty() || !c.t5xxl_path.empty() ||
-                 !c.clip_l_path.empty() || !c.clip_g_path.empty(),
+                 !c.clip_l_path.empty() || !c.clip_g_path.empty() || !c.llm_path.empty(),
              "convert needs an input model: -m FILE (or --diffusion-model / --t5xxl / --clip_l / "
-             "--clip_g FILE)");
+             "--clip_g / --llm FILE)");
   } else if (mode == Mode::Upscale) {
     SD_CHECK(!c.esrgan_path.empty(), "upscale mode needs an upscaler model: --upscale-model FILE");
   } else {
