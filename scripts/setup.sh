@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Installs every build and test dependency from Debian packages, then configures and
 # builds the Release preset. Idempotent and non-interactive; run as root or with sudo.
+# `--no-build` stops after the dependencies (scripts/test.sh builds while it makes models).
 set -euo pipefail
+build=1
+[ "${1:-}" = "--no-build" ] && build=0
 
 packages=(
   build-essential cmake ninja-build pkg-config git
@@ -39,5 +42,7 @@ if [ ! -f "$browser_test/node_modules/.package-lock.json" ] ||
    [ "$browser_test/package-lock.json" -nt "$browser_test/node_modules/.package-lock.json" ]; then
   PUPPETEER_SKIP_DOWNLOAD=1 npm ci --prefix "$browser_test" --no-audit --no-fund --loglevel=error
 fi
-cmake --preset release
-cmake --build --preset release
+if [ "$build" = 1 ]; then
+  cmake --preset release
+  cmake --build --preset release
+fi

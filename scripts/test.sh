@@ -3,6 +3,11 @@
 # idempotent), runs every test on the Release build, then again under AddressSanitizer
 # and UndefinedBehaviorSanitizer, because hostile model files must never crash us.
 # `--release-only` skips the sanitizer pass; other arguments go to ctest.
+#
+# On two cores the work is overlapped where it does not fight for them: the random models
+# are written (one Python process, mostly I/O) while the Release build compiles, and the
+# sanitizer build compiles at the lowest priority while the Release tests run (many of them
+# wait on sockets and child processes), taking only the cycles the tests leave.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,58 +17,84 @@ for a in "$@"; do
   if [ "$a" = "--release-only" ]; then sanitize=0; else args+=("$a"); fi
 done
 
-./scripts/setup.sh
+./scripts/setup.sh --no-build
 jobs=$(nproc)
+mkdir -p build/fidelity
 
 # Fidelity: full-size random-weight checkpoints made by ../shared/tools (the reference
 # implementation reads the same files; ../shared/golden holds its outputs) switch on the
 # tests that compare whole generations and real tensor names with it. Without ../shared
-# those tests skip.
-generator=../shared/tools/make_random_sd.py
-if [ -f "$generator" ]; then
-  mkdir -p build/fidelity
-  for arch in sd15 sd2 sdxl; do
-    model=build/fidelity/${arch}_rand_f16.safetensors
-    if [ ! -f "$model" ]; then
-      echo "making $model (random weights, a minute or two)"
-      /usr/bin/python3 "$generator" --arch "$arch" --dtype f16 --seed 1 --out "$model.tmp"
-      mv "$model.tmp" "$model"
-    fi
-  done
-  export SD_TEST_SD15_MODEL=$PWD/build/fidelity/sd15_rand_f16.safetensors
-  export SD_TEST_SD2_MODEL=$PWD/build/fidelity/sd2_rand_f16.safetensors
-  export SD_TEST_SDXL_MODEL=$PWD/build/fidelity/sdxl_rand_f16.safetensors
-fi
-# A tiny random FLUX.1 dev as its four files (400 MB, seconds to make).
-flux_generator=../shared/tools/make_random_flux.py
-if [ -f "$flux_generator" ]; then
-  flux_dir=build/fidelity/flux_tiny
-  if [ ! -f "$flux_dir/ae.safetensors" ]; then
+# those tests skip. A tiny random FLUX.1 dev (four files) comes from ../shared/tools too, and
+# a tiny Z-Image (three files) from our own writer; tests/golden/z_image_tiny holds the
+# reference implementation's images of it. Each is written once and kept.
+make_models() {
+  local generator=../shared/tools/make_random_sd.py
+  if [ -f "$generator" ]; then
+    for arch in sd15 sd2 sdxl; do
+      local model=build/fidelity/${arch}_rand_f16.safetensors
+      if [ ! -f "$model" ]; then
+        echo "making $model (random weights)"
+        /usr/bin/python3 "$generator" --arch "$arch" --dtype f16 --seed 1 --out "$model.tmp"
+        mv "$model.tmp" "$model"
+      fi
+    done
+  fi
+  local flux_generator=../shared/tools/make_random_flux.py flux_dir=build/fidelity/flux_tiny
+  if [ -f "$flux_generator" ] && [ ! -f "$flux_dir/ae.safetensors" ]; then
     echo "making $flux_dir (random weights)"
     /usr/bin/python3 "$flux_generator" --out "$flux_dir.tmp" --seed 1
     rm -rf "$flux_dir" && mv "$flux_dir.tmp" "$flux_dir"
   fi
-  export SD_TEST_FLUX_DIR=$PWD/$flux_dir
+  local z_dir=build/fidelity/z_image_tiny
+  if [ ! -f "$z_dir/ae.safetensors" ]; then
+    echo "making $z_dir (random weights)"
+    /usr/bin/python3 tools/make_random_z_image.py --out "$z_dir.tmp" --seed 0 --dtype f32
+    rm -rf "$z_dir" && mv "$z_dir.tmp" "$z_dir"
+  fi
+}
+make_models > build/fidelity/make.log 2>&1 &
+models_pid=$!
+
+cmake --preset release
+cmake --build --preset release
+if ! wait "$models_pid"; then
+  cat build/fidelity/make.log
+  echo "error: writing the random test models failed (build/fidelity/make.log)" >&2
+  exit 1
 fi
-# A tiny random Z-Image as its three files (400 MB, seconds to make), by our own writer;
-# tests/golden/z_image_tiny holds the reference implementation's images of it.
-z_dir=build/fidelity/z_image_tiny
-if [ ! -f "$z_dir/ae.safetensors" ]; then
-  echo "making $z_dir (random weights)"
-  /usr/bin/python3 tools/make_random_z_image.py --out "$z_dir.tmp" --seed 0 --dtype f32
-  rm -rf "$z_dir" && mv "$z_dir.tmp" "$z_dir"
+cat build/fidelity/make.log
+if [ -f build/fidelity/sd15_rand_f16.safetensors ]; then
+  export SD_TEST_SD15_MODEL=$PWD/build/fidelity/sd15_rand_f16.safetensors
+  export SD_TEST_SD2_MODEL=$PWD/build/fidelity/sd2_rand_f16.safetensors
+  export SD_TEST_SDXL_MODEL=$PWD/build/fidelity/sdxl_rand_f16.safetensors
 fi
-export SD_TEST_Z_IMAGE_DIR=$PWD/$z_dir
+[ -f build/fidelity/flux_tiny/ae.safetensors ] && export SD_TEST_FLUX_DIR=$PWD/build/fidelity/flux_tiny
+export SD_TEST_Z_IMAGE_DIR=$PWD/build/fidelity/z_image_tiny
+
+sanitize_pid=
+if [ "$sanitize" = 1 ]; then
+  # Out of the tests' way: every cycle they leave, none they want.
+  (cmake --preset debug-sanitize >/dev/null &&
+     nice -n 19 cmake --build --preset debug-sanitize) > build/sanitize-build.log 2>&1 &
+  sanitize_pid=$!
+fi
+
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
 # tools/ do the same by default, see tools/omp_wait_policy.cpp).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
-ctest --preset release -j "$jobs" "${args[@]}"
+release_status=0
+ctest --preset release -j "$jobs" "${args[@]}" || release_status=$?
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR
 
-if [ "$sanitize" = 1 ]; then
-  cmake --preset debug-sanitize >/dev/null
-  cmake --build --preset debug-sanitize
+if [ -n "$sanitize_pid" ]; then
+  if ! wait "$sanitize_pid"; then
+    tail -n 60 build/sanitize-build.log
+    echo "error: the sanitizer build failed (build/sanitize-build.log)" >&2
+    exit 1
+  fi
+  [ "$release_status" = 0 ] || exit "$release_status"
   ASAN_OPTIONS=detect_leaks=1 ctest --preset debug-sanitize -j "$jobs" "${args[@]}"
 fi
+exit "$release_status"
