@@ -70,34 +70,6 @@ FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, 
   return r;
 }
 
-std::vector<float> flux_patchify(const std::vector<float>& latent, int64_t w, int64_t h, int64_t c,
-                                 int p) {
-  const int64_t pw = w / p, ph = h / p, width = c * p * p;
-  std::vector<float> tokens(static_cast<size_t>(width * pw * ph));
-  for (int64_t row = 0; row < ph; ++row)
-    for (int64_t col = 0; col < pw; ++col)
-      for (int64_t ch = 0; ch < c; ++ch)
-        for (int dy = 0; dy < p; ++dy)
-          for (int dx = 0; dx < p; ++dx)
-            tokens[static_cast<size_t>((row * pw + col) * width + (ch * p + dy) * p + dx)] =
-                latent[static_cast<size_t>((ch * h + row * p + dy) * w + col * p + dx)];
-  return tokens;
-}
-
-std::vector<float> flux_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
-                                   int64_t c, int p) {
-  const int64_t pw = w / p, ph = h / p, width = c * p * p;
-  std::vector<float> latent(static_cast<size_t>(w * h * c));
-  for (int64_t row = 0; row < ph; ++row)
-    for (int64_t col = 0; col < pw; ++col)
-      for (int64_t ch = 0; ch < c; ++ch)
-        for (int dy = 0; dy < p; ++dy)
-          for (int dx = 0; dx < p; ++dx)
-            latent[static_cast<size_t>((ch * h + row * p + dy) * w + col * p + dx)] =
-                tokens[static_cast<size_t>((row * pw + col) * width + (ch * p + dy) * p + dx)];
-  return latent;
-}
-
 namespace {
 
 // Shift, scale and gate of one adaLN modulation, each f32 [hidden, 1, N].

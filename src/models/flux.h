@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "nn/weights.h"
+#include "nn/patches.h"
 
 namespace sd::models {
 
@@ -83,10 +84,14 @@ FluxRope flux_rope(const FluxConfig& config, int64_t text_tokens, int64_t patche
 
 // Latent [W, H, C] planes <-> tokens [C * p * p, patches]: token (row, col) holds channel c's
 // p x p patch at c * p * p + dy * p + dx (the reference's "c ph pw" order).
-std::vector<float> flux_patchify(const std::vector<float>& latent, int64_t w, int64_t h, int64_t c,
-                                 int p);
-std::vector<float> flux_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
-                                   int64_t c, int p);
+inline std::vector<float> flux_patchify(const std::vector<float>& latent, int64_t w, int64_t h,
+                                        int64_t c, int p) {
+  return nn::patchify(latent, w, h, c, p, nn::PatchOrder::ChannelMajor);
+}
+inline std::vector<float> flux_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                          int64_t c, int p) {
+  return nn::unpatchify(tokens, w, h, c, p, nn::PatchOrder::ChannelMajor);
+}
 
 // Builds the DiT graph for one call.
 //   img: f32 [in_channels, image tokens, N]; txt: f32 [context_dim, text tokens, N];

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "nn/weights.h"
+#include "nn/patches.h"
 
 namespace sd::models {
 
@@ -51,8 +52,10 @@ struct MmditConfig {
 
 // Image tokens [patch_width, patches] (token (row, col) holding (dy * p + dx) * C + c, the
 // reference's patch-first order) -> latent planes [w, h, C].
-std::vector<float> mmdit_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
-                                    int64_t c, int p);
+inline std::vector<float> mmdit_unpatchify(const std::vector<float>& tokens, int64_t w,
+                                           int64_t h, int64_t c, int p) {
+  return nn::unpatchify(tokens, w, h, c, p, nn::PatchOrder::ChannelMinor);
+}
 
 // Builds the MMDiT graph for one call.
 //   x: f32 [w, h, in_channels, N], w and h multiples of patch_size;

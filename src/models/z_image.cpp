@@ -100,34 +100,6 @@ ZImageRope z_image_rope(const ZImageConfig& c, int64_t caption_tokens, int64_t p
   return r;
 }
 
-std::vector<float> z_image_patchify(const std::vector<float>& latent, int64_t w, int64_t h,
-                                    int64_t c, int p) {
-  const int64_t pw = w / p, ph = h / p, width = c * p * p;
-  std::vector<float> tokens(static_cast<size_t>(width * pw * ph));
-  for (int64_t row = 0; row < ph; ++row)
-    for (int64_t col = 0; col < pw; ++col)
-      for (int dy = 0; dy < p; ++dy)
-        for (int dx = 0; dx < p; ++dx)
-          for (int64_t ch = 0; ch < c; ++ch)
-            tokens[static_cast<size_t>((row * pw + col) * width + (dy * p + dx) * c + ch)] =
-                latent[static_cast<size_t>((ch * h + row * p + dy) * w + col * p + dx)];
-  return tokens;
-}
-
-std::vector<float> z_image_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
-                                      int64_t c, int p) {
-  const int64_t pw = w / p, ph = h / p, width = c * p * p;
-  std::vector<float> latent(static_cast<size_t>(w * h * c));
-  for (int64_t row = 0; row < ph; ++row)
-    for (int64_t col = 0; col < pw; ++col)
-      for (int dy = 0; dy < p; ++dy)
-        for (int dx = 0; dx < p; ++dx)
-          for (int64_t ch = 0; ch < c; ++ch)
-            latent[static_cast<size_t>((ch * h + row * p + dy) * w + col * p + dx)] =
-                tokens[static_cast<size_t>((row * pw + col) * width + (dy * p + dx) * c + ch)];
-  return latent;
-}
-
 namespace {
 
 Tensor* rms(const nn::Scope& s, Tensor* x, int64_t dim, float eps) {

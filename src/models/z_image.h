@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "nn/weights.h"
+#include "nn/patches.h"
 
 namespace sd::models {
 
@@ -78,10 +79,14 @@ ZImageRope z_image_rope(const ZImageConfig& config, int64_t caption_tokens, int6
                         int64_t patches_w);
 
 // Latent [W, H, C] planes <-> tokens [p * p * C, patches] in Z-Image's (dy, dx, c) order.
-std::vector<float> z_image_patchify(const std::vector<float>& latent, int64_t w, int64_t h,
-                                    int64_t c, int p);
-std::vector<float> z_image_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
-                                      int64_t c, int p);
+inline std::vector<float> z_image_patchify(const std::vector<float>& latent, int64_t w,
+                                           int64_t h, int64_t c, int p) {
+  return nn::patchify(latent, w, h, c, p, nn::PatchOrder::ChannelMinor);
+}
+inline std::vector<float> z_image_unpatchify(const std::vector<float>& tokens, int64_t w,
+                                             int64_t h, int64_t c, int p) {
+  return nn::unpatchify(tokens, w, h, c, p, nn::PatchOrder::ChannelMinor);
+}
 
 // Builds the transformer graph for one sample.
 //   img: f32 [p * p * in_channels, image tokens]; caption: f32 [caption_dim, caption tokens];
