@@ -248,13 +248,7 @@ std::string find_bpe_tokenizer(const std::string& explicit_path, const std::stri
   }
   const std::string cached = cache_folder_path(std::string("qwen/") + kBpeTokenizerFileName);
   if (!cached.empty() && file_exists(cached)) return cached;
-  fail(
-      "Qwen tokenizer not found: the Qwen text encoder needs its %s (Hugging Face, the text "
-      "encoder's repository, e.g. Qwen/Qwen3-4B or Qwen/Qwen2.5-VL-7B-Instruct, file "
-      "tokenizer.json; a diffusers folder has it as tokenizer/tokenizer.json). Save it as %s, "
-      "put it next to the text encoder's weight file, or set SD_QWEN_TOKENIZER to its path",
-      kBpeTokenizerFileName,
-      cached.empty() ? "~/.cache/sd-engine/qwen/tokenizer.json" : cached.c_str());
+  return "";  // nothing placed: the built-in one (models/embedded_vocab.h)
 }
 
 BpeTokenizer::BpeTokenizer() : cache_(std::make_shared<WordCache>()) {

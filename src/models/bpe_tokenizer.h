@@ -38,9 +38,9 @@ inline constexpr const char* kBpeTokenizerFileName = "tokenizer.json";
 // Finds a Qwen-family tokenizer.json. Order: `explicit_path` (a flag), the
 // SD_QWEN_TOKENIZER environment variable, `model_dir`/tokenizer/tokenizer.json (a diffusers
 // folder), a tokenizer.json next to `llm_file`, the user cache ($XDG_CACHE_HOME or
-// ~/.cache)/sd-engine/qwen/tokenizer.json. Throws an sd::Error naming the file, where to get
-// it and where to put it when none exists; an explicit path or SD_QWEN_TOKENIZER that does
-// not exist is an error too. Nothing is downloaded.
+// ~/.cache)/sd-engine/qwen/tokenizer.json. "" when none of them exists (the caller then
+// uses the built-in Qwen tokenizer, models/embedded_vocab.h); an explicit path or
+// SD_QWEN_TOKENIZER that does not exist is an sd::Error. Nothing is downloaded.
 std::string find_bpe_tokenizer(const std::string& explicit_path, const std::string& model_dir,
                                const std::string& llm_file);
 

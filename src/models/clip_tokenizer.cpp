@@ -119,12 +119,7 @@ std::string find_clip_vocab(const std::string& explicit_path, const std::string&
   }
   const std::string cached = cache_folder_path(kClipVocabFileName);
   if (!cached.empty() && file_exists(cached)) return cached;
-  throw Error(format(
-      "CLIP tokenizer vocabulary not found: the text encoder needs %s (OpenAI's public CLIP "
-      "repository, https://github.com/openai/CLIP, file clip/%s). Save it as %s, or set "
-      "SD_CLIP_VOCAB to its path; a diffusers model folder's tokenizer/merges.txt also works",
-      kClipVocabFileName, kClipVocabFileName,
-      cached.empty() ? "~/.cache/sd-engine/bpe_simple_vocab_16e6.txt.gz" : cached.c_str()));
+  return "";  // nothing placed: the built-in one (models/embedded_vocab.h)
 }
 
 ClipTokenizer ClipTokenizer::from_file(const std::string& path) {

@@ -27,15 +27,15 @@ inline constexpr int kClipVocabSize = 49408;
 // Tokens per text-encoder window: BOS + 75 prompt tokens + EOS.
 inline constexpr int kClipChunkLength = 77;
 
-// The file the user has to supply, and where the public copy lives.
+// The file's name, as OpenAI's CLIP repository publishes it (a copy is built in).
 inline constexpr const char* kClipVocabFileName = "bpe_simple_vocab_16e6.txt.gz";
 
 // Finds CLIP's merge list. Order: `explicit_path` (a flag), the SD_CLIP_VOCAB environment
 // variable, `model_dir`/tokenizer/merges.txt (a diffusers folder), the user cache
-// ($XDG_CACHE_HOME or ~/.cache)/sd-engine/bpe_simple_vocab_16e6.txt.gz. Throws an
-// sd::Error naming the file, where to get it and where to put it when none exists; an
-// explicit path or SD_CLIP_VOCAB that does not exist is an error too (never silently
-// skipped). Nothing is downloaded.
+// ($XDG_CACHE_HOME or ~/.cache)/sd-engine/bpe_simple_vocab_16e6.txt.gz. "" when none of
+// them exists (the caller then uses the built-in copy, models/embedded_vocab.h); an explicit
+// path or SD_CLIP_VOCAB that does not exist is an sd::Error (never silently skipped).
+// Nothing is downloaded.
 std::string find_clip_vocab(const std::string& explicit_path, const std::string& model_dir);
 
 class ClipTokenizer {

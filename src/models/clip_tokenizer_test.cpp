@@ -249,15 +249,7 @@ TEST(FindClipVocab, FollowsTheLookupOrder) {
   }
   EXPECT_THROW(find_clip_vocab((root / "missing.gz").string(), ""), Error);
   fs::remove(cached);
-  try {
-    find_clip_vocab("", (root / "elsewhere").string());
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    const std::string what = e.what();
-    EXPECT_NE(what.find(kClipVocabFileName), std::string::npos) << what;
-    EXPECT_NE(what.find("github.com/openai/CLIP"), std::string::npos) << what;
-    EXPECT_NE(what.find(cached), std::string::npos) << what;
-  }
+  EXPECT_EQ(find_clip_vocab("", (root / "elsewhere").string()), "");  // the built-in one then
 }
 
 }  // namespace

@@ -104,7 +104,7 @@ TEST_F(ReferenceDump, FirstUnetCall) {
   const sampling::ModelStep ms = schedule.model_step(sigmas[0]);
   std::vector<float> scaled(x);
   for (float& v : scaled) v *= ms.scalings.c_in;
-  Conditioning c{cond_ctx, 768, 77, {}, {}};
+  Conditioning c{cond_ctx, 768, 77, {}, {}, {}};
   UnetRunner unet(*weights_, models::UnetConfig::sd1(), *backend_);
   const std::vector<float> out = unet.predict(scaled, 32, 32, ms.timestep, {&c})[0];
   const Diff d = diff(out, ref);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "io/io_test_util.h"
@@ -51,6 +52,27 @@ TEST_F(TinyPipeline, PlacementErrorsComeBeforeAnyWork) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("unknown device 'floppy'"), std::string::npos) << e.what();
   }
+}
+
+// With no vocabulary given or placed, the built-in copy gives the same image.
+TEST_F(TinyPipeline, ACheckpointRunsWithTheBuiltInClipVocabulary) {
+  const io::test::TempDir empty;
+  const std::string cache = empty.path().string();
+  const char* env = std::getenv("SD_CLIP_VOCAB");
+  const std::string saved_env = env ? env : "";
+  const char* xdg = std::getenv("XDG_CACHE_HOME");
+  const std::string saved_xdg = xdg ? xdg : "";
+  unsetenv("SD_CLIP_VOCAB");
+  setenv("XDG_CACHE_HOME", cache.c_str(), 1);
+  ModelOptions o = options_;
+  o.clip_vocab.clear();
+  const std::vector<uint8_t> pixels = StableDiffusion(o).generate(request_)[0].pixels;
+  if (!saved_env.empty()) setenv("SD_CLIP_VOCAB", saved_env.c_str(), 1);
+  if (saved_xdg.empty())
+    unsetenv("XDG_CACHE_HOME");
+  else
+    setenv("XDG_CACHE_HOME", saved_xdg.c_str(), 1);
+  EXPECT_EQ(pixels, sd_->generate(request_)[0].pixels);
 }
 
 TEST_F(TinyPipeline, IncompleteCheckpointListsTheMissingTensorsUpFront) {

@@ -56,8 +56,9 @@ Section cli_section(CliOptions& o) {
                           &o.output_path));
   v.push_back(text_option("", "--image", "image to inspect (metadata mode)", &o.image_path));
   v.push_back(text_option("", "--tokenizer",
-                          "tokenizer.json whose ids -p becomes (tokenize mode; default: the "
-                          "--llm file's, SD_QWEN_TOKENIZER, or the user cache's)",
+                          "tokenizer.json whose ids -p becomes (tokenize mode; default: "
+                          "SD_QWEN_TOKENIZER, the --llm file's, the user cache's, or the "
+                          "built-in Qwen tokenizer)",
                           &o.tokenizer_path));
   v.push_back(text_option("", "--metadata-format",
                           "metadata output format, one of [text, json] (default: text)",

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "io/gguf.h"
+#include "models/embedded_vocab.h"
 #include "tensor/error.h"
 #include "weights/model_loader.h"
 
@@ -38,6 +39,9 @@ std::optional<models::BpeGgufVocab> gguf_vocab(const std::string& path) {
 
 std::shared_ptr<const models::ClipTokenizer> clip_tokenizer(const ModelFiles& files) {
   const std::string vocab = models::find_clip_vocab(files.options.clip_vocab, model_folder(files));
+  if (vocab.empty())  // none given or placed: the built-in one
+    return std::make_shared<const models::ClipTokenizer>(
+        models::ClipTokenizer::from_merges(models::embedded_clip_merges()));
   return std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
 }
 
@@ -59,6 +63,9 @@ std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(const std::string
       return std::make_shared<const models::BpeTokenizer>(
           models::BpeTokenizer::from_gguf_metadata(*v));
   const std::string path = models::find_bpe_tokenizer(explicit_path, model_dir, llm_file);
+  if (path.empty())  // none given or placed: the built-in Qwen tokenizer
+    return std::make_shared<const models::BpeTokenizer>(
+        models::BpeTokenizer::from_json(models::embedded_qwen_tokenizer_json()));
   return std::make_shared<const models::BpeTokenizer>(models::BpeTokenizer::from_file(path));
 }
 

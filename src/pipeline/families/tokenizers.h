@@ -18,7 +18,8 @@ std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files)
 std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files);
 // The same search from paths: `explicit_path` (a flag), SD_QWEN_TOKENIZER, then the
 // tokenizer inside a GGUF `llm_file`, then `model_dir`/tokenizer/, beside `llm_file`, the
-// user cache.
+// user cache, and last the built-in Qwen tokenizer (the one of every Qwen text encoder the
+// families read; a Mistral family will need its own).
 std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(const std::string& explicit_path,
                                                                const std::string& model_dir,
                                                                const std::string& llm_file);
