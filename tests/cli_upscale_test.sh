@@ -72,6 +72,12 @@ expect_one_error missing_image "nope.png"
 printf 'not a model' >"$work/text.pth"
 run text_model nonzero --upscale-model "$work/text.pth" -i "$work/in.png" -o "$work/never.png"
 grep -qi "error" "$work/text_model.out" || fail "text_model: no error"
+# Sizes no image can have are refused before any upscaling: 20x12 x4 six times is
+# 81920x49152. (The work itself would run for minutes.)
+run too_many_repeats nonzero --upscale-model "$work/x4.safetensors" -i "$work/in.png" \
+  -o "$work/never.png" --upscale-repeats 6
+expect_one_error too_many_repeats "use fewer --upscale-repeats or a smaller image"
+grep -qF "81920x49152" "$work/too_many_repeats.out" || fail "too_many_repeats: size not named"
 [ -e "$work/never.png" ] && fail "a refused run wrote its output"
 
 finish "upscale: all cases passed"

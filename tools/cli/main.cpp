@@ -127,9 +127,29 @@ int run_metadata(const CliOptions& cli) {
   return 0;
 }
 
+// The size `repeats` runs of an upscaler by `factor` make of a width x height image; an
+// sd::Error naming --upscale-repeats when it could not be written (io::kMaxImageSide,
+// io::kMaxImagePixels), before any of the work.
+void check_upscaled_size(int64_t width, int64_t height, int64_t factor, int repeats) {
+  int64_t w = width, h = height;
+  for (int r = 1; r <= repeats; ++r) {
+    w *= factor;
+    h *= factor;
+    SD_CHECK(w <= sd::io::kMaxImageSide && h <= sd::io::kMaxImageSide &&
+                 w * h <= sd::io::kMaxImagePixels,
+             "upscaling the %lldx%lld image x%lld %d time%s would make it %lldx%lld, larger "
+             "than an image can be (%d pixels a side, %lld in all); use fewer "
+             "--upscale-repeats or a smaller image",
+             static_cast<long long>(width), static_cast<long long>(height),
+             static_cast<long long>(factor), r, r == 1 ? "" : "s", static_cast<long long>(w),
+             static_cast<long long>(h), sd::io::kMaxImageSide,
+             static_cast<long long>(sd::io::kMaxImagePixels));
+  }
+}
+
 // Runs the ESRGAN upscaler `repeats` times over each image, in place; false when the
 // upscaler could not be loaded or an image could not be upscaled (that image is then kept
-// at the size it had).
+// at the size it had). The final sizes are checked before any image is upscaled.
 bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_image_t* images,
                     int count) {
   const ContextOptions& c = a.context;
@@ -144,6 +164,16 @@ bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_im
       ctx_params.backend, ctx_params.params_backend, c.wtype);
   if (!upscaler) return false;  // the library said why
   const uint32_t factor = static_cast<uint32_t>(get_upscale_factor(upscaler));
+  try {
+    for (int i = 0; i < count; ++i)
+      if (images[i].data)
+        check_upscaled_size(images[i].width, images[i].height, factor,
+                            a.generation.upscale_repeats);
+  } catch (const sd::Error& e) {
+    log_message(SD_LOG_ERROR, "%s", e.what());
+    free_upscaler_ctx(upscaler);
+    return false;
+  }
   bool ok = true;
   for (int i = 0; i < count; ++i) {
     for (int r = 0; r < a.generation.upscale_repeats && images[i].data; ++r) {
@@ -212,6 +242,18 @@ int run_generation(Arguments& a) {
 
   sd_img_gen_params_t params = g.to_c_params();
   attach_input_images(inputs, params);
+  // An upscale the images could not take is refused before they are generated.
+  if (!a.context.esrgan_path.empty() && g.upscale_repeats > 0 && params.width > 0 &&
+      params.height > 0) {
+    std::unique_ptr<upscaler_ctx_t, void (*)(upscaler_ctx_t*)> upscaler(
+        new_upscaler_ctx_with_type(a.context.esrgan_path.c_str(), a.context.diffusion_conv_direct,
+                                   a.context.n_threads, g.upscale_tile_size, ctx_params.backend,
+                                   ctx_params.params_backend, a.context.wtype),
+        free_upscaler_ctx);
+    SD_CHECK(upscaler, "could not open the upscaler (see the messages above)");
+    check_upscaled_size(params.width, params.height, get_upscale_factor(upscaler.get()),
+                        g.upscale_repeats);
+  }
   char* params_text = sd_img_gen_params_to_str(&params);
   log_message(SD_LOG_DEBUG, "%s", params_text ? params_text : "");
   std::free(params_text);
