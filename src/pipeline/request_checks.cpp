@@ -24,6 +24,13 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
            "--cfg-scale must be a finite number >= 0 (got %g)", r.cfg_scale);
   SD_CHECK(r.custom_sigmas.empty() || r.custom_sigmas.size() >= 2,
            "--sigmas needs at least two values (a start and the final 0)");
+  for (size_t i = 0; i < r.custom_sigmas.size(); ++i) {
+    const float s = r.custom_sigmas[i];
+    SD_CHECK(std::isfinite(s) && s >= 0.0f, "--sigmas: %g is not a sigma (finite, >= 0)", s);
+    SD_CHECK(i == 0 || s <= r.custom_sigmas[i - 1],
+             "--sigmas must not increase (%g follows %g): noise goes down as sampling goes on", s,
+             r.custom_sigmas[i - 1]);
+  }
   SD_CHECK(r.timestep_shift >= 0 && r.timestep_shift <= 1000,
            "--timestep-shift must be in [0, 1000] (got %d)", r.timestep_shift);
   if (r.timestep_shift > 0 && !family->defaults().timestep_shift) {

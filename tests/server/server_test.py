@@ -298,6 +298,13 @@ try:
                  "field 'steps' must be an integer, got a string")
     expect_error(server, "POST", "/sdcpp/v1/img_gen", {"sample_params": {"sample_steps": -3}}, 400,
                  "sample_params.sample_steps' must be from 1")
+    # Custom sigmas as sd-cli checks --sigmas: two or more, finite, >= 0, not increasing.
+    for sigmas, text in (([1], "at least two values"), ([1e300, 0], "is not a sigma"),
+                         ([-1, -2], "is not a sigma"), ([0.5, 1, 0], "must not increase")):
+        expect_error(server, "POST", "/sdcpp/v1/img_gen",
+                     {"sample_params": {"custom_sigmas": sigmas}}, 400, "custom_sigmas")
+        expect_error(server, "POST", "/sdcpp/v1/img_gen",
+                     {"sample_params": {"custom_sigmas": sigmas}}, 400, text)
     expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100000, "height": 64},
                  400, "--max-image-side")
     expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100, "height": 64},

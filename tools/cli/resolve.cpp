@@ -228,6 +228,15 @@ void validate_generation(const GenerationOptions& g, Mode mode) {
   SD_CHECK(g.qwen_image_layers >= 0, "--qwen-image-layers must be non-negative");
   SD_CHECK(g.sample_params.sample_steps > 0, "--steps must be at least 1, got %d",
            g.sample_params.sample_steps);
+  SD_CHECK(g.custom_sigmas.empty() || g.custom_sigmas.size() >= 2,
+           "--sigmas needs at least two values (a start and the final 0)");
+  for (size_t i = 0; i < g.custom_sigmas.size(); ++i) {
+    const float s = g.custom_sigmas[i];
+    SD_CHECK(std::isfinite(s) && s >= 0.0f, "--sigmas: %g is not a sigma (finite, >= 0)", s);
+    SD_CHECK(i == 0 || s <= g.custom_sigmas[i - 1],
+             "--sigmas must not increase (%g follows %g): noise goes down as sampling goes on", s,
+             g.custom_sigmas[i - 1]);
+  }
   SD_CHECK(g.strength >= 0.f && g.strength <= 1.f, "--strength must be in [0, 1], got %g",
            g.strength);
   SD_CHECK(g.sample_params.guidance.txt_cfg >= 0.f, "--cfg-scale must not be negative, got %g",

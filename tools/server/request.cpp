@@ -324,7 +324,7 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
         {"--steps", "steps"},          {"--strength", "strength"},
         {"--cfg-scale", "cfg scale"},  {"--batch-count", "batch count"},
         {"--hires-", "hires "},        {"--cache-option", "cache_option"},
-        {"--cache-mode", "cache_mode"}};
+        {"--cache-mode", "cache_mode"}, {"--sigmas", "custom_sigmas"}};
     for (const auto& [flag, field] : kFields) {
       for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))
         message.replace(at, std::strlen(flag), field);
