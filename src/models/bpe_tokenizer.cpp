@@ -15,6 +15,7 @@
 #include <queue>
 #include <sstream>
 
+#include "models/byte_level.h"
 #include "models/cache_folder.h"
 #include "tensor/error.h"
 
@@ -103,47 +104,11 @@ size_t utf8_length(unsigned char c) {
   return "\1\1\1\1\1\1\1\1\1\1\1\1\2\2\3\4"[c >> 4];
 }
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// GPT-2's byte -> printable character table: printable Latin-1 bytes stand for themselves,
-// the others (controls, space, soft hyphen, ...) take code points from U+0100 up in byte
-// order. `byte_of` inverts it for decoding.
-struct ByteSymbols {
-  std::array<std::string, 256> text;
-  std::array<int16_t, 0x144> byte_of;  // code point -> byte, -1 for none
-  ByteSymbols() {
-    byte_of.fill(-1);
-    uint32_t next = 0x100;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-      const uint32_t cp = printable ? static_cast<uint32_t>(b) : next++;
-      append_utf8(text[b], cp);
-      byte_of[cp] = static_cast<int16_t>(b);
-    }
-  }
-};
-
-const ByteSymbols& byte_symbols() {
-  static const ByteSymbols kTable;
-  return kTable;
-}
-
 std::string to_byte_symbols(std::string_view bytes) {
-  const ByteSymbols& table = byte_symbols();
+  const ByteLevelAlphabet& alphabet = byte_level_alphabet();
   std::string out;
   out.reserve(bytes.size() * 2);
-  for (char c : bytes) out += table.text[static_cast<unsigned char>(c)];
+  for (char c : bytes) out += alphabet.symbol[static_cast<unsigned char>(c)];
   return out;
 }
 
@@ -513,9 +478,9 @@ void BpeTokenizer::add_split(const std::string& pattern, bool literal) {
 }
 
 void BpeTokenizer::finish() {
-  const ByteSymbols& symbols = byte_symbols();
+  const ByteLevelAlphabet& alphabet = byte_level_alphabet();
   for (int b = 0; b < 256; ++b) {
-    const auto it = vocab_.find(symbols.text[b]);
+    const auto it = vocab_.find(alphabet.symbol[b]);
     byte_id_[b] = it == vocab_.end() ? -1 : it->second;
   }
   for (auto& list : added_by_first_byte_) list.clear();
@@ -698,7 +663,7 @@ void BpeTokenizer::merge_word(std::string_view word, std::vector<int>& ids) cons
 }
 
 std::string BpeTokenizer::decode(const std::vector<int>& ids) const {
-  const ByteSymbols& symbols = byte_symbols();
+  const ByteLevelAlphabet& alphabet = byte_level_alphabet();
   std::string out;
   for (int id : ids) {
     SD_CHECK(id >= 0 && id < static_cast<int>(tokens_.size()),
@@ -714,8 +679,8 @@ std::string BpeTokenizer::decode(const std::vector<int>& ids) const {
       uint32_t cp = lead;
       if (len == 2) cp = ((lead & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu);
       // Characters outside the byte table (none in a byte-level vocabulary) stay as written.
-      if ((len == 1 || len == 2) && cp < symbols.byte_of.size() && symbols.byte_of[cp] >= 0)
-        out += static_cast<char>(symbols.byte_of[cp]);
+      if ((len == 1 || len == 2) && cp < alphabet.byte_of.size() && alphabet.byte_of[cp] >= 0)
+        out += static_cast<char>(alphabet.byte_of[cp]);
       else
         out.append(text, i, len);
       i += len;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "models/byte_level.h"
 #include "models/cache_folder.h"
 #include "tensor/error.h"
 
@@ -22,40 +23,6 @@ constexpr size_t kMaxMergesBytes = 64u << 20;
 
 const char* const kBosText = "<|startoftext|>";
 const char* const kEosText = "<|endoftext|>";
-
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
-
-// GPT-2/CLIP's byte -> printable character table: printable Latin-1 bytes stand for
-// themselves, the others (controls, space, soft hyphen, ...) take code points from 256 up.
-// The order is also the order of the first 256 vocabulary entries.
-std::vector<std::pair<int, uint32_t>> byte_to_unicode_in_vocab_order() {
-  std::vector<std::pair<int, uint32_t>> table;
-  std::vector<bool> printable(256, false);
-  auto keep = [&](int lo, int hi) {
-    for (int b = lo; b <= hi; ++b) {
-      printable[b] = true;
-      table.emplace_back(b, static_cast<uint32_t>(b));
-    }
-  };
-  keep('!', '~');
-  keep(0xA1, 0xAC);
-  keep(0xAE, 0xFF);
-  uint32_t next = 256;
-  for (int b = 0; b < 256; ++b)
-    if (!printable[b]) table.emplace_back(b, next++);
-  return table;
-}
 
 bool is_clip_space(unsigned char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
@@ -159,12 +126,11 @@ ClipTokenizer ClipTokenizer::from_merges(std::string_view text) {
                        kClipMergeCount, kClipVocabFileName));
 
   ClipTokenizer t;
-  t.byte_symbol_.resize(256);
-  const auto table = byte_to_unicode_in_vocab_order();
-  for (const auto& [byte, cp] : table) append_utf8(t.byte_symbol_[byte], cp);
+  const ByteLevelAlphabet& alphabet = byte_level_alphabet();
+  t.byte_symbol_.assign(alphabet.symbol.begin(), alphabet.symbol.end());
   t.vocab_.reserve(kClipVocabSize);
-  for (const auto& [byte, cp] : table) t.vocab_.push_back(t.byte_symbol_[byte]);
-  for (const auto& [byte, cp] : table) t.vocab_.push_back(t.byte_symbol_[byte] + "</w>");
+  for (uint8_t b : alphabet.vocab_order) t.vocab_.push_back(alphabet.symbol[b]);
+  for (uint8_t b : alphabet.vocab_order) t.vocab_.push_back(alphabet.symbol[b] + "</w>");
   for (const auto& [left, right] : merges) t.vocab_.push_back(left + right);
   t.vocab_.push_back(kBosText);
   t.vocab_.push_back(kEosText);

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "models/byte_level.h"
 #include "models/llm.h"
 #include "models/vae.h"
 #include "models/z_image.h"
@@ -42,24 +43,9 @@ inline models::LlmConfig tiny_qwen3_config() {
   return c;
 }
 
-// GPT-2's printable stand-in of a byte, as UTF-8: bytes that are printable Latin-1 stand for
-// themselves, the others for 256, 257, ... in byte order.
+// GPT-2's printable stand-in of a byte, as UTF-8 (the byte-level tokenizers' alphabet).
 inline std::string byte_symbol(int b) {
-  const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-  int cp = b;
-  if (!printable) {
-    cp = 256;
-    for (int x = 0; x < b; ++x)
-      if (!((x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174)) ++cp;
-  }
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
+  return models::byte_level_alphabet().symbol[static_cast<size_t>(b)];
 }
 
 // 256 byte tokens, a few merges ("a", " cat"), Qwen's <|im_start|> and <|im_end|> as added
