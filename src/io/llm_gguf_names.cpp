@@ -1,8 +1,8 @@
 #include "io/llm_gguf_names.h"
 
 #include <array>
-#include <charconv>
-#include <utility>
+
+#include "io/llama_cpp_blocks.h"
 
 namespace sd::io {
 namespace {
@@ -13,7 +13,7 @@ bool starts_with(std::string_view s, std::string_view p) {
 
 // What follows "blk.N." in llama.cpp's names, and the Hugging Face name below "layers.N.".
 // Longer spellings first: attn_q_norm must win over attn_q.
-constexpr std::array<std::pair<std::string_view, std::string_view>, 11> kBlockParts{{
+constexpr std::array<BlockPart, 11> kBlockParts{{
     {"attn_q_norm.", "self_attn.q_norm."},
     {"attn_k_norm.", "self_attn.k_norm."},
     {"attn_norm.", "input_layernorm."},
@@ -33,19 +33,7 @@ std::optional<std::string> llm_name_from_llama_cpp(std::string_view name) {
   if (starts_with(name, "token_embd.")) return "model.embed_tokens." + std::string(name.substr(11));
   if (starts_with(name, "output_norm.")) return "model.norm." + std::string(name.substr(12));
   if (starts_with(name, "output.")) return "lm_head." + std::string(name.substr(7));
-  if (!starts_with(name, "blk.")) return std::nullopt;
-  std::string_view rest = name.substr(4);
-  int block = 0;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), block);
-  if (ec != std::errc() || end == rest.data() || end == rest.data() + rest.size() || *end != '.')
-    return std::nullopt;
-  rest.remove_prefix(static_cast<size_t>(end - rest.data()) + 1);
-  for (const auto& [from, to] : kBlockParts) {
-    if (starts_with(rest, from))
-      return "model.layers." + std::to_string(block) + "." + std::string(to) +
-             std::string(rest.substr(from.size()));
-  }
-  return std::nullopt;
+  return rename_llama_cpp_block(name, "blk.", "model.layers.", kBlockParts);
 }
 
 }  // namespace sd::io

@@ -1,8 +1,8 @@
 #include "io/t5_gguf_names.h"
 
 #include <array>
-#include <charconv>
-#include <utility>
+
+#include "io/llama_cpp_blocks.h"
 
 namespace sd::io {
 namespace {
@@ -12,7 +12,7 @@ bool starts_with(std::string_view s, std::string_view p) {
 }
 
 // What follows "enc.blk.N." in llama.cpp's T5 names, and the HF name below "block.N.".
-constexpr std::array<std::pair<std::string_view, std::string_view>, 10> kBlockParts{{
+constexpr std::array<BlockPart, 10> kBlockParts{{
     {"attn_q.", "layer.0.SelfAttention.q."},
     {"attn_k.", "layer.0.SelfAttention.k."},
     {"attn_v.", "layer.0.SelfAttention.v."},
@@ -31,19 +31,7 @@ std::optional<std::string> t5_name_from_llama_cpp(std::string_view name) {
   if (starts_with(name, "token_embd.")) return "shared." + std::string(name.substr(11));
   if (starts_with(name, "enc.output_norm."))
     return "encoder.final_layer_norm." + std::string(name.substr(16));
-  if (!starts_with(name, "enc.blk.")) return std::nullopt;
-  std::string_view rest = name.substr(8);
-  int block = 0;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), block);
-  if (ec != std::errc() || end == rest.data() || end == rest.data() + rest.size() || *end != '.')
-    return std::nullopt;
-  rest.remove_prefix(static_cast<size_t>(end - rest.data()) + 1);
-  for (const auto& [from, to] : kBlockParts) {
-    if (starts_with(rest, from))
-      return "encoder.block." + std::to_string(block) + "." + std::string(to) +
-             std::string(rest.substr(from.size()));
-  }
-  return std::nullopt;
+  return rename_llama_cpp_block(name, "enc.blk.", "encoder.block.", kBlockParts);
 }
 
 }  // namespace sd::io
