@@ -225,6 +225,21 @@ inline constexpr const char* kTinyT5TokenizerJson = R"({
   ]}
 })";
 
+// FLUX.1's 16-channel autoencoder with 32 and 64 channels (LDM names, both halves).
+inline void write_tiny_flux_vae(const std::string& path, uint32_t seed) {
+  nn::RandomWeights w(DType::F16, seed);
+  models::VaeConfig vc = models::VaeConfig::flux();
+  vc.ch = 32;
+  vc.ch_mult = {1, 2};
+  vc.num_res_blocks = 1;
+  Context ctx;
+  Tensor* z = ctx.new_tensor(DType::F32, {4, 4, 16, 1});
+  models::vae_decode(nn::Scope(ctx, w, ""), vc, z);
+  Tensor* img = ctx.new_tensor(DType::F32, {8, 8, 3, 1});
+  models::vae_encode(nn::Scope(ctx, w, ""), vc, img);
+  w.save_safetensors(path);
+}
+
 // `t5_width`: T5's d_model; a value other than tiny_flux_config().context_dim makes a T5
 // file that does not fit the transformer. `fc`: the transformer's shape (its context_dim
 // and vec_dim must stay the tiny encoders' 32 and 64).
@@ -272,18 +287,7 @@ inline TinyFluxFiles write_tiny_flux(const std::string& dir, int64_t t5_width = 
     models::clip_text_forward_pooled(nn::Scope(ctx, w, "text_model."), cc, ids, mask, 1, 0);
     w.save_safetensors(f.clip_l);
   }
-  {
-    nn::RandomWeights w(DType::F16, 24);
-    models::VaeConfig vc = models::VaeConfig::flux();
-    vc.ch = 32;
-    vc.ch_mult = {1, 2};
-    vc.num_res_blocks = 1;
-    Tensor* z = ctx.new_tensor(DType::F32, {4, 4, 16, 1});
-    models::vae_decode(nn::Scope(ctx, w, ""), vc, z);
-    Tensor* img = ctx.new_tensor(DType::F32, {8, 8, 3, 1});
-    models::vae_encode(nn::Scope(ctx, w, ""), vc, img);
-    w.save_safetensors(f.vae);
-  }
+  write_tiny_flux_vae(f.vae, 24);
   if (tokenizer) {
     std::ofstream(dir + "/tokenizer.json") << kTinyT5TokenizerJson;
   }

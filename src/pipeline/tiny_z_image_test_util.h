@@ -10,9 +10,9 @@
 
 #include "models/byte_level.h"
 #include "models/llm.h"
-#include "models/vae.h"
 #include "models/z_image.h"
 #include "nn/random_weights.h"
+#include "pipeline/tiny_model_test_util.h"
 
 namespace sd::pipeline::test {
 
@@ -102,18 +102,7 @@ inline TinyZImageFiles write_tiny_z_image(const std::string& dir,
     models::llm_forward(nn::Scope(ctx, w, ""), lc, ids, r, r, mask, {lc.layers});
     w.save_safetensors(f.llm);
   }
-  {
-    nn::RandomWeights w(DType::F16, 33);
-    models::VaeConfig vc = models::VaeConfig::flux();
-    vc.ch = 32;
-    vc.ch_mult = {1, 2};
-    vc.num_res_blocks = 1;
-    Tensor* z = ctx.new_tensor(DType::F32, {4, 4, 16, 1});
-    models::vae_decode(nn::Scope(ctx, w, ""), vc, z);
-    Tensor* img = ctx.new_tensor(DType::F32, {8, 8, 3, 1});
-    models::vae_encode(nn::Scope(ctx, w, ""), vc, img);
-    w.save_safetensors(f.vae);
-  }
+  write_tiny_flux_vae(f.vae, 33);
   std::ofstream(f.tokenizer) << tiny_bpe_tokenizer_json();
   return f;
 }
