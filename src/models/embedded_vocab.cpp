@@ -44,8 +44,7 @@ std::string embedded_clip_merges() {
 }
 
 std::string embedded_qwen_tokenizer_json() {
-  return gunzip(sd_embedded_qwen_tokenizer_gz, sd_embedded_qwen_tokenizer_gz_end,
-                "Qwen tokenizer");
+  return gunzip(sd_embedded_qwen_tokenizer_gz, sd_embedded_qwen_tokenizer_gz_end, "Qwen tokenizer");
 }
 
 }  // namespace sd::models

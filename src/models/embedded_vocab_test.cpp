@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "models/bpe_tokenizer.h"
 #include "models/clip_tokenizer.h"
 #include "test_support.h"
@@ -18,8 +17,9 @@ TEST(EmbeddedVocab, ClipMergesAreOpenAisList) {
   if (shared.empty()) return;
   const ClipTokenizer file =
       ClipTokenizer::from_file(shared + "/data/clip/bpe_simple_vocab_16e6.txt.gz");
-  for (const char* text : {"a photograph of an astronaut riding a horse",
-                           "Ünïcödé, emoji 😀 and digits 12345", "hello-world's   spaces\tand\nlines"})
+  for (const char* text :
+       {"a photograph of an astronaut riding a horse", "Ünïcödé, emoji 😀 and digits 12345",
+        "hello-world's   spaces\tand\nlines"})
     EXPECT_EQ(clip.encode(text), file.encode(text)) << text;
 }
 

@@ -25,8 +25,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/weights.h"
 #include "nn/patches.h"
+#include "nn/weights.h"
 
 namespace sd::models {
 

@@ -20,8 +20,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "nn/weights.h"
 #include "nn/patches.h"
+#include "nn/weights.h"
 
 namespace sd::models {
 
@@ -52,8 +52,8 @@ struct MmditConfig {
 
 // Image tokens [patch_width, patches] (token (row, col) holding (dy * p + dx) * C + c, the
 // reference's patch-first order) -> latent planes [w, h, C].
-inline std::vector<float> mmdit_unpatchify(const std::vector<float>& tokens, int64_t w,
-                                           int64_t h, int64_t c, int p) {
+inline std::vector<float> mmdit_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                           int64_t c, int p) {
   return nn::unpatchify(tokens, w, h, c, p, nn::PatchOrder::ChannelMinor);
 }
 

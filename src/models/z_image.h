@@ -29,8 +29,8 @@
 #include <string_view>
 #include <vector>
 
-#include "nn/weights.h"
 #include "nn/patches.h"
+#include "nn/weights.h"
 
 namespace sd::models {
 
@@ -79,12 +79,12 @@ ZImageRope z_image_rope(const ZImageConfig& config, int64_t caption_tokens, int6
                         int64_t patches_w);
 
 // Latent [W, H, C] planes <-> tokens [p * p * C, patches] in Z-Image's (dy, dx, c) order.
-inline std::vector<float> z_image_patchify(const std::vector<float>& latent, int64_t w,
-                                           int64_t h, int64_t c, int p) {
+inline std::vector<float> z_image_patchify(const std::vector<float>& latent, int64_t w, int64_t h,
+                                           int64_t c, int p) {
   return nn::patchify(latent, w, h, c, p, nn::PatchOrder::ChannelMinor);
 }
-inline std::vector<float> z_image_unpatchify(const std::vector<float>& tokens, int64_t w,
-                                             int64_t h, int64_t c, int p) {
+inline std::vector<float> z_image_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                             int64_t c, int p) {
   return nn::unpatchify(tokens, w, h, c, p, nn::PatchOrder::ChannelMinor);
 }
 
