@@ -35,13 +35,25 @@ std::optional<models::BpeGgufVocab> gguf_vocab(const std::string& path) {
   return v;
 }
 
+// The built-in vocabularies, inflated and parsed once per process (Qwen's takes ~0.5 s);
+// tokenizers are immutable and shared.
+std::shared_ptr<const models::ClipTokenizer> builtin_clip() {
+  static const auto kClip = std::make_shared<const models::ClipTokenizer>(
+      models::ClipTokenizer::from_merges(models::embedded_clip_merges()));
+  return kClip;
+}
+
+std::shared_ptr<const models::BpeTokenizer> builtin_qwen() {
+  static const auto kQwen = std::make_shared<const models::BpeTokenizer>(
+      models::BpeTokenizer::from_json(models::embedded_qwen_tokenizer_json()));
+  return kQwen;
+}
+
 }  // namespace
 
 std::shared_ptr<const models::ClipTokenizer> clip_tokenizer(const ModelFiles& files) {
   const std::string vocab = models::find_clip_vocab(files.options.clip_vocab, model_folder(files));
-  if (vocab.empty())  // none given or placed: the built-in one
-    return std::make_shared<const models::ClipTokenizer>(
-        models::ClipTokenizer::from_merges(models::embedded_clip_merges()));
+  if (vocab.empty()) return builtin_clip();  // none given or placed
   return std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
 }
 
@@ -63,9 +75,7 @@ std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(const std::string
       return std::make_shared<const models::BpeTokenizer>(
           models::BpeTokenizer::from_gguf_metadata(*v));
   const std::string path = models::find_bpe_tokenizer(explicit_path, model_dir, llm_file);
-  if (path.empty())  // none given or placed: the built-in Qwen tokenizer
-    return std::make_shared<const models::BpeTokenizer>(
-        models::BpeTokenizer::from_json(models::embedded_qwen_tokenizer_json()));
+  if (path.empty()) return builtin_qwen();  // none given or placed
   return std::make_shared<const models::BpeTokenizer>(models::BpeTokenizer::from_file(path));
 }
 
