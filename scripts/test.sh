@@ -24,8 +24,9 @@ mkdir -p build/fidelity
 # implementation reads the same files; ../shared/golden holds its outputs) switch on the
 # tests that compare whole generations and real tensor names with it. Without ../shared
 # those tests skip. A tiny random FLUX.1 dev (four files) comes from ../shared/tools too, and
-# a tiny Z-Image (three files) from our own writer; tests/golden/z_image_tiny holds the
-# reference implementation's images of it. Each is written once and kept.
+# a tiny Z-Image and a tiny FLUX.2 klein (three files each) from our own writers;
+# tests/golden/z_image_tiny and tests/golden/flux2_tiny hold the reference implementation's
+# images of them. Each is written once and kept.
 make_models() {
   local generator=../shared/tools/make_random_sd.py
   if [ -f "$generator" ]; then
@@ -50,6 +51,12 @@ make_models() {
     /usr/bin/python3 tools/make_random_z_image.py --out "$z_dir.tmp" --seed 0 --dtype f32
     rm -rf "$z_dir" && mv "$z_dir.tmp" "$z_dir"
   fi
+  local flux2_dir=build/fidelity/flux2_tiny
+  if [ ! -f "$flux2_dir/ae.safetensors" ]; then
+    echo "making $flux2_dir (random weights)"
+    /usr/bin/python3 tools/make_random_flux2.py --out "$flux2_dir.tmp" --seed 0 --dtype f32
+    rm -rf "$flux2_dir" && mv "$flux2_dir.tmp" "$flux2_dir"
+  fi
 }
 make_models > build/fidelity/make.log 2>&1 &
 models_pid=$!
@@ -69,6 +76,7 @@ if [ -f build/fidelity/sd15_rand_f16.safetensors ]; then
 fi
 [ -f build/fidelity/flux_tiny/ae.safetensors ] && export SD_TEST_FLUX_DIR=$PWD/build/fidelity/flux_tiny
 export SD_TEST_Z_IMAGE_DIR=$PWD/build/fidelity/z_image_tiny
+export SD_TEST_FLUX2_DIR=$PWD/build/fidelity/flux2_tiny
 
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
@@ -76,7 +84,8 @@ export SD_TEST_Z_IMAGE_DIR=$PWD/build/fidelity/z_image_tiny
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
-unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR
+unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
+  SD_TEST_FLUX2_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

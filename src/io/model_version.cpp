@@ -88,6 +88,9 @@ ModelFamily family_of(ModelVersion v) {
       return ModelFamily::Chroma;
     case ModelVersion::ZImage:
       return ModelFamily::ZImage;
+    case ModelVersion::Flux2:
+    case ModelVersion::Flux2Klein:
+      return ModelFamily::Flux2;
     case ModelVersion::Unknown:
       break;
   }
@@ -136,6 +139,10 @@ const char* version_name(ModelVersion v) {
       return "Chroma";
     case ModelVersion::ZImage:
       return "Z-Image";
+    case ModelVersion::Flux2:
+      return "Flux.2";
+    case ModelVersion::Flux2Klein:
+      return "Flux.2 klein";
   }
   return "unknown";
 }
@@ -156,6 +163,8 @@ const char* family_name(ModelFamily f) {
       return "Chroma";
     case ModelFamily::ZImage:
       return "Z-Image";
+    case ModelFamily::Flux2:
+      return "Flux.2";
     case ModelFamily::Unknown:
       break;
   }
@@ -224,6 +233,13 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
   if (double_depth > 0) {
     d.depth = double_depth;
     if (const TensorInfo* img_in = find("img_in.weight")) d.in_channels = img_in->ne[0];
+    // FLUX.2: one modulation per stream kind; dev has 48 single blocks, klein fewer (sd.cpp
+    // tells them apart by the same names).
+    if (find("double_stream_modulation_img.lin.weight")) {
+      d.version =
+          find("single_blocks.47.linear1.weight") ? ModelVersion::Flux2 : ModelVersion::Flux2Klein;
+      return d;
+    }
     // Chroma: every modulation comes from one approximator (sd.cpp looks for the same name).
     if (find("distilled_guidance_layer.in_proj.weight")) {
       d.version = ModelVersion::Chroma;

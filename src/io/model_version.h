@@ -33,9 +33,11 @@ enum class ModelVersion {
   FluxFill,     // img_in takes 384 channels (64 latent + 320 mask/image)
   Chroma,       // FLUX.1 blocks without modulation linears: distilled_guidance_layer
   ZImage,       // Z-Image Turbo / Base: an LLM-conditioned single-stream DiT (cap_embedder)
+  Flux2,        // FLUX.2 dev: shared modulations (double_stream_modulation_img), 48 single blocks
+  Flux2Klein,   // FLUX.2 klein 4B / 9B: as dev with fewer single blocks, no guidance
 };
 
-enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma, ZImage };
+enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma, ZImage, Flux2 };
 
 ModelFamily family_of(ModelVersion v);
 // sd.cpp's strings where it has the version ("SD 1.x", "SD 2.x Inpaint", "SDXL", "Flux

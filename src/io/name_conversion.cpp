@@ -377,6 +377,14 @@ NameMapping convert_checkpoint_name(std::string_view name, std::string_view pref
       return {std::string(kLlmRoot) + "model." + std::string(rest), Transform::None, true};
     return {full, Transform::None, true};
   }
+  // Black Forest Labs' autoencoders (FLUX.2's) keep the latent-moment convs inside the
+  // encoder and decoder; sd.cpp accepts both spellings.
+  if (starts_with(full, kVaeRoot)) {
+    const std::string_view rest = std::string_view(full).substr(kVaeRoot.size());
+    for (std::string_view nested : {"encoder.quant_conv.", "decoder.post_quant_conv."})
+      if (starts_with(rest, nested))
+        return {std::string(kVaeRoot) += rest.substr(nested.find('.') + 1), Transform::None, true};
+  }
   for (const Root& root : kRoots) {
     if (!starts_with(full, root.prefix)) continue;
     if (root.kind == RootKind::Opaque) return {full, Transform::None, true};

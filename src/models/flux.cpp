@@ -32,6 +32,28 @@ FluxConfig FluxConfig::chroma() {
   return c;
 }
 
+FluxConfig FluxConfig::flux2_klein() {
+  FluxConfig c;
+  c.in_channels = c.out_channels = 128;
+  c.patch_size = 1;
+  c.hidden = 3072;
+  c.heads = 24;
+  c.mlp_hidden = 9216;
+  c.context_dim = 7680;
+  c.vec_dim = 0;
+  c.depth = 5;
+  c.depth_single = 20;
+  c.guidance_embed = false;
+  c.axes_dim = {32, 32, 32, 32};
+  c.theta = 2000.0f;
+  c.linear_bias = false;
+  c.shared_modulation = true;
+  c.gated_mlp = true;
+  c.text_axis = 3;
+  c.ref_index_step = 10;
+  return c;
+}
+
 FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, int64_t patches_w) {
   return flux_rope(c, text_tokens, patches_h, patches_w, {});
 }
@@ -42,25 +64,31 @@ FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, 
   const int64_t image_end = text_tokens + patches_h * patches_w;
   const int64_t tokens = image_end + static_cast<int64_t>(more.size());
   FluxRope r;
-  r.cos.assign(static_cast<size_t>(half * tokens), 1.0f);
-  r.sin.assign(static_cast<size_t>(half * tokens), 0.0f);
-  for (int64_t t = text_tokens; t < tokens; ++t) {
-    // Axis 0 is the image index (0 for the generated image), 1 the row, 2 the column.
-    FluxPosition pos;
-    if (t < image_end) {
-      const int64_t patch = t - text_tokens;
-      pos = {0.0f, static_cast<float>(patch / patches_w), static_cast<float>(patch % patches_w)};
+  r.cos.resize(static_cast<size_t>(half * tokens));
+  r.sin.resize(r.cos.size());
+  for (int64_t t = 0; t < tokens; ++t) {
+    // Axis 0 is the image index (0 for the generated image), 1 the row, 2 the column;
+    // text tokens sit at the origin, or are numbered along c.text_axis.
+    float axes[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (t < text_tokens) {
+      if (c.text_axis >= 0) axes[c.text_axis] = static_cast<float>(t);
     } else {
-      pos = more[static_cast<size_t>(t - image_end)];
+      FluxPosition pos;
+      if (t < image_end) {
+        const int64_t patch = t - text_tokens;
+        pos = {0.0f, static_cast<float>(patch / patches_w), static_cast<float>(patch % patches_w)};
+      } else {
+        pos = more[static_cast<size_t>(t - image_end)];
+      }
+      axes[0] = pos.index, axes[1] = pos.row, axes[2] = pos.col;
     }
-    const float axes[3] = {pos.index, pos.row, pos.col};
     int64_t j0 = 0;
     for (size_t axis = 0; axis < c.axes_dim.size(); ++axis) {
       const int dim = c.axes_dim[axis];
       for (int j = 0; j < dim / 2; ++j) {
         // float arithmetic as the reference computes its tables
         const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
-        const float angle = (axis < 3 ? axes[axis] : 0.0f) * omega;
+        const float angle = (axis < 4 ? axes[axis] : 0.0f) * omega;
         r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(angle);
         r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(angle);
       }
@@ -81,18 +109,35 @@ struct Modulation {
 
 // Where a block's shift, scale and gate vectors come from: FLUX.1 computes them per block
 // from the vector embedding (lin(silu(vec))); Chroma reads them from its approximator's
-// table, each block at its offset (FluxConfig::modulation_count gives the order).
+// table, each block at its offset (FluxConfig::modulation_count gives the order); FLUX.2
+// computes one set per stream kind, once, and every block uses it.
 struct Modulations {
-  Tensor* vec = nullptr;    // FLUX.1: [hidden, N]
+  const FluxConfig* config = nullptr;
+  Tensor* vec = nullptr;    // FLUX.1, FLUX.2: [hidden, N]
   Tensor* table = nullptr;  // Chroma: [hidden, modulation_count, N]
-  int64_t hidden = 0;
+  std::vector<Tensor*> shared_img, shared_txt, shared_single;  // FLUX.2
 
-  std::vector<Tensor*> get(const nn::Scope& lin, int64_t offset, int count) const {
-    if (!table) return nn::modulation_chunks(lin, vec, hidden, count);
-    std::vector<Tensor*> chunks;
+  std::vector<Tensor*> chunks(const nn::Scope& lin, int64_t offset, int count) const {
+    if (!table) return nn::modulation_chunks(lin, vec, config->hidden, count, config->linear_bias);
+    std::vector<Tensor*> out;
     for (int i = 0; i < count; ++i)
-      chunks.push_back(cont(lin.ctx(), slice(lin.ctx(), table, 1, offset + i, offset + i + 1)));
-    return chunks;
+      out.push_back(cont(lin.ctx(), slice(lin.ctx(), table, 1, offset + i, offset + i + 1)));
+    return out;
+  }
+  // A double block's six vectors for its "img" or "txt" stream.
+  std::vector<Tensor*> double_stream(const nn::Scope& block, int index, bool img) const {
+    if (config->shared_modulation) return img ? shared_img : shared_txt;
+    const int64_t img_at = 3 * config->depth_single + 6 * index;
+    return img ? chunks(block["img_mod"]["lin"], img_at, 6)
+               : chunks(block["txt_mod"]["lin"], img_at + 6 * config->depth, 6);
+  }
+  std::vector<Tensor*> single(const nn::Scope& block, int index) const {
+    if (config->shared_modulation) return shared_single;
+    return chunks(block["modulation"]["lin"], 3 * index, 3);
+  }
+  std::vector<Tensor*> final_layer(const nn::Scope& dit) const {
+    return chunks(dit["final_layer"]["adaLN_modulation"]["1"],
+                  3 * config->depth_single + 12 * config->depth, 2);
   }
 };
 
@@ -108,8 +153,17 @@ Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
 }
 
 // MLPEmbedder: out_layer(silu(in_layer(x))).
-Tensor* mlp_embedder(const nn::Scope& s, Tensor* x, int64_t in, int64_t hidden) {
-  return nn::mlp_embedder(s["in_layer"], s["out_layer"], x, in, hidden);
+Tensor* mlp_embedder(const nn::Scope& s, Tensor* x, int64_t in, int64_t hidden, bool bias = true) {
+  return nn::mlp_embedder(s["in_layer"], s["out_layer"], x, in, hidden, bias);
+}
+
+// The MLP's nonlinearity on its first linear's output: GELU (FLUX.1), or SwiGLU's
+// silu(gate) * value with the gate the first half (FLUX.2).
+Tensor* mlp_activation(Context& ctx, const FluxConfig& c, Tensor* u) {
+  if (!c.gated_mlp) return gelu(ctx, u);
+  Tensor* gate = cont(ctx, slice(ctx, u, 0, 0, c.mlp_hidden));
+  Tensor* value = cont(ctx, slice(ctx, u, 0, c.mlp_hidden, 2 * c.mlp_hidden));
+  return mul(ctx, silu(ctx, gate), value);
 }
 
 // One of q, k, v from a fused projection [3 * hidden (+ more), L, N]: [D, H, L, N].
@@ -130,7 +184,7 @@ struct StreamQkv {
 };
 StreamQkv stream_qkv(const nn::Scope& attn, const FluxConfig& c, Tensor* x) {
   Context& ctx = attn.ctx();
-  Tensor* qkv = nn::linear(attn["qkv"], x, c.hidden, 3 * c.hidden);
+  Tensor* qkv = nn::linear(attn["qkv"], x, c.hidden, 3 * c.hidden, c.linear_bias);
   const nn::Scope norm = attn["norm"];
   return {qk_norm(norm, "query_norm", qkv_part(ctx, qkv, 0, c), c.head_dim()),
           qk_norm(norm, "key_norm", qkv_part(ctx, qkv, 1, c), c.head_dim()),
@@ -141,11 +195,12 @@ StreamQkv stream_qkv(const nn::Scope& attn, const FluxConfig& c, Tensor* x) {
 Tensor* stream_after_attention(const nn::Scope& block, const std::string& side, const FluxConfig& c,
                                Tensor* x, Tensor* attn_out, const std::vector<Tensor*>& mod) {
   Context& ctx = block.ctx();
-  Tensor* h = nn::linear(block[side + "_attn"]["proj"], attn_out, c.hidden, c.hidden);
+  const bool b = c.linear_bias;
+  Tensor* h = nn::linear(block[side + "_attn"]["proj"], attn_out, c.hidden, c.hidden, b);
   x = add(ctx, x, mul(ctx, h, mod[2]));
   h = modulate(ctx, x, mod[3], mod[4]);
-  h = nn::linear(block[side + "_mlp"]["0"], h, c.hidden, c.mlp_hidden);
-  h = nn::linear(block[side + "_mlp"]["2"], gelu(ctx, h), c.mlp_hidden, c.hidden);
+  h = nn::linear(block[side + "_mlp"]["0"], h, c.hidden, c.mlp_in(), b);
+  h = nn::linear(block[side + "_mlp"]["2"], mlp_activation(ctx, c, h), c.mlp_hidden, c.hidden, b);
   return add(ctx, x, mul(ctx, h, mod[5]));
 }
 
@@ -154,9 +209,8 @@ void double_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor
                   Tensor*& txt, const Modulations& mods, Tensor* cos_t, Tensor* sin_t,
                   Tensor* key_mask) {
   Context& ctx = block.ctx();
-  const int64_t img_at = 3 * c.depth_single + 6 * index, txt_at = img_at + 6 * c.depth;
-  const std::vector<Tensor*> img_mod = mods.get(block["img_mod"]["lin"], img_at, 6);
-  const std::vector<Tensor*> txt_mod = mods.get(block["txt_mod"]["lin"], txt_at, 6);
+  const std::vector<Tensor*> img_mod = mods.double_stream(block, index, true);
+  const std::vector<Tensor*> txt_mod = mods.double_stream(block, index, false);
   const StreamQkv iq = stream_qkv(block["img_attn"], c, modulate(ctx, img, img_mod[0], img_mod[1]));
   const StreamQkv tq = stream_qkv(block["txt_attn"], c, modulate(ctx, txt, txt_mod[0], txt_mod[1]));
   // Joint sequence: text tokens first, as the positions were made.
@@ -180,20 +234,21 @@ void double_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor
 Tensor* single_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor* x,
                      const Modulations& mods, Tensor* cos_t, Tensor* sin_t, Tensor* key_mask) {
   Context& ctx = block.ctx();
-  const std::vector<Tensor*> mod = mods.get(block["modulation"]["lin"], 3 * index, 3);
+  const std::vector<Tensor*> mod = mods.single(block, index);
   Tensor* h = modulate(ctx, x, mod[0], mod[1]);
-  Tensor* fused = nn::linear(block["linear1"], h, c.hidden, 3 * c.hidden + c.mlp_hidden);
+  Tensor* fused =
+      nn::linear(block["linear1"], h, c.hidden, 3 * c.hidden + c.mlp_in(), c.linear_bias);
   const nn::Scope norm = block["norm"];
   Tensor* q = qk_norm(norm, "query_norm", qkv_part(ctx, fused, 0, c), c.head_dim());
   Tensor* k = qk_norm(norm, "key_norm", qkv_part(ctx, fused, 1, c), c.head_dim());
   Tensor* v = qkv_part(ctx, fused, 2, c);
   Tensor* attn = nn::rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
                                     nn::attention_precision_for(block["linear1"].param(
-                                        "weight", {c.hidden, 3 * c.hidden + c.mlp_hidden})));
-  Tensor* mlp =
-      gelu(ctx, cont(ctx, slice(ctx, fused, 0, 3 * c.hidden, 3 * c.hidden + c.mlp_hidden)));
-  Tensor* out =
-      nn::linear(block["linear2"], concat(ctx, attn, mlp, 0), c.hidden + c.mlp_hidden, c.hidden);
+                                        "weight", {c.hidden, 3 * c.hidden + c.mlp_in()})));
+  Tensor* mlp = mlp_activation(
+      ctx, c, cont(ctx, slice(ctx, fused, 0, 3 * c.hidden, 3 * c.hidden + c.mlp_in())));
+  Tensor* out = nn::linear(block["linear2"], concat(ctx, attn, mlp, 0), c.hidden + c.mlp_hidden,
+                           c.hidden, c.linear_bias);
   return set_name(add(ctx, x, mul(ctx, out, mod[2])), block.prefix() + "out");
 }
 
@@ -223,19 +278,22 @@ Tensor* approximator(const nn::Scope& s, const FluxConfig& c, Tensor* timesteps,
   return set_name(nn::linear(s["out_proj"], x, a.hidden, c.hidden), s.prefix() + "out");
 }
 
-// FLUX.1's vector: embeddings of the timestep, the guidance (dev) and the pooled text, summed.
+// FLUX.1's vector: embeddings of the timestep, the guidance (dev) and the pooled text, summed
+// (FLUX.2 has no pooled text).
 Tensor* vector_embedding(const nn::Scope& dit, const FluxConfig& c, Tensor* timesteps,
                          Tensor* guidance, Tensor* y) {
   Context& ctx = dit.ctx();
-  Tensor* vec = mlp_embedder(dit["time_in"],
-                             timestep_embedding(ctx, scale(ctx, timesteps, 1000.0f), 256), 256,
-                             c.hidden);  // [h, N]
+  const bool b = c.linear_bias;
+  Tensor* vec =
+      mlp_embedder(dit["time_in"], timestep_embedding(ctx, scale(ctx, timesteps, 1000.0f), 256),
+                   256, c.hidden, b);  // [h, N]
   if (c.guidance_embed)
-    vec = add(
-        ctx, vec,
-        mlp_embedder(dit["guidance_in"],
-                     timestep_embedding(ctx, scale(ctx, guidance, 1000.0f), 256), 256, c.hidden));
-  return add(ctx, vec, mlp_embedder(dit["vector_in"], y, c.vec_dim, c.hidden));
+    vec = add(ctx, vec,
+              mlp_embedder(dit["guidance_in"],
+                           timestep_embedding(ctx, scale(ctx, guidance, 1000.0f), 256), 256,
+                           c.hidden, b));
+  if (c.vec_dim == 0) return vec;
+  return add(ctx, vec, mlp_embedder(dit["vector_in"], y, c.vec_dim, c.hidden, b));
 }
 
 }  // namespace
@@ -247,9 +305,11 @@ Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Ten
   SD_CHECK(c.heads > 0 && c.hidden % c.heads == 0 && c.head_dim() % 2 == 0,
            "[flux] %lld heads do not split a width of %lld into even head widths",
            static_cast<long long>(c.heads), static_cast<long long>(c.hidden));
+  SD_CHECK(c.axes_dim.size() <= 4 && c.text_axis < static_cast<int>(c.axes_dim.size()),
+           "[flux] %zu rotary axes (at most 4), text along axis %d", c.axes_dim.size(),
+           c.text_axis);
   const int64_t y_dim = y ? y->ne[0] : 0;
-  SD_CHECK(img->ne[0] == c.in_channels && txt->ne[0] == c.context_dim &&
-               y_dim == (c.is_chroma() ? 0 : c.vec_dim),
+  SD_CHECK(img->ne[0] == c.in_channels && txt->ne[0] == c.context_dim && y_dim == c.vec_dim,
            "[flux] inputs have %lld, %lld and %lld channels; the model takes %lld (image), %lld "
            "(text) and %lld (vector)",
            static_cast<long long>(img->ne[0]), static_cast<long long>(txt->ne[0]),
@@ -265,14 +325,19 @@ Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Ten
   // 1. Embeddings: image patches, text tokens, and the vector of timestep, guidance and
   // pooled text (sinusoids of t * 1000, as the model was trained); Chroma: every block's
   // modulation from the approximator instead.
-  img = nn::linear(dit["img_in"], img, c.in_channels, c.hidden);  // [h, Li, N]
+  img = nn::linear(dit["img_in"], img, c.in_channels, c.hidden, c.linear_bias);  // [h, Li, N]
   Modulations mods;
-  mods.hidden = c.hidden;
+  mods.config = &c;
   if (c.is_chroma())
     mods.table = approximator(dit["distilled_guidance_layer"], c, timesteps, guidance);
   else
     mods.vec = vector_embedding(dit, c, timesteps, guidance, y);
-  txt = nn::linear(dit["txt_in"], txt, c.context_dim, c.hidden);  // [h, Lt, N]
+  if (c.shared_modulation) {
+    mods.shared_img = mods.chunks(dit["double_stream_modulation_img"]["lin"], 0, 6);
+    mods.shared_txt = mods.chunks(dit["double_stream_modulation_txt"]["lin"], 0, 6);
+    mods.shared_single = mods.chunks(dit["single_stream_modulation"]["lin"], 0, 3);
+  }
+  txt = nn::linear(dit["txt_in"], txt, c.context_dim, c.hidden, c.linear_bias);  // [h, Lt, N]
 
   // 2. Double-stream blocks.
   const nn::Scope doubles = dit["double_blocks"];
@@ -288,10 +353,9 @@ Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Ten
   img = cont(ctx, slice(ctx, x, 1, lt, lt + li));
 
   // 4. Final layer: adaLN (shift first) and the projection to patches.
-  const std::vector<Tensor*> mod =
-      mods.get(dit["final_layer"]["adaLN_modulation"]["1"], 3 * c.depth_single + 12 * c.depth, 2);
+  const std::vector<Tensor*> mod = mods.final_layer(dit);
   img = modulate(ctx, img, mod[0], mod[1]);
-  img = nn::linear(dit["final_layer"]["linear"], img, c.hidden, c.out_channels);
+  img = nn::linear(dit["final_layer"]["linear"], img, c.hidden, c.out_channels, c.linear_bias);
   return set_name(img, dit.prefix() + "out");
 }
 

@@ -20,6 +20,17 @@
 // distilled_guidance_layer.{in_proj, norms.N.scale, layers.N.{in,out}_layer, out_proj})
 // maps sinusoids of (timestep, guidance, modulation index) to all shift/scale/gate vectors
 // at once, and the text is T5's alone, with a key mask over its padding.
+//
+// FLUX.2 (Black Forest Labs 2025, "FLUX.2"; klein 4B/9B and dev, black-forest-labs/flux2
+// src/flux2/model.py) keeps the two kinds of blocks and changes: the 32-channel latent
+// comes already in 2x2 patches from its autoencoder (128 channels, patch 1 here); no linear
+// has a bias; every block shares one modulation per stream kind
+// (double_stream_modulation_{img,txt}.lin, single_stream_modulation.lin) instead of its
+// own; the MLPs are SwiGLU (mlp ratio 3, gate half first); there is no pooled vector (and
+// klein no guidance); RoPE has four axes of 32 with theta 2000, the text numbered along
+// the last axis (token i at (0, 0, 0, i)), the image at (0, row, column, 0). Released klein
+// 4B: hidden 3072, 24 heads, 5 double and 20 single blocks, text 7680 (Qwen3-4B's layers
+// 9, 18 and 27 side by side).
 #pragma once
 
 #include <cstdint>
@@ -50,8 +61,16 @@ struct FluxConfig {
     int64_t hidden = 5120;  // inner width
     int depth = 0;          // residual RMSNorm + MLP layers
   } approximator;
+  // FLUX.2's differences (see above).
+  bool linear_bias = true;
+  bool shared_modulation = false;
+  bool gated_mlp = false;  // SwiGLU: the MLP's first linear gives 2 x mlp_hidden
+  int text_axis = -1;      // the rotary axis numbering the text tokens; -1: all at 0
+  int ref_index_step = 1;  // references' image indices step by this (FLUX.2: 10, 20, ...)
 
   int64_t head_dim() const { return hidden / heads; }
+  // Width of the MLP's first linear.
+  int64_t mlp_in() const { return gated_mlp ? 2 * mlp_hidden : mlp_hidden; }
   bool is_chroma() const { return approximator.depth > 0; }
   // Chroma's modulation vectors, in order: 3 per single block, 6 per double block's image
   // stream, 6 per double block's text stream, 2 for the final layer (344 when released).
@@ -63,11 +82,14 @@ struct FluxConfig {
   // lodestones/Chroma: schnell's transformer without modulation linears and vector input,
   // an approximator 64 -> 5120 (5 layers) -> 3072.
   static FluxConfig chroma();
+  // black-forest-labs/FLUX.2-klein-4B (the 9B reads its widths from the file).
+  static FluxConfig flux2_klein();
 };
 
 // The rotary tables of the joint sequence (text tokens, then the image's patches in
 // row-major order), each f32 [1, head_dim / 2, text + image tokens]: cos and sin of
-// position * theta^(-2j / axis_dim), the axes' frequencies one after another.
+// position * theta^(-2j / axis_dim), the axes' frequencies one after another (axes past
+// the third are 0 for image tokens).
 struct FluxRope {
   std::vector<float> cos, sin;
 };

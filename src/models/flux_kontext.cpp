@@ -5,10 +5,10 @@
 namespace sd::models {
 
 std::vector<FluxPosition> flux_ref_positions(const std::vector<FluxRefGrid>& refs, int patch,
-                                             RefIndexMode mode) {
+                                             RefIndexMode mode, int index_step) {
   std::vector<FluxPosition> positions;
   int64_t extent_h = 0, extent_w = 0;  // of the references placed so far, latent pixels
-  int index = 1;
+  int index = mode == RefIndexMode::Increase ? index_step : 1;
   for (const FluxRefGrid& ref : refs) {
     int64_t h_offset = 0, w_offset = 0;
     if (mode == RefIndexMode::Fixed) {
@@ -25,7 +25,7 @@ std::vector<FluxPosition> flux_ref_positions(const std::vector<FluxRefGrid>& ref
       for (int64_t col = 0; col < cols; ++col)
         positions.push_back({static_cast<float>(index), static_cast<float>(h_offset + row),
                              static_cast<float>(w_offset + col)});
-    if (mode == RefIndexMode::Increase) ++index;
+    if (mode == RefIndexMode::Increase) index += index_step;
     extent_h = std::max(extent_h, ref.h + h_offset);
     extent_w = std::max(extent_w, ref.w + w_offset);
   }

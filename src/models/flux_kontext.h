@@ -30,8 +30,8 @@ struct FluxRefGrid {
 // row-major. Rows and columns count patches from the reference's offset; the offsets count
 // the earlier references' extents in latent pixels (stable-diffusion.cpp's placement). A
 // reference goes right of the earlier ones when that keeps the layout wider than tall,
-// else below them.
+// else below them. `index_step`: Increase's indices are step, 2 step, ... (FLUX.2: 10).
 std::vector<FluxPosition> flux_ref_positions(const std::vector<FluxRefGrid>& refs, int patch,
-                                             RefIndexMode mode);
+                                             RefIndexMode mode, int index_step = 1);
 
 }  // namespace sd::models

@@ -7,6 +7,7 @@
 #include "nn/layers.h"
 #include "tensor/error.h"
 #include "tensor/ops/attention.h"
+#include "tensor/ops/cast.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/pad.h"
@@ -26,6 +27,16 @@ VaeConfig VaeConfig::flux() {
   c.scale_factor = 0.3611f;
   c.shift_factor = 0.1159f;
   c.use_quant_conv = false;
+  return c;
+}
+
+VaeConfig VaeConfig::flux2() {
+  VaeConfig c;
+  c.z_channels = c.embed_dim = 32;
+  c.scale_factor = 1.0f;
+  c.use_quant_conv = true;
+  c.latent_patch = 2;
+  c.batch_norm_latent = true;
   return c;
 }
 
@@ -169,17 +180,64 @@ void check_config(const VaeConfig& cfg) {
              "[vae] level width %lld is not a positive multiple of %d (GroupNorm groups)",
              static_cast<long long>(cfg.ch * m), kGroups);
   SD_CHECK(cfg.scale_factor != 0.0f, "[vae] scale_factor must not be 0");
+  SD_CHECK(cfg.latent_patch == 1 || cfg.latent_patch == 2, "[vae] latent patches of %d pixels",
+           cfg.latent_patch);
+}
+
+// The batch norm's statistics as [1, 1, C, 1] to broadcast over a latent: the mean and
+// sqrt(running_var + 1e-4), as FLUX.2's BatchNorm2d(eps=1e-4, affine=False) normalizes.
+struct LatentStats {
+  Tensor* mean;
+  Tensor* std;
+};
+LatentStats latent_stats(const nn::Scope& bn, int64_t channels) {
+  Context& ctx = bn.ctx();
+  auto stat = [&](const char* name) {
+    Tensor* t = bn.param(name, {channels});
+    if (t->type != DType::F32) t = cast(ctx, t, DType::F32);
+    return reshape(ctx, t, {1, 1, channels, 1});
+  };
+  return {stat("running_mean"),
+          unary(ctx, scale(ctx, stat("running_var"), 1.0f, 1e-4f), UnaryOp::Sqrt)};
+}
+
+// The sampler's latent [w, h, 4 C, N] (channel c * 4 + dy * 2 + dx) -> the VAE's
+// [2 w, 2 h, C, N], in two 4-d permutations (the direct one needs five dims).
+Tensor* unpatch_latent(Context& ctx, Tensor* z) {
+  const int64_t w = z->ne[0], h = z->ne[1], rest = z->ne[2] * z->ne[3] / 4;
+  Tensor* t = reshape(ctx, z, {w, h, 2, 2 * rest});  // x, y, dx, (dy, c, n)
+  t = cont(ctx, permute(ctx, t, {2, 0, 1, 3}));      // dx, x, y, (dy, c, n)
+  t = reshape(ctx, t, {2 * w, h, 2, rest});          // X, y, dy, (c, n)
+  t = cont(ctx, permute(ctx, t, {0, 2, 1, 3}));      // X, dy, y, (c, n)
+  return reshape(ctx, t, {2 * w, 2 * h, z->ne[2] / 4, z->ne[3]});
+}
+
+// The inverse: the VAE's latent [W, H, C, N] -> patches [W / 2, H / 2, 4 C, N].
+Tensor* patch_latent(Context& ctx, Tensor* z) {
+  const int64_t w = z->ne[0] / 2, h = z->ne[1] / 2, rest = z->ne[2] * z->ne[3];
+  Tensor* t = reshape(ctx, z, {2 * w, 2, h, rest});  // X, dy, y, (c, n)
+  t = cont(ctx, permute(ctx, t, {0, 2, 1, 3}));      // X, y, dy, (c, n)
+  t = reshape(ctx, t, {2, w, h, 2 * rest});          // dx, x, y, (dy, c, n)
+  t = cont(ctx, permute(ctx, t, {1, 2, 0, 3}));      // x, y, dx, (dy, c, n)
+  return reshape(ctx, t, {w, h, 4 * z->ne[2], z->ne[3]});
 }
 
 }  // namespace
 
 Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z) {
   check_config(cfg);
-  SD_CHECK(z->ne[2] == cfg.embed_dim, "[vae] decode needs a latent with %lld channels, got %s",
-           static_cast<long long>(cfg.embed_dim), z->shape_string().c_str());
+  SD_CHECK(z->ne[2] == cfg.latent_channels(),
+           "[vae] decode needs a latent with %lld channels, got %s",
+           static_cast<long long>(cfg.latent_channels()), z->shape_string().c_str());
   Context& ctx = vae.ctx();
-  // sd.cpp's diffusion_to_vae_latents: z / scale_factor + shift_factor.
-  z = scale(ctx, z, 1.0f / cfg.scale_factor, cfg.shift_factor);
+  if (cfg.batch_norm_latent) {
+    const LatentStats bn = latent_stats(vae["bn"], cfg.latent_channels());
+    z = add(ctx, mul(ctx, z, bn.std), bn.mean);
+  } else {
+    // sd.cpp's diffusion_to_vae_latents: z / scale_factor + shift_factor.
+    z = scale(ctx, z, 1.0f / cfg.scale_factor, cfg.shift_factor);
+  }
+  if (cfg.latent_patch == 2) z = unpatch_latent(ctx, z);
   if (cfg.use_quant_conv)
     z = nn::conv2d(vae["post_quant_conv"], z, cfg.embed_dim, cfg.z_channels, 1);
   return set_name(decoder(vae["decoder"], cfg, z), "vae_image");
@@ -194,7 +252,12 @@ Tensor* vae_encode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* image) {
   Tensor* moments = encoder(vae["encoder"], cfg, image);
   if (cfg.use_quant_conv)
     moments = nn::conv2d(vae["quant_conv"], moments, 2 * cfg.z_channels, 2 * cfg.embed_dim, 1);
-  return set_name(moments, "vae_moments");
+  if (!cfg.batch_norm_latent) return set_name(moments, "vae_moments");
+  Context& ctx = vae.ctx();
+  Tensor* z = cont(ctx, slice(ctx, moments, 2, 0, cfg.embed_dim));  // the mean
+  if (cfg.latent_patch == 2) z = patch_latent(ctx, z);
+  const LatentStats bn = latent_stats(vae["bn"], cfg.latent_channels());
+  return set_name(div(ctx, sub(ctx, z, bn.mean), bn.std), "vae_latent");
 }
 
 std::vector<float> vae_moments_to_latent(const std::vector<float>& moments,

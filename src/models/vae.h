@@ -29,6 +29,12 @@ struct VaeConfig {
   float scale_factor = 0.18215f, shift_factor = 0.0f;
   // quant_conv / post_quant_conv around the latent (SD's VAE; FLUX.1's and SD3's have none).
   bool use_quant_conv = true;
+  // FLUX.2: the sampler's latent is the VAE's cut into latent_patch x latent_patch patches
+  // (channel c * p * p + dy * p + dx), normalized per channel by the file's batch-norm
+  // statistics (bn.running_mean, bn.running_var, eps 1e-4) instead of the scale and shift
+  // factors; encoding keeps the mean, no sample is drawn.
+  int latent_patch = 1;
+  bool batch_norm_latent = false;
 
   // SD 1.x / 2.x: ddconfig of v1-inference.yaml and v2-inference.yaml, scale factor
   // 0.18215 (sd.cpp uses the same for both).
@@ -36,20 +42,27 @@ struct VaeConfig {
   // FLUX.1's autoencoder (black-forest-labs/flux AutoEncoderParams): 16 latent channels,
   // no quant convs, scale factor 0.3611 and shift factor 0.1159.
   static VaeConfig flux();
-  // Pixels per latent pixel along each side: 2^(levels - 1).
-  int64_t downscale() const { return int64_t{1} << (ch_mult.size() - 1); }
+  // FLUX.2's autoencoder (black-forest-labs/flux2 AutoEncoder): 32 channels with quant convs,
+  // the sampler's latent in 2x2 patches (128 channels at 1/16) under batch-norm statistics.
+  static VaeConfig flux2();
+  // Image pixels per sampler-latent pixel along each side: 2^(levels - 1) x latent_patch.
+  int64_t downscale() const { return (int64_t{1} << (ch_mult.size() - 1)) * latent_patch; }
+  // The sampler latent's channels.
+  int64_t latent_channels() const { return embed_dim * latent_patch * latent_patch; }
 };
 
-// z: the sampler's latent [w, h, z_channels, N]. Divides by scale_factor and adds
-// shift_factor itself (sd.cpp's diffusion_to_vae_latents), then post_quant_conv (when the
-// config has one) and the decoder. -> image f32 [w * downscale, h * downscale, 3, N], nominally in
+// z: the sampler's latent [w, h, latent_channels(), N]. Divides by scale_factor and adds
+// shift_factor itself (sd.cpp's diffusion_to_vae_latents), or undoes the batch norm and the
+// patches, then post_quant_conv (when the config has one) and the decoder. -> image f32 [w *
+// downscale, h * downscale, 3, N], nominally in
 // [-1, 1] and not clamped: sd.cpp then maps it with clamp((x + 1) / 2, 0, 1).
 Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z);
 
 // image [W, H, 3, N] in [-1, 1] (sd.cpp maps [0, 1] pixels with 2 x - 1), W and H multiples
 // of downscale() -> the moments [W / downscale, H / downscale, 2 * embed_dim, N] after
 // quant_conv: mean in channels [0, embed_dim), log-variance in the rest. The caller samples
-// and scales (vae_moments_to_latent).
+// and scales (vae_moments_to_latent). With batch_norm_latent: the sampler's latent
+// [W / downscale, H / downscale, latent_channels(), N] itself (the mean, patched, normalized).
 Tensor* vae_encode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* image);
 
 // Host side of encoding, as sd.cpp's gaussian_latent_sample then vae_to_diffusion_latents:

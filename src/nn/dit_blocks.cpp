@@ -11,9 +11,10 @@
 
 namespace sd::nn {
 
-std::vector<Tensor*> modulation_chunks(const Scope& lin, Tensor* vec, int64_t hidden, int count) {
+std::vector<Tensor*> modulation_chunks(const Scope& lin, Tensor* vec, int64_t hidden, int count,
+                                       bool bias) {
   Context& ctx = lin.ctx();
-  Tensor* m = linear(lin, silu(ctx, vec), hidden, count * hidden);  // [count * h, N]
+  Tensor* m = linear(lin, silu(ctx, vec), hidden, count * hidden, bias);  // [count * h, N]
   std::vector<Tensor*> chunks;
   for (int i = 0; i < count; ++i) {
     Tensor* c = cont(ctx, slice(ctx, m, 0, i * hidden, (i + 1) * hidden));
@@ -27,10 +28,10 @@ Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
   return add(ctx, h, shift);
 }
 
-Tensor* mlp_embedder(const Scope& first, const Scope& second, Tensor* x, int64_t in,
-                     int64_t hidden) {
-  Tensor* h = silu(first.ctx(), linear(first, x, in, hidden));
-  return linear(second, h, hidden, hidden);
+Tensor* mlp_embedder(const Scope& first, const Scope& second, Tensor* x, int64_t in, int64_t hidden,
+                     bool bias) {
+  Tensor* h = silu(first.ctx(), linear(first, x, in, hidden, bias));
+  return linear(second, h, hidden, hidden, bias);
 }
 
 Tensor* apply_rope(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {

@@ -12,15 +12,16 @@ namespace sd::nn {
 
 // adaLN-Zero's modulation vectors: lin(silu(vec)) for vec [hidden_in, N], cut into `count`
 // chunks of `hidden`, each [hidden, 1, N] to broadcast over tokens.
-std::vector<Tensor*> modulation_chunks(const Scope& lin, Tensor* vec, int64_t hidden, int count);
+std::vector<Tensor*> modulation_chunks(const Scope& lin, Tensor* vec, int64_t hidden, int count,
+                                       bool bias = true);
 
 // x * (1 + scale) + shift, for x already normalized.
 Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale);
 
 // An MLP embedder: second(silu(first(x))), x [in, N] -> [hidden, N]. The two linears are
 // named by the checkpoint (FLUX.1: in_layer / out_layer; SD3: mlp.0 / mlp.2).
-Tensor* mlp_embedder(const Scope& first, const Scope& second, Tensor* x, int64_t in,
-                     int64_t hidden);
+Tensor* mlp_embedder(const Scope& first, const Scope& second, Tensor* x, int64_t in, int64_t hidden,
+                     bool bias = true);
 
 // Rotary embedding of q or k [D, H, L, N]: each channel pair (2j, 2j + 1) of token t rotated
 // by its angle, whose cos and sin are f32 [D / 2, L * N].

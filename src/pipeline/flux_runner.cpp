@@ -32,7 +32,9 @@ void FluxRunner::set_references(std::vector<Reference> references, models::RefIn
     ref_tokens_.insert(ref_tokens_.end(), t.begin(), t.end());
     grids.push_back({r.w, r.h});
   }
-  ref_positions_ = models::flux_ref_positions(grids, p, mode);
+  // FLUX.2 numbers its references 10, 20, ... whatever the request asks.
+  if (config_.ref_index_step > 1) mode = models::RefIndexMode::Increase;
+  ref_positions_ = models::flux_ref_positions(grids, p, mode, config_.ref_index_step);
 }
 
 std::vector<std::vector<float>> FluxRunner::predict(
@@ -76,9 +78,9 @@ std::vector<float> FluxRunner::run_one(const std::vector<float>& tokens, int64_t
                                        float timestep, const Conditioning& c) {
   const models::FluxConfig& cfg = config_;
   SD_CHECK(c.dim == cfg.context_dim,
-           "[flux] the T5 encoder gives %lld-wide tokens, this transformer takes %lld",
+           "[flux] the text encoder gives %lld-wide tokens, this transformer takes %lld",
            static_cast<long long>(c.dim), static_cast<long long>(cfg.context_dim));
-  const int64_t vec_dim = cfg.is_chroma() ? 0 : cfg.vec_dim;
+  const int64_t vec_dim = cfg.vec_dim;
   SD_CHECK(static_cast<int64_t>(c.vector.size()) == vec_dim,
            "[flux] the pooled CLIP vector has %zu values, this transformer takes %lld",
            c.vector.size(), static_cast<long long>(vec_dim));
@@ -132,7 +134,7 @@ std::vector<nn::ParamDecl> FluxRunner::parameters() const {
   Tensor* txt = ctx.new_tensor(DType::F32, {cfg.context_dim, 4, 1});
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* g = cfg.guidance_embed || cfg.is_chroma() ? ctx.new_tensor(DType::F32, {1}) : nullptr;
-  Tensor* y = cfg.is_chroma() ? nullptr : ctx.new_tensor(DType::F32, {cfg.vec_dim, 1});
+  Tensor* y = cfg.vec_dim > 0 ? ctx.new_tensor(DType::F32, {cfg.vec_dim, 1}) : nullptr;
   Tensor* rc = ctx.new_tensor(DType::F32, {1, cfg.head_dim() / 2, 8});
   Tensor* rs = ctx.new_tensor(DType::F32, {1, cfg.head_dim() / 2, 8});
   models::flux_forward(nn::Scope(ctx, recorder, kScope), cfg, img, txt, t, g, y, rc, rs);

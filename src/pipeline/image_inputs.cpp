@@ -51,7 +51,7 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   const int64_t f = vae->config().downscale();
   p.w = r.width / f;
   p.h = r.height / f;
-  p.c = vae->config().z_channels;
+  p.c = vae->config().latent_channels();
   const size_t latent_size = static_cast<size_t>(p.w * p.h * p.c);
   const ImageInput image_input = family->image_input(version);
   const bool inpaint_model = image_input == ImageInput::MaskedImage;
@@ -160,7 +160,7 @@ std::vector<float> StableDiffusion::Impl::encode(const std::vector<float>& plane
   std::vector<float> encoded = vae->encode(planes, width, height);
   if (!vae->encodes_moments()) return encoded;
   const int64_t f = vae->config().downscale();
-  const int64_t w = width / f, h = height / f, c = vae->config().z_channels;
+  const int64_t w = width / f, h = height / f, c = vae->config().latent_channels();
   const std::vector<float> noise = rng.randn(static_cast<size_t>(w * h * c));  // the posterior
   return models::vae_moments_to_latent(encoded, noise, w, h, c, 1, vae->config());
 }
@@ -171,7 +171,7 @@ std::vector<float> StableDiffusion::Impl::encode_mean(const std::vector<float>& 
   if (!vae->encodes_moments()) return encoded;
   const int64_t f = vae->config().downscale();
   // [w, h, 2c]: the mean's c planes, then the log-variance's.
-  encoded.resize(static_cast<size_t>(width / f * (height / f) * vae->config().z_channels));
+  encoded.resize(static_cast<size_t>(width / f * (height / f) * vae->config().latent_channels()));
   return encoded;
 }
 

@@ -36,6 +36,12 @@ LlmConditioner::LlmConditioner(std::shared_ptr<const models::BpeTokenizer> token
       runner_(backend) {
   SD_CHECK(tokenizer_, "[llm conditioner] missing tokenizer");
   SD_CHECK(!format_.hidden_layers.empty(), "[llm conditioner] no hidden layer asked for");
+  if (format_.min_tokens > 0) {
+    pad_id_ = tokenizer_->token_id(format_.pad_token);
+    SD_CHECK(pad_id_ >= 0,
+             "the tokenizer has no '%s' token to pad prompts with: it is not a %s tokenizer",
+             format_.pad_token.c_str(), models::llm_arch_name(config_.arch));
+  }
   SD_CHECK(tokenizer_->vocab_size() <= config_.vocab_size,
            "the tokenizer has %lld tokens but the --llm text encoder only %lld embeddings: the "
            "tokenizer.json does not belong to this %s file",
@@ -44,11 +50,11 @@ LlmConditioner::LlmConditioner(std::shared_ptr<const models::BpeTokenizer> token
 }
 
 std::vector<Tensor*> LlmConditioner::build(nn::GraphCall& call, nn::Weights& weights,
-                                           const std::vector<int>& ids, models::LlmRope& rope,
-                                           std::vector<float>& mask) const {
+                                           const std::vector<int>& ids, int64_t valid,
+                                           models::LlmRope& rope, std::vector<float>& mask) const {
   const auto len = static_cast<int64_t>(ids.size());
   rope = models::llm_rope(config_, len);
-  mask = models::llm_causal_mask(len, len);
+  mask = models::llm_causal_mask(len, valid);
   Tensor* t_ids = call.input("llm_ids", DType::I32, make_shape({len}), ids.data());
   Tensor* cos =
       call.input_f32("llm_rope_cos", make_shape({config_.head_dim / 2, len}), rope.cos.data());
@@ -60,7 +66,12 @@ std::vector<Tensor*> LlmConditioner::build(nn::GraphCall& call, nn::Weights& wei
 }
 
 Conditioning LlmConditioner::encode(const std::string& prompt, int /*clip_skip*/) {
-  const LlmTokens tokens = llm_tokenize_prompt(*tokenizer_, format_, prompt);
+  LlmTokens tokens = llm_tokenize_prompt(*tokenizer_, format_, prompt);
+  const auto valid = static_cast<int64_t>(tokens.ids.size());
+  if (valid < format_.min_tokens) {
+    tokens.ids.resize(static_cast<size_t>(format_.min_tokens), pad_id_);
+    tokens.weights.resize(tokens.ids.size(), 1.0f);
+  }
   const auto len = static_cast<int64_t>(tokens.ids.size());
   SD_CHECK(len > 0, "[llm conditioner] the prompt template gave no tokens");
   SD_CHECK(len <= kLlmMaxPromptTokens,
@@ -71,7 +82,7 @@ Conditioning LlmConditioner::encode(const std::string& prompt, int /*clip_skip*/
   nn::GraphCall call;
   models::LlmRope rope;
   std::vector<float> mask;
-  const std::vector<Tensor*> outputs = build(call, weights_, tokens.ids, rope, mask);
+  const std::vector<Tensor*> outputs = build(call, weights_, tokens.ids, valid, rope, mask);
   const std::vector<std::vector<float>> layers = runner_.run(call, outputs);
   weights_.after_compute();
 
@@ -95,7 +106,7 @@ std::vector<nn::ParamDecl> LlmConditioner::parameters() const {
   const std::vector<int> ids = {0, 0};
   models::LlmRope rope;
   std::vector<float> mask;
-  build(call, recorder, ids, rope, mask);
+  build(call, recorder, ids, 2, rope, mask);
   return recorder.params();
 }
 

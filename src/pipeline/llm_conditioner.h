@@ -2,8 +2,9 @@
 // after FLUX.1 (Z-Image, FLUX.2, Qwen-Image), as sd.cpp's LLM embedder computes it:
 //   1. the prompt's emphasis is parsed ("(word:1.3)"); the family's chat template is put
 //      around it, its parts tokenized apart with weight 1, each emphasis run with its own;
-//   2. the whole sequence (no padding, no truncation) runs through the decoder under a
-//      causal mask, up to the deepest layer the family reads; a prompt of more than
+//   2. the whole sequence (no truncation; padded where the family pads, the padding masked
+//      as keys) runs through the decoder under a causal mask, up to the deepest layer the
+//      family reads; a prompt of more than
 //      kLlmMaxPromptTokens is refused (the reference reads any length, but the mask grows
 //      with the square of it: 40k tokens would take 6.7 GB);
 //   3. the layers asked for are concatenated per token (a single layer for Z-Image), and
@@ -32,6 +33,11 @@ struct LlmPromptFormat {
   // Hugging Face's hidden_states indices (llm_forward's hidden_layers), concatenated per
   // token in this order.
   std::vector<int> hidden_layers;
+  // Shorter sequences are padded with pad_token up to this many tokens (FLUX.2 klein: 512
+  // with <|endoftext|>). The padding is masked as attention keys, but its rows are the
+  // decoder's outputs like any other and are passed on.
+  int64_t min_tokens = 0;
+  std::string pad_token;  // the token's text
 };
 
 // The token ids of `prompt` in `format`, and each token's emphasis weight.
@@ -58,12 +64,14 @@ class LlmConditioner final : public PromptEncoder {
 
  private:
   // The decoder's graph over `ids`, built alike for a run and for the parameter list.
+  // `valid`: the tokens before the padding.
   std::vector<Tensor*> build(nn::GraphCall& call, nn::Weights& weights, const std::vector<int>& ids,
-                             models::LlmRope& rope, std::vector<float>& mask) const;
+                             int64_t valid, models::LlmRope& rope, std::vector<float>& mask) const;
 
   std::shared_ptr<const models::BpeTokenizer> tokenizer_;
   models::LlmConfig config_;
   LlmPromptFormat format_;
+  int pad_id_ = -1;
   nn::Weights& weights_;
   std::string scope_;
   nn::GraphRunner runner_;

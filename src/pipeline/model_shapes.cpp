@@ -186,6 +186,10 @@ models::FluxConfig flux_config_from_shapes(models::FluxConfig c, std::string_vie
              "approximator needs layers and a multiple of 4 inputs)",
              root.c_str(), c.approximator.depth, ll(c.approximator.in));
     c.vec_dim = 0;
+  } else if (c.shared_modulation) {
+    // FLUX.2: the shared modulations are the layout; without them a file is FLUX.1's.
+    need("double_stream_modulation_img.lin.weight");
+    c.vec_dim = 0;
   } else {
     c.vec_dim = need("vector_in.in_layer.weight")[0];
   }
@@ -202,7 +206,7 @@ models::FluxConfig flux_config_from_shapes(models::FluxConfig c, std::string_vie
            "[flux] width %lld is not a multiple of the %lld-channel heads", ll(c.hidden),
            ll(head_dim));
   c.heads = c.hidden / head_dim;
-  c.mlp_hidden = need("double_blocks.0.img_mlp.0.weight")[1];
+  c.mlp_hidden = need("double_blocks.0.img_mlp.0.weight")[1] / (c.gated_mlp ? 2 : 1);
   int64_t axes = 0;
   for (int a : c.axes_dim) axes += a;
   SD_CHECK(axes == head_dim,

@@ -16,7 +16,8 @@ VaeRunner::VaeRunner(nn::Weights& weights, models::VaeConfig config, Backend& ba
 std::vector<float> VaeRunner::decode_whole(const std::vector<float>& latent, int64_t w, int64_t h,
                                            bool use_taesd) {
   nn::GraphCall call;
-  Tensor* z = call.input_f32("latent", make_shape({w, h, config_.z_channels, 1}), latent.data());
+  Tensor* z =
+      call.input_f32("latent", make_shape({w, h, config_.latent_channels(), 1}), latent.data());
   if (use_taesd) {
     // TAESD decodes to [0, 1] directly.
     std::vector<float> image =
@@ -36,7 +37,7 @@ std::vector<float> VaeRunner::decode(const std::vector<float>& latent, int64_t w
   if (!tiling_) return decode_whole(latent, w, h, use_taesd);
   const int scale = static_cast<int>(config_.downscale());
   models::TiledArray out =
-      models::tiled_decode(latent, w, h, config_.z_channels, scale, *tiling_,
+      models::tiled_decode(latent, w, h, config_.latent_channels(), scale, *tiling_,
                            [&](const std::vector<float>& tile, int64_t tw, int64_t th) {
                              return decode_whole(tile, tw, th, use_taesd);
                            });
@@ -48,9 +49,9 @@ std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int6
   nn::GraphCall call;
   if (taesd_ && !taesd_preview_only_) {
     Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), image.data());
-    std::vector<float> latent = runner_.run(
-        call,
-        models::taesd_encode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), x, config_.z_channels));
+    std::vector<float> latent =
+        runner_.run(call, models::taesd_encode(nn::Scope(call.ctx(), *taesd_, kTaesdScope), x,
+                                               config_.latent_channels()));
     taesd_->after_compute();
     return latent;
   }
@@ -88,7 +89,8 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
   nn::ParamRecorder recorder(weights_);
   Context ctx;
   const nn::Scope scope(ctx, recorder, kScope);
-  models::vae_decode(scope, config_, ctx.new_tensor(DType::F32, {8, 8, config_.z_channels, 1}));
+  models::vae_decode(scope, config_,
+                     ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
   // Decoder-only files serve text-to-image; encoding then fails when first asked.
   if (scope["encoder"]["conv_in"].has("weight")) {
     const int64_t side = 8 * config_.downscale();
@@ -102,9 +104,10 @@ std::vector<nn::ParamDecl> VaeRunner::taesd_parameters() const {
   nn::ParamRecorder recorder(*taesd_);
   Context ctx;
   const nn::Scope scope(ctx, recorder, kTaesdScope);
-  models::taesd_decode(scope, ctx.new_tensor(DType::F32, {8, 8, config_.z_channels, 1}));
+  models::taesd_decode(scope, ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
   if (scope["encoder"]["layers"]["0"].has("weight"))
-    models::taesd_encode(scope, ctx.new_tensor(DType::F32, {64, 64, 3, 1}), config_.z_channels);
+    models::taesd_encode(scope, ctx.new_tensor(DType::F32, {64, 64, 3, 1}),
+                         config_.latent_channels());
   return recorder.params();
 }
 

@@ -32,7 +32,10 @@ class VaeRunner {
   // image [W, H, 3] in [0, 1] -> the VAE's moments [W / 8, H / 8, 8] (mean, log-variance),
   // or, with TAESD, directly the latent [W / 8, H / 8, 4].
   std::vector<float> encode(const std::vector<float>& image, int64_t width, int64_t height);
-  bool encodes_moments() const { return taesd_ == nullptr || taesd_preview_only_; }
+  // (FLUX.2's autoencoder gives the latent itself: its mean, patched and normalized.)
+  bool encodes_moments() const {
+    return (taesd_ == nullptr || taesd_preview_only_) && !config_.batch_norm_latent;
+  }
 
   // A preview of a latent: through TAESD (when given) or the VAE, whole, untiled.
   std::vector<float> decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,

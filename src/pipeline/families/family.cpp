@@ -42,7 +42,7 @@ std::vector<float> Family::masked_image_input(const std::vector<float>& masked_l
 
 models::VaeConfig Family::vae_config() const {
   models::VaeConfig c = defaults_.vae();
-  c.z_channels = defaults_.latent_channels;
+  c.z_channels = c.embed_dim = defaults_.latent_channels;
   c.scale_factor = defaults_.scale_factor;
   c.shift_factor = defaults_.shift_factor;
   return c;

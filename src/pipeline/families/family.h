@@ -75,8 +75,8 @@ enum class ImageInput {
 // The latent space and the sampling defaults of a family.
 struct FamilyDefaults {
   models::VaeConfig (*vae)() = nullptr;  // the autoencoder's preset
-  int64_t latent_channels = 4;
-  float scale_factor = 0.18215f;  // what the VAE latent is scaled by for sampling
+  int64_t latent_channels = 4;           // the autoencoder's, before any patching (VaeConfig)
+  float scale_factor = 0.18215f;         // what the VAE latent is scaled by for sampling
   float shift_factor = 0.0f;
 
   sampling::SampleMethod sample_method = sampling::SampleMethod::EulerA;

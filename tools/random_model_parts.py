@@ -1,0 +1,240 @@
+"""What the random-weight model writers make_random_z_image.py and make_random_flux2.py share.
+
+* Tensor specs: ``linear`` and ``norm`` append the specs of one layer, ``qwen3_specs`` the
+  Qwen3 text model both models read, ``ae_specs`` the LDM autoencoder (FLUX.1's 16-channel
+  one, or with ``quant_convs`` the FLUX.2 one without its batch-norm statistics).
+* Values and writing: a spec is (name, shape, mean, std), values mean + std * normal(0, 1)
+  from a generator of its own seeded with (seed, crc32(name)), so that the same seed writes
+  the same bytes; or (name, shape, array, dtype), fixed float values always stored in that
+  dtype. ``write_safetensors`` writes a file of specs in f32, f16 or bf16 (round to nearest
+  even); only numpy is needed, the safetensors format is written directly.
+* Command line: ``parser`` (``--out``, ``--seed``, ``--dtype``, ``--hidden``),
+  ``add_qwen3_args``, ``parse_args`` (adds ``--list``), the checks every writer makes and
+  ``write_parts``, which lists or writes a writer's files.
+
+Run the writers with /usr/bin/python3 from anywhere: Python finds this module beside them.
+"""
+
+import argparse
+import json
+import os
+import struct
+import zlib
+
+import numpy as np
+
+HEAD_DIM = 128             # Z-Image, FLUX.2 and Qwen3 attention heads
+FREQ_DIM = 256             # sinusoidal timestep embedding width
+QWEN3_HEADS, QWEN3_KV_HEADS = 32, 8
+QWEN3_VOCAB = 151936
+DTYPES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2)}
+
+# ------------------------------------- tensor specs -------------------------------------
+
+
+def linear(s, name, n_out, n_in, bias=False, gain=1.0):
+    """normal(0, gain/sqrt(fan_in)) weight; with bias, a normal(0, 0.02) bias."""
+    s.append((f"{name}.weight", (n_out, n_in), 0.0, gain / np.sqrt(n_in)))
+    if bias:
+        s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
+
+
+def norm(s, name, n, scale=1.0, param="weight"):
+    """A norm's scale: scale x (1 + normal(0, 0.1))."""
+    s.append((f"{name}.{param}", (n,), scale, 0.1 * scale))
+
+
+def qwen3_specs(hidden, n_layers, ff):
+    """Qwen3, Hugging Face names, no biases, tied embeddings, the full vocabulary."""
+    s = [("model.embed_tokens.weight", (QWEN3_VOCAB, hidden), 0.0, 1.0)]
+    q, kv = QWEN3_HEADS * HEAD_DIM, QWEN3_KV_HEADS * HEAD_DIM
+    for i in range(n_layers):
+        p = f"model.layers.{i}"
+        norm(s, f"{p}.input_layernorm", hidden)
+        linear(s, f"{p}.self_attn.q_proj", q, hidden)
+        linear(s, f"{p}.self_attn.k_proj", kv, hidden)
+        linear(s, f"{p}.self_attn.v_proj", kv, hidden)
+        linear(s, f"{p}.self_attn.o_proj", hidden, q)
+        norm(s, f"{p}.self_attn.q_norm", HEAD_DIM)
+        norm(s, f"{p}.self_attn.k_norm", HEAD_DIM)
+        norm(s, f"{p}.post_attention_layernorm", hidden)
+        linear(s, f"{p}.mlp.gate_proj", ff, hidden)
+        linear(s, f"{p}.mlp.up_proj", ff, hidden)
+        linear(s, f"{p}.mlp.down_proj", hidden, ff)
+    norm(s, "model.norm", hidden)
+    return s
+
+
+def ae_specs(enc_ch, dec_ch, z, quant_convs=False, mult=(1, 2, 4, 4), n_res=2, std=0.02):
+    """LDM autoencoder (``encoder.*``, ``decoder.*``) with z latent channels: normal(0, std)
+    convolution weights, zero biases, unit GroupNorms. quant_convs adds the 1x1
+    ``encoder.quant_conv`` (2z -> 2z) and ``decoder.post_quant_conv`` (z -> z)."""
+    s = []
+
+    def conv(name, n_out, n_in, k):
+        s.append((f"{name}.weight", (n_out, n_in, k, k), 0.0, std))
+        s.append((f"{name}.bias", (n_out,), 0.0, 0.0))
+
+    def gnorm(name, n):
+        s.append((f"{name}.weight", (n,), 1.0, 0.0))
+        s.append((f"{name}.bias", (n,), 0.0, 0.0))
+
+    def resnet(name, c_in, c_out):
+        gnorm(f"{name}.norm1", c_in)
+        conv(f"{name}.conv1", c_out, c_in, 3)
+        gnorm(f"{name}.norm2", c_out)
+        conv(f"{name}.conv2", c_out, c_out, 3)
+        if c_in != c_out:
+            conv(f"{name}.nin_shortcut", c_out, c_in, 1)
+
+    def attn(name, c):
+        gnorm(f"{name}.norm", c)
+        for proj in ("q", "k", "v", "proj_out"):
+            conv(f"{name}.{proj}", c, c, 1)
+
+    ch = enc_ch
+    conv("encoder.conv_in", ch, 3, 3)
+    c = ch
+    for i, m in enumerate(mult):
+        for j in range(n_res):
+            resnet(f"encoder.down.{i}.block.{j}", c, ch * m)
+            c = ch * m
+        if i != len(mult) - 1:
+            conv(f"encoder.down.{i}.downsample.conv", c, c, 3)
+    resnet("encoder.mid.block_1", c, c)
+    attn("encoder.mid.attn_1", c)
+    resnet("encoder.mid.block_2", c, c)
+    gnorm("encoder.norm_out", c)
+    conv("encoder.conv_out", 2 * z, c, 3)
+    if quant_convs:
+        conv("encoder.quant_conv", 2 * z, 2 * z, 1)
+
+    ch = dec_ch
+    c = ch * mult[-1]
+    if quant_convs:
+        conv("decoder.post_quant_conv", z, z, 1)
+    conv("decoder.conv_in", c, z, 3)
+    resnet("decoder.mid.block_1", c, c)
+    attn("decoder.mid.attn_1", c)
+    resnet("decoder.mid.block_2", c, c)
+    for i in reversed(range(len(mult))):
+        for j in range(n_res + 1):
+            resnet(f"decoder.up.{i}.block.{j}", c, ch * mult[i])
+            c = ch * mult[i]
+        if i != 0:
+            conv(f"decoder.up.{i}.upsample.conv", c, c, 3)
+    gnorm("decoder.norm_out", c)
+    conv("decoder.conv_out", 3, c, 3)
+    return s
+
+
+# ---------------------------------- values & writing ----------------------------------
+
+
+def values(name, shape, mean, std, seed):
+    """float32 values of one tensor; depends only on (seed, name, shape, mean, std)."""
+    if isinstance(mean, np.ndarray):
+        return mean.reshape(shape).astype(np.float32)
+    if std == 0.0:
+        return np.full(shape, mean, dtype=np.float32)
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
+    x = rng.standard_normal(size=shape, dtype=np.float32) * np.float32(std)
+    return x + np.float32(mean)
+
+
+def tensor_dtype(spec, dtype):
+    return spec[3] if isinstance(spec[2], np.ndarray) else dtype
+
+
+def encode(x, dtype):
+    if dtype == "f32":
+        return x.astype("<f4").tobytes()
+    if dtype == "f16":
+        return x.astype("<f2").tobytes()
+    # bf16: round to nearest even on the upper 16 bits of the float32 pattern
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
+    u = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+    return u.astype("<u2").tobytes()
+
+
+def write_safetensors(path, specs, dtype, seed, metadata):
+    """Writes specs (sorted by name) to path via path.tmp; returns the data size in bytes."""
+    specs = sorted(specs, key=lambda t: t[0])
+    names = [t[0] for t in specs]
+    assert len(names) == len(set(names)), "duplicate tensor names"
+    header, offset = {"__metadata__": metadata}, 0
+    for spec in specs:
+        name, shape = spec[0], spec[1]
+        st_dtype, size = DTYPES[tensor_dtype(spec, dtype)]
+        n = int(np.prod(shape)) * size
+        header[name] = {"dtype": st_dtype, "shape": list(shape),
+                        "data_offsets": [offset, offset + n]}
+        offset += n
+    head = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    head += b" " * (-len(head) % 8)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(head)))
+        f.write(head)
+        for spec in specs:
+            name, shape, mean, std = spec
+            f.write(encode(values(name, shape, mean, std, seed), tensor_dtype(spec, dtype)))
+    os.replace(tmp, path)
+    return offset
+
+
+# ------------------------------------- command line -------------------------------------
+
+
+def parser(doc):
+    """The options every writer has: --out, --seed, --dtype and the transformer's --hidden;
+    the description is doc's first paragraph."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--out", required=True, help="output folder")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dtype", choices=sorted(DTYPES),
+                    help="one type for all three files (default: as released, bf16/bf16/f32)")
+    ap.add_argument("--hidden", type=int, default=256, help="transformer width, multiple of 128")
+    return ap
+
+
+def add_qwen3_args(ap, hidden_help, layers_help):
+    ap.add_argument("--llm-hidden", type=int, default=32, help=hidden_help)
+    ap.add_argument("--llm-layers", type=int, default=36, help=layers_help)
+    ap.add_argument("--llm-ff", type=int, default=96, help="Qwen3 MLP width")
+
+
+def parse_args(ap, argv):
+    """Adds --list (the last option) and parses argv."""
+    ap.add_argument("--list", action="store_true", help="print names and shapes, write nothing")
+    return ap.parse_args(argv)
+
+
+def check_hidden(ap, hidden):
+    if hidden % HEAD_DIM or hidden <= 0:
+        ap.error("--hidden must be a positive multiple of 128")
+
+
+def check_qwen3_layers(ap, n_layers):
+    if n_layers == 28:
+        ap.error("--llm-layers 28 makes stable-diffusion.cpp assume 16 query heads")
+
+
+def write_parts(a, parts, generator):
+    """parts: {file name without .safetensors: (specs, released dtype)}. With --list prints
+    every tensor's name and shape; else writes each file into --out in --dtype or, without
+    it, in its released dtype. Returns the exit status."""
+    if a.list:
+        for name, (specs, _) in parts.items():
+            for t in sorted(specs, key=lambda t: t[0]):
+                print(f"{name}: {t[0]} {list(t[1])}")
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    for name, (specs, released) in parts.items():
+        dtype = a.dtype or released
+        meta = {"format": "pt", "generator": generator, "seed": str(a.seed),
+                "dtype": dtype, "part": name}
+        path = os.path.join(a.out, name + ".safetensors")
+        n = write_safetensors(path, specs, dtype, a.seed, meta)
+        print(f"wrote {path}: {len(specs)} tensors, {n / 2**20:.1f} MiB")
+    return 0
