@@ -23,6 +23,7 @@
 #include "io/name_conversion.h"
 #include "pipeline/lora_merge_test_util.h"
 #include "pipeline/stable_diffusion.h"
+#include "pipeline/tiny_flux2_test_util.h"
 #include "pipeline/tiny_model_test_util.h"
 #include "pipeline/tiny_sd3_test_util.h"
 #include "pipeline/tiny_z_image_test_util.h"
@@ -257,6 +258,34 @@ struct ZImage {
   static constexpr double kQ8MinPsnr = 30.0;
 };
 
+// FLUX.2 klein: its transformer, the Qwen3 text encoder (--llm, with its tokenizer.json) and
+// the FLUX.2 autoencoder.
+struct Flux2 {
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinyFlux2Files f =
+        pipeline::test::write_tiny_flux2(dir.file("flux2"));
+    ModelOptions o;
+    o.diffusion_model = f.dit;
+    o.llm = f.llm;
+    o.vae = f.vae;
+    o.llm_tokenizer = f.tokenizer;
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;
+  static constexpr io::FileRole kRole = io::FileRole::DiffusionModel;
+  static std::vector<MissingPart> missing() {
+    return {{&ModelOptions::llm, "--llm"}, {&ModelOptions::vae, "--vae"}};
+  }
+  static std::vector<LoraTarget> lora() {
+    return {
+        kohya("lora_unet_double_blocks_0_img_attn_qkv", "double_blocks.0.img_attn.qkv"),
+        kohya("lora_unet_single_blocks_0_linear2", "single_blocks.0.linear2"),
+        kohya("lora_unet_double_stream_modulation_txt_lin", "double_stream_modulation_txt.lin")};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
 // The file's tensors as f32 under the names they are stored with.
 struct FileWeights {
   std::map<std::string, std::vector<float>> values;
@@ -343,7 +372,7 @@ class FamilyConformance : public ::testing::Test {
   ImageRequest request_;
 };
 
-using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage>;
+using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage, Flux2>;
 class FamilyNames {
  public:
   template <typename T>
@@ -353,6 +382,7 @@ class FamilyNames {
     if (std::is_same_v<T, Sd3>) return "SD3";
     if (std::is_same_v<T, Flux>) return "FLUX";
     if (std::is_same_v<T, Chroma>) return "Chroma";
+    if (std::is_same_v<T, Flux2>) return "FLUX2";
     return "ZImage";
   }
 };

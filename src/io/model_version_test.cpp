@@ -171,6 +171,31 @@ TEST(ModelVersion, FluxVariants) {
   EXPECT_STREQ(version_name(ModelVersion::FluxFill), "Flux Fill");
 }
 
+// FLUX.2: one modulation per stream kind instead of per block; dev has 48 single blocks.
+std::vector<TensorInfo> flux2(int single_blocks, bool guidance) {
+  const std::string d = "model.diffusion_model.";
+  std::vector<TensorInfo> v = {
+      t(d + "img_in.weight", {3072, 128}),
+      t(d + "double_stream_modulation_img.lin.weight", {18432, 3072}),
+      t(d + "double_blocks.0.img_attn.qkv.weight", {9216, 3072}),
+      t(d + "double_blocks.4.img_attn.qkv.weight", {9216, 3072}),
+      t(d + "single_blocks." + std::to_string(single_blocks - 1) + ".linear1.weight",
+        {27648, 3072})};
+  if (guidance) v.push_back(t(d + "guidance_in.in_layer.weight", {3072, 256}));
+  return v;
+}
+
+TEST(ModelVersion, Flux2KleinAndDev) {
+  EXPECT_EQ(detect_version(flux2(20, false)), ModelVersion::Flux2Klein);
+  EXPECT_EQ(detect_version(flux2(24, false)), ModelVersion::Flux2Klein);  // klein 9B
+  EXPECT_EQ(detect_version(flux2(48, true)), ModelVersion::Flux2);
+  EXPECT_EQ(describe_model(flux2(20, false)).in_channels, 128);
+  EXPECT_EQ(family_of(ModelVersion::Flux2Klein), ModelFamily::Flux2);
+  EXPECT_EQ(family_of(ModelVersion::Flux2), ModelFamily::Flux2);
+  EXPECT_STREQ(version_name(ModelVersion::Flux2Klein), "Flux.2 klein");
+  EXPECT_FALSE(is_unet_family(ModelVersion::Flux2Klein));
+}
+
 TEST(ModelVersion, ChromaFromItsApproximator) {
   // Chroma: schnell's blocks and the approximator.
   std::vector<TensorInfo> chroma = flux(64, false);

@@ -158,6 +158,19 @@ TEST(NameConversion, VaeAttentionLinearsBecomeConv1x1) {
             Transform::None);
 }
 
+// Black Forest Labs' autoencoder files (FLUX.2's) nest the latent-moment convs.
+TEST(NameConversion, NestedQuantConvsOfAnLdmAutoencoder) {
+  EXPECT_EQ(convert_name("encoder.quant_conv.weight", SourceLayout::Ldm, "first_stage_model.").name,
+            "first_stage_model.quant_conv.weight");
+  EXPECT_EQ(
+      convert_name("decoder.post_quant_conv.bias", SourceLayout::Ldm, "first_stage_model.").name,
+      "first_stage_model.post_quant_conv.bias");
+  EXPECT_EQ(convert_name("vae.encoder.quant_conv.bias", SourceLayout::Ldm, "").name,
+            "first_stage_model.quant_conv.bias");
+  EXPECT_EQ(convert_name("bn.running_mean", SourceLayout::Ldm, "first_stage_model.").name,
+            "first_stage_model.bn.running_mean");
+}
+
 TEST(NameConversion, TransformersTextEncoders) {
   expect_maps(
       {

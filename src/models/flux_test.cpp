@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "backend/registry.h"
@@ -269,6 +270,58 @@ TEST(Flux, RopeTablesRotateImageTokensByRowAndColumn) {
   EXPECT_FLOAT_EQ(r.sin[t * half + 2], std::sin(1.0f));
   EXPECT_FLOAT_EQ(r.sin[t * half + 5], std::sin(2.0f));
   EXPECT_FLOAT_EQ(r.sin[t * half + 6], std::sin(2.0f * std::pow(10000.0f, -2.0f / 6.0f)));
+}
+
+// FLUX.2: text tokens numbered along the fourth axis, the image at index 0 on it, theta
+// 2000 on every axis.
+TEST(Flux, Flux2RopeNumbersTheTextOnItsOwnAxis) {
+  const FluxConfig c = FluxConfig::flux2_klein();
+  const FluxRope r = flux_rope(c, 3, 2, 2);  // 3 text tokens, 2x2 patches
+  const int64_t half = c.head_dim() / 2;     // 64: 16 pairs per axis
+  ASSERT_EQ(r.cos.size(), static_cast<size_t>(half * 7));
+  // Text token 2: axis 3's first pair turns by 2, its second by 2 * 2000^(-2/32); the
+  // other axes not at all.
+  EXPECT_FLOAT_EQ(r.sin[2 * half + 48], std::sin(2.0f));
+  EXPECT_FLOAT_EQ(r.sin[2 * half + 49], std::sin(2.0f * std::pow(2000.0f, -2.0f / 32.0f)));
+  EXPECT_EQ(r.sin[2 * half + 16], 0.0f);
+  // Image token 3 (row 1, column 1): axes 1 and 2 turn, axis 3 does not.
+  EXPECT_FLOAT_EQ(r.sin[6 * half + 16], std::sin(1.0f));
+  EXPECT_FLOAT_EQ(r.sin[6 * half + 32], std::sin(1.0f));
+  EXPECT_EQ(r.sin[6 * half + 48], 0.0f);
+}
+
+// FLUX.2's transformer reads the three shared modulations, no per-block ones, no biases, a
+// SwiGLU MLP of twice the hidden width and no vector input.
+TEST(Flux, Flux2ReadsSharedModulationsAndNoBiases) {
+  FluxConfig c = FluxConfig::flux2_klein();
+  c.hidden = 128;
+  c.heads = 1;
+  c.mlp_hidden = 24;
+  c.context_dim = 16;
+  c.depth = 2;
+  c.depth_single = 1;
+  nn::RandomWeights w;
+  Context ctx;
+  Tensor* img = ctx.new_tensor(DType::F32, {128, 4, 1});
+  Tensor* txt = ctx.new_tensor(DType::F32, {16, 3, 1});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* rope = ctx.new_tensor(DType::F32, {1, 64, 7});
+  Tensor* out = flux_forward(nn::Scope(ctx, w, ""), c, img, txt, t, nullptr, nullptr, rope, rope);
+  EXPECT_EQ(out->ne, make_shape({128, 4, 1}));
+  const std::vector<std::string> names = w.names();
+  auto has = [&](const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  EXPECT_TRUE(has("double_stream_modulation_img.lin.weight"));
+  EXPECT_TRUE(has("double_stream_modulation_txt.lin.weight"));
+  EXPECT_TRUE(has("single_stream_modulation.lin.weight"));
+  for (const std::string& n : names) {
+    EXPECT_EQ(n.find(".bias"), std::string::npos) << n;
+    EXPECT_EQ(n.find("_mod."), std::string::npos) << n;
+    EXPECT_EQ(n.find("vector_in"), std::string::npos) << n;
+  }
+  Tensor* mlp0 = w.get(ctx, "double_blocks.0.img_mlp.0.weight", make_shape({128, 48}));
+  EXPECT_EQ(mlp0->ne[1], 48);  // gate and value halves
 }
 
 TEST(Flux, MismatchedInputsFailWithTheirSizes) {

@@ -103,6 +103,53 @@ TEST(Vae, DecodeUndoesTheSamplerScaling) {
   EXPECT_GT(test::max_scaled_error(a, c, 1e-4, 1e-4), 1.0);  // the scaling matters
 }
 
+// FLUX.2: the sampler's latent is the VAE's in 2x2 patches (channel c * 4 + dy * 2 + dx),
+// each channel normalized by the batch-norm statistics. Decoding it is decoding the VAE's
+// own latent; encoding gives the mean, patched and normalized.
+TEST(Vae, PatchedLatentsUnderBatchNormStatistics) {
+  nn::RandomWeights w;
+  VaeConfig plain = tiny_config();
+  plain.scale_factor = 1.0f;
+  VaeConfig patched = plain;
+  patched.latent_patch = 2;
+  patched.batch_norm_latent = true;
+  ASSERT_EQ(patched.latent_channels(), 16);
+  ASSERT_EQ(patched.downscale(), 4);
+  std::vector<float> mean(16), var(16);
+  for (int i = 0; i < 16; ++i) mean[i] = 0.1f * (i % 5) - 0.2f, var[i] = 0.5f + 0.25f * (i % 3);
+  w.set(std::string(kRoot) + "bn.running_mean", make_shape({16}), mean);
+  w.set(std::string(kRoot) + "bn.running_var", make_shape({16}), var);
+  // The VAE's latent [4, 6, 4] as 2x3 patches of 16 channels.
+  const int64_t W = 4, H = 6, C = 4, pw = 2, ph = 3;
+  auto patch = [&](const std::vector<float>& z) {
+    std::vector<float> p(static_cast<size_t>(pw * ph * C * 4));
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x) {
+          const int64_t ch = c * 4 + (y % 2) * 2 + x % 2;
+          p[static_cast<size_t>(ch * pw * ph + (y / 2) * pw + x / 2)] =
+              (z[static_cast<size_t>(c * W * H + y * W + x)] - mean[ch]) /
+              std::sqrt(var[ch] + 1e-4f);
+        }
+    return p;
+  };
+  const std::vector<float> z = test::random_values(W * H * C, 9);
+  const std::vector<float> a = decode(w, plain, z, W, H);
+  nn::GraphRunner runner(cpu_backend());
+  nn::GraphCall call;
+  const std::vector<float> p = patch(z);
+  Tensor* in = call.input_f32("z", make_shape({pw, ph, 16, 1}), p.data());
+  const std::vector<float> b =
+      runner.run(call, vae_decode(nn::Scope(call.ctx(), w, kRoot), patched, in));
+  EXPECT_LE(test::max_scaled_error(b, a, 1e-4, 1e-4), 1.0);
+
+  const std::vector<float> image = test::random_values(8 * 12 * 3, 10);
+  std::vector<float> moments = encode(w, plain, image, 8, 12);
+  moments.resize(static_cast<size_t>(W * H * C));  // the mean
+  const std::vector<float> latent = encode(w, patched, image, 8, 12);
+  EXPECT_LE(test::max_scaled_error(latent, patch(moments), 1e-4, 1e-4), 1.0);
+}
+
 TEST(Vae, WrongLatentChannelsIsAnError) {
   nn::RandomWeights w;
   Context ctx;

@@ -49,8 +49,8 @@ inline std::string byte_symbol(int b) {
 }
 
 // 256 byte tokens, a few merges ("a", " cat"), Qwen's <|im_start|> and <|im_end|> as added
-// tokens: 262 ids.
-inline std::string tiny_bpe_tokenizer_json() {
+// tokens: 262 ids; `endoftext` adds Qwen's padding token <|endoftext|> as id 262.
+inline std::string tiny_bpe_tokenizer_json(bool endoftext = false) {
   auto quoted = [](const std::string& s) {
     std::string q = "\"";
     for (char ch : s) {
@@ -69,7 +69,11 @@ inline std::string tiny_bpe_tokenizer_json() {
                              quoted(space + "c at") + "," + quoted(space + " a") + "]";
   return R"({"added_tokens": [
     {"id": 260, "content": "<|im_start|>", "special": true},
-    {"id": 261, "content": "<|im_end|>", "special": true}],
+    {"id": 261, "content": "<|im_end|>", "special": true})" +
+         std::string(endoftext ? R"(,
+    {"id": 262, "content": "<|endoftext|>", "special": true})"
+                               : "") +
+         R"(],
   "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
   "model": {"type": "BPE", "vocab": {)" +
          vocab + "}, \"merges\": " + merges + "}}";

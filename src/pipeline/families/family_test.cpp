@@ -224,6 +224,28 @@ TEST(Family, ZImageIsFluxLatentsOnAShiftedFlow) {
   EXPECT_EQ(d.text_encoder_roots(arch), (std::vector<std::string>{"text_encoders.llm."}));
 }
 
+// FLUX.2: 32-channel latents in 2x2 patches under batch-norm statistics (no scale or shift
+// factors), euler on FLUX.2's own schedule with the timestep being sigma, and an LLM as its
+// only text encoder.
+TEST(Family, Flux2IsPatchedLatentsOnItsOwnSchedule) {
+  const Family& d = family_for(ModelVersion::Flux2Klein);
+  EXPECT_EQ(d.id(), io::ModelFamily::Flux2);
+  const models::VaeConfig vae = d.vae_config();
+  EXPECT_EQ(vae.z_channels, 32);
+  EXPECT_EQ(vae.latent_channels(), 128);
+  EXPECT_EQ(vae.downscale(), 16);
+  EXPECT_TRUE(vae.batch_norm_latent);
+  EXPECT_TRUE(vae.use_quant_conv);
+  EXPECT_EQ(vae.scale_factor, 1.0f);
+  EXPECT_EQ(d.defaults().prediction, sampling::Prediction::FluxFlow);
+  EXPECT_EQ(d.defaults().sample_method, sampling::SampleMethod::Euler);
+  EXPECT_EQ(d.default_scheduler(sampling::SampleMethod::Euler, sampling::Prediction::FluxFlow),
+            sampling::Scheduler::Flux2);
+  EXPECT_EQ(d.default_flow_shift(ModelVersion::Flux2Klein), 1.0f);
+  Architecture arch;
+  EXPECT_EQ(d.text_encoder_roots(arch), (std::vector<std::string>{"text_encoders.llm."}));
+}
+
 // The SD inpainting UNets read the latent mask, then the masked image's latent.
 TEST(Family, UnetInpaintInputIsTheMaskThenTheLatent) {
   const Family& d = family_for(ModelVersion::SD1Inpaint);
@@ -236,8 +258,8 @@ TEST(Family, UnetInpaintInputIsTheMaskThenTheLatent) {
 TEST(Family, EveryVersionHasOneFamily) {
   std::set<io::ModelFamily> ids;
   for (const Family* f : supported_families()) ids.insert(f->id());
-  EXPECT_EQ(ids.size(), 7u);
-  for (int i = 1; i <= static_cast<int>(ModelVersion::ZImage); ++i) {
+  EXPECT_EQ(ids.size(), 8u);
+  for (int i = 1; i <= static_cast<int>(ModelVersion::Flux2Klein); ++i) {
     const auto v = static_cast<ModelVersion>(i);
     int runners = 0;
     for (const Family* f : supported_families()) runners += f->runs(v) ? 1 : 0;
@@ -253,7 +275,8 @@ TEST(Family, UnsupportedVersionsAreNamed) {
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(io::version_name(ModelVersion::Unknown)), std::string::npos) << what;
-    EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3, Chroma and Z-Image"), std::string::npos)
+    EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3, Chroma, Z-Image and Flux.2"),
+              std::string::npos)
         << what;
   }
   // A variant of a supported family this build cannot run.
