@@ -216,7 +216,7 @@ try:
     # --- A1111 txt2img: the same pixels as sd-cli
     body = {"prompt": PROMPT, "negative_prompt": "blurry", "width": 64, "height": 64,
             "steps": STEPS, "seed": SEED, "cfg_scale": 5, "sampler_name": "Euler",
-            "restore_faces": False}
+            "restore_faces": False, "styles": [[[["nested"]]]]}
     status, _, answer = server.json("POST", "/sdapi/v1/txt2img", body)
     check(status == 200 and len(answer.get("images", [])) == 1, f"txt2img: {status} {answer}")
     server_png = base64.b64decode(answer["images"][0])
@@ -224,6 +224,8 @@ try:
     check(same_image_file(server_png, cli_bytes), "txt2img file equals sd-cli's, metadata included")
     check(json.loads(answer["info"])["all_seeds"] == [SEED], f"txt2img info: {answer['info']}")
     check(answer["parameters"]["prompt"] == PROMPT, "txt2img echoes its parameters")
+    check("styles" not in answer["parameters"] and "restore_faces" not in answer["parameters"],
+          f"txt2img echoes no field it ignores: {answer['parameters']}")
 
     # --- native async: the same request again gives the same image; progress is reported
     native = {"prompt": PROMPT, "negative_prompt": "blurry", "width": 64, "height": 64,
@@ -287,6 +289,11 @@ try:
 
     # --- bad input: 4xx with the field named, the server serving on
     expect_error(server, "POST", "/sdapi/v1/txt2img", None, 400, "not valid JSON", raw=b"{oops")
+    # 58,000 nested arrays in an ignored field once crashed the server as it echoed them.
+    deep = b'{"prompt": "x", "styles": ' + b"[" * 58000 + b"]" * 58000 + b"}"
+    for path in ("/sdapi/v1/txt2img", "/sdapi/v1/img2img", "/sdcpp/v1/img_gen",
+                 "/v1/images/generations"):
+        expect_error(server, "POST", path, None, 400, "more than 400 deep", raw=deep)
     expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 400, "not valid JSON", raw=b"[1,")
     expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 400, "empty", raw=b"")
     expect_error(server, "POST", "/sdcpp/v1/img_gen", [1, 2], 400, "JSON object")

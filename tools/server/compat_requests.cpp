@@ -72,6 +72,28 @@ GenRequest parse_sdapi_request(const nlohmann::json& body, const RequestContext&
   return finish_request(std::move(d), rc);
 }
 
+nlohmann::json sdapi_parameters(const nlohmann::json& body, bool img2img) {
+  // The fields parse_sdapi_request reads, images left out (the client has them).
+  static const char* const kCommon[] = {
+      "prompt",     "negative_prompt", "width",        "height",        "steps",
+      "cfg_scale",  "seed",            "batch_size",   "n_iter",        "clip_skip",
+      "sampler_name", "sampler_index", "scheduler",    "lora"};
+  static const char* const kImg2img[] = {"inpainting_mask_invert", "denoising_strength"};
+  static const char* const kTxt2img[] = {"enable_hr",   "hr_upscaler", "hr_scale",
+                                         "hr_resize_x", "hr_resize_y", "hr_second_pass_steps",
+                                         "hr_steps",    "denoising_strength"};
+  nlohmann::json out = nlohmann::json::object();
+  auto copy = [&](const char* key) {
+    if (auto it = body.find(key); it != body.end()) out[key] = *it;
+  };
+  for (const char* key : kCommon) copy(key);
+  if (img2img)
+    for (const char* key : kImg2img) copy(key);
+  else
+    for (const char* key : kTxt2img) copy(key);
+  return out;
+}
+
 GenRequest parse_openai_request(const OpenAiForm& form, const RequestContext& rc) {
   RequestDraft d = new_draft(rc);
   cli::GenerationOptions& g = d.g;

@@ -131,15 +131,49 @@ void JsonFields::reject_unknown(const std::vector<std::string>& known) const {
   }
 }
 
+namespace {
+
+// Whether `text` nests arrays and objects deeper than `limit`, brackets inside strings not
+// counted; a scan that allocates nothing, before the parser builds anything.
+bool nested_deeper_than(std::string_view text, int limit) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > limit) return true;
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+nlohmann::json parse_json_object(std::string_view text, const std::string& what) {
+  if (nested_deeper_than(text, kMaxJsonDepth))
+    throw BadRequest(what + " nests arrays or objects more than " + std::to_string(kMaxJsonDepth) +
+                     " deep; no field of this API needs that");
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded())
+    throw BadRequest(what +
+                     " is not valid JSON; send a JSON object (Content-Type: application/json)");
+  if (!j.is_object()) throw BadRequest(what + " must be a JSON object");
+  return j;
+}
+
 nlohmann::json parse_json_body(const std::string& body) {
   if (body.empty()) throw BadRequest("the request body is empty; send a JSON object");
-  nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
-  if (j.is_discarded())
-    throw BadRequest(
-        "the request body is not valid JSON; send a JSON object "
-        "(Content-Type: application/json)");
-  if (!j.is_object()) throw BadRequest("the request body must be a JSON object");
-  return j;
+  return parse_json_object(body, "the request body");
 }
 
 }  // namespace sd::server

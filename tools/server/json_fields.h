@@ -48,7 +48,15 @@ class JsonFields {
   std::string prefix_;
 };
 
-// Parses a body that must be one JSON object; BadRequest otherwise.
+// The deepest nesting of arrays and objects a request may have: every API's own fields need
+// a few levels, and a value nested tens of thousands deep would otherwise cost a recursion
+// per level wherever it is copied, dumped or freed.
+inline constexpr int kMaxJsonDepth = 400;
+
+// Parses text that must be one JSON object, nested at most kMaxJsonDepth deep; BadRequest
+// naming `what` ("the request body") otherwise.
+nlohmann::json parse_json_object(std::string_view text, const std::string& what);
+// parse_json_object of a request body (which must not be empty).
 nlohmann::json parse_json_body(const std::string& body);
 
 }  // namespace sd::server

@@ -49,5 +49,18 @@ TEST(JsonFields, BodyParsingSaysWhatIsWrong) {
   EXPECT_EQ(parse_json_body("{\"a\": 1}")["a"], 1);
 }
 
+// 58,000 nested arrays in a 117 KB body crashed the server (a recursion per level when the
+// answer copied it): refused before parsing. Brackets inside strings are text.
+TEST(JsonFields, DeepNestingIsRefusedBeforeParsing) {
+  const std::string deep = "{\"x\": " + std::string(58000, '[') + std::string(58000, ']') + "}";
+  EXPECT_NE(error_of([&] { parse_json_body(deep); }).find("more than 400 deep"), std::string::npos);
+  const std::string ok = "{\"x\": " + std::string(399, '[') + std::string(399, ']') + "}";
+  EXPECT_TRUE(parse_json_body(ok).is_object());
+  const std::string text = "{\"prompt\": \"" + std::string(1000, '[') + "\\\"{{\"}";
+  EXPECT_EQ(parse_json_body(text)["prompt"].get<std::string>().size(), 1003u);
+  EXPECT_NE(error_of([] { parse_json_body("[1, 2]"); }).find("must be a JSON object"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace sd::server

@@ -145,10 +145,7 @@ std::optional<nlohmann::json> take_extra_args(std::string& prompt) {
     throw BadRequest("prompt: <sd_cpp_extra_args> has no closing </sd_cpp_extra_args>");
   const std::string text = prompt.substr(begin + open.size(), end - begin - open.size());
   prompt.erase(begin, end + close.size() - begin);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object())
-    throw BadRequest("prompt: the text inside <sd_cpp_extra_args> is not a JSON object");
-  return j;
+  return parse_json_object(text, "prompt: the text inside <sd_cpp_extra_args>");
 }
 
 void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {

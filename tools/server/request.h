@@ -53,6 +53,9 @@ GenRequest parse_native_request(const nlohmann::json& body, const RequestContext
 
 // POST /sdapi/v1/txt2img and img2img.
 GenRequest parse_sdapi_request(const nlohmann::json& body, const RequestContext& rc, bool img2img);
+// What an A1111 answer echoes as "parameters": the request's fields this server reads, no
+// images and nothing it ignores.
+nlohmann::json sdapi_parameters(const nlohmann::json& body, bool img2img);
 
 // POST /v1/images/generations (JSON) and /v1/images/edits (form fields, images decoded).
 struct OpenAiForm {

@@ -440,9 +440,7 @@ void install_routes(httplib::Server& svr, ServerState& s) {
              guarded([&s, img2img](const Request& req, Response& res) {
                const json body = parse_json_body(req.body);
                GenRequest r = parse_sdapi_request(body, s.requests, img2img);
-               json echoed = body;
-               for (const char* key : {"init_images", "mask", "extra_images"})
-                 echoed.erase(key);  // the client has them; echoing doubles the answer
+               const json echoed = sdapi_parameters(body, img2img);
                if (auto job = submit(s, std::move(r), res, true))
                  send_json(res, 200, sdapi_response(*job, echoed));
              }));
