@@ -124,4 +124,13 @@ run missing_ref_image nonzero -m "$work/readme.safetensors" -p x -r "$work/no_su
 expect_text missing_ref_image "--ref-image: '$work/no_such.png' does not exist"
 [ -e "$work/ref_out.png" ] && fail "missing_ref_image: an image was written"
 
+# A FIFO (or any non-file) as a model or upscaler waited forever for a writer: refused.
+mkfifo "$work/pipe.safetensors"
+run fifo_model nonzero -m "$work/pipe.safetensors" -p x -o "$work/fifo_out.png"
+expect_text fifo_model "is not a regular file"
+run fifo_upscaler nonzero -M upscale --upscale-model "$work/pipe.safetensors" \
+  -i "$(dirname "$0")/golden/flux2_tiny/euler_128.png" -o "$work/fifo_out.png"
+expect_text fifo_upscaler "is not a regular file"
+[ -e "$work/fifo_out.png" ] && fail "fifo: an image was written"
+
 finish "all hostile-input cases passed"

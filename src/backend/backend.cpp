@@ -1,5 +1,8 @@
 #include "backend/backend.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "tensor/error.h"
 
 namespace sd {
@@ -56,6 +59,11 @@ void check_supported(const Device& device, const Graph& graph) {
            "[plan] backend %s cannot compute: %s; place this module on another "
            "device with --backend",
            device.name().c_str(), missing.c_str());
+}
+
+int usable_threads(int requested) {
+  const int machine = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  return requested <= 0 ? machine : std::min(requested, machine);
 }
 
 }  // namespace sd

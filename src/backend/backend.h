@@ -87,6 +87,11 @@ struct BackendOptions {
   int threads = 0;  // 0: all cores
 };
 
+// The compute threads a request for `requested` gets: all of the machine's for 0 or less,
+// at most the machine's otherwise (more only contend, and OpenMP fails on absurd counts:
+// 100000 crashed it).
+int usable_threads(int requested);
+
 // How much of a device's memory the graphs run through one of its backends may take
 // (--max-vram): compute buffer and staged weights together. A module whose weights do not
 // fit beside its compute buffer runs segment by segment, each segment's weights staged in

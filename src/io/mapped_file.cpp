@@ -49,8 +49,10 @@ void read_all(const std::string& path, int fd, uint8_t* dst, uint64_t size) {
 
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path, MapMode mode) {
   Fd fd;
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever, before
+  // the check below could refuse it (reads of a regular file ignore the flag).
   do {
-    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   } while (fd.fd < 0 && errno == EINTR);
   if (fd.fd < 0) {
     int err = errno;

@@ -12,8 +12,19 @@
 
 namespace sd::pipeline {
 
-StableDiffusion::Impl::Impl(const ModelOptions& o)
-    : options(o), model_args(parse_model_args(o.model_args)) {
+ModelOptions with_usable_threads(const ModelOptions& o) {
+  ModelOptions out = o;
+  out.threads = usable_threads(o.threads);
+  if (o.threads > out.threads && o.note)
+    o.note("warning: " + std::to_string(o.threads) + " threads asked for, this machine runs " +
+           std::to_string(out.threads) + "; using " + std::to_string(out.threads));
+  if (o.threads <= 0) out.threads = 0;  // all of them, as before
+  return out;
+}
+
+StableDiffusion::Impl::Impl(const ModelOptions& requested)
+    : options(with_usable_threads(requested)), model_args(parse_model_args(requested.model_args)) {
+  const ModelOptions& o = options;
   SD_CHECK(!o.model.empty() || !o.diffusion_model.empty(),
            "no model given: pass -m MODEL (a .safetensors, .gguf, .ckpt file or a diffusers "
            "folder)");

@@ -55,4 +55,8 @@ struct ModelOptions {
   std::string model_args;
 };
 
+// `o` with its thread count bounded by the machine's (backend.h's usable_threads), a warning
+// through o.note when it was cut.
+ModelOptions with_usable_threads(const ModelOptions& o);
+
 }  // namespace sd::pipeline

@@ -100,6 +100,25 @@ TEST_F(TinyPipeline, TextToImageIsDeterministicPerSeed) {
   EXPECT_NE(sd_->generate(request_)[0].pixels, a[0].pixels);
 }
 
+// 100000 threads crashed OpenMP: a count above the machine's is cut to it, with a warning,
+// and gives the same image.
+TEST_F(TinyPipeline, AbsurdThreadCountsAreCutToTheMachines) {
+  const std::vector<uint8_t> expected = sd_->generate(request_)[0].pixels;
+  for (int threads : {100000, 2147483647}) {
+    ModelOptions o = options_;
+    o.threads = threads;
+    std::vector<std::string> notes;
+    o.note = [&](const std::string& n) { notes.push_back(n); };
+    StableDiffusion sd(o);
+    EXPECT_EQ(sd.generate(request_)[0].pixels, expected) << threads;
+    bool warned = false;
+    for (const std::string& n : notes)
+      warned =
+          warned || n.find(std::to_string(threads) + " threads asked for") != std::string::npos;
+    EXPECT_TRUE(warned) << threads;
+  }
+}
+
 TEST_F(TinyPipeline, RngAndTilingChangeTheImage) {
   const std::vector<uint8_t> plain = sd_->generate(request_)[0].pixels;
   ImageRequest r = request_;

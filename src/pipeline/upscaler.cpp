@@ -148,7 +148,7 @@ struct Upscaler::Impl {
     config = detect_esrgan_config(shapes, o.model);
 
     manager = std::make_unique<weights::ModelManager>(
-        loader, weights::ModelManagerOptions{o.weight_type, true, o.threads});
+        loader, weights::ModelManagerOptions{o.weight_type, true, usable_threads(o.threads)});
     const Module m = Module::Upscaler;
     manager->add_module(weights::ModuleSpec{
         module_name(m), {""}, &backends.compute_device(m), backends.residency(m)});

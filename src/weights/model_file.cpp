@@ -64,6 +64,10 @@ std::unique_ptr<ModelFile> open_model_file(const std::string& path) {
            "'%s' is a folder, not a weight file (a diffusers pipeline folder needs "
            "model_index.json or unet/)",
            path.c_str());
+  // Reading a FIFO or a device would wait for a writer, or never end.
+  SD_CHECK(std::filesystem::is_regular_file(path, ec),
+           "'%s' is not a regular file (a pipe, device or socket); give the model file",
+           path.c_str());
   char magic[9] = {};
   {
     std::ifstream f(path, std::ios::binary);

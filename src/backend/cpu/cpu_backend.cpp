@@ -1,7 +1,9 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include <malloc.h>
+
 #include <omp.h>
+#include <algorithm>
 
 #include "backend/cpu/dnnl_state.h"
 #include "backend/cpu/kernels.h"
@@ -16,7 +18,7 @@ CpuBackend::CpuBackend(CpuDevice& device, const BackendOptions& options, CpuKern
 }
 
 void CpuBackend::set_threads(int threads) {
-  ctx_.threads = threads > 0 ? threads : omp_get_num_procs();
+  ctx_.threads = threads > 0 ? std::min(threads, omp_get_num_procs()) : omp_get_num_procs();
 }
 
 void CpuBackend::compute_nodes(const Graph& graph, size_t first, size_t end) {
