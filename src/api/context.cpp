@@ -85,6 +85,10 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   o.auto_fit = p.auto_fit;
   o.note = [](const std::string& text) { sd::api::log(SD_LOG_INFO, "%s", text.c_str()); };
   using LoraMode = sd::weights::ModelManagerOptions::LoraMode;
+  SD_CHECK(p.lora_apply_mode == LORA_APPLY_AUTO || p.lora_apply_mode == LORA_APPLY_IMMEDIATELY ||
+               p.lora_apply_mode == LORA_APPLY_AT_RUNTIME,
+           "lora_apply_mode %d is not one of the enum's values (auto, immediately, at_runtime)",
+           static_cast<int>(p.lora_apply_mode));
   o.lora_mode = p.lora_apply_mode == LORA_APPLY_IMMEDIATELY  ? LoraMode::Merge
                 : p.lora_apply_mode == LORA_APPLY_AT_RUNTIME ? LoraMode::AtRuntime
                                                              : LoraMode::Auto;
@@ -111,7 +115,13 @@ sd::io::Image to_image(const sd_image_t& img, const char* what) {
   return out;
 }
 
+// Whether an optional image is given: an all-empty sd_image_t is none; one with a size but
+// no pixels (or pixels but no size) is a caller's mistake, not silently no image.
 bool has_image(const sd_image_t& img) {
+  const bool sized = img.width > 0 || img.height > 0;
+  SD_CHECK(sized == (img.data != nullptr),
+           "an image of %ux%u %s: pass pixel data with its size, or neither", img.width, img.height,
+           img.data ? "with pixel data but no size" : "without pixel data");
   return img.data && img.width > 0 && img.height > 0;
 }
 
@@ -224,9 +234,11 @@ sd::sampling::CacheOptions cache_options(const sd_cache_params_t& c) {
     case SD_CACHE_CACHE_DIT:
       o.mode = CacheMode::CacheDit;
       break;
-    default:
+    case SD_CACHE_DISABLED:
       o.mode = CacheMode::None;
       break;
+    default:
+      sd::fail("cache.mode %d is not one of sd_cache_mode_t's values", static_cast<int>(c.mode));
   }
   if (std::isfinite(c.reuse_threshold)) o.ucache.threshold = c.reuse_threshold;
   if (std::isfinite(c.reuse_threshold)) o.easycache.threshold = c.reuse_threshold;

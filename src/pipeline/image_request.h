@@ -21,6 +21,9 @@
 
 namespace sd::pipeline {
 
+// Images one request may ask for: a batch's images are all kept until it ends.
+inline constexpr int kMaxBatchCount = 4096;
+
 struct ImageRequest {
   std::string prompt, negative_prompt;
   int clip_skip = -1;  // <= 0: the model's default
@@ -41,7 +44,7 @@ struct ImageRequest {
   sampling::RngType rng = sampling::RngType::Cuda;
   std::optional<sampling::RngType> sampler_rng;  // unset: the generation RNG
   int64_t seed = 42;
-  int batch_count = 1;
+  int batch_count = 1;  // at most kMaxBatchCount
   // Image-to-image and inpainting: 8-bit images, resized (nearest) to the output size.
   const io::Image* init_image = nullptr;
   const io::Image* mask = nullptr;  // white = repaint

@@ -18,7 +18,10 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
            "image size %dx%d: width and height must be positive multiples of 8 (-W, -H)", r.width,
            r.height);
   SD_CHECK(r.steps > 0 || !r.custom_sigmas.empty(), "--steps must be at least 1 (got %d)", r.steps);
-  SD_CHECK(r.batch_count >= 1, "batch count must be at least 1 (got %d)", r.batch_count);
+  SD_CHECK(r.batch_count >= 1 && r.batch_count <= kMaxBatchCount,
+           "batch count %d is outside [1, %d]: every image of a batch is kept until the batch "
+           "ends; generate more in several runs",
+           r.batch_count, kMaxBatchCount);
   SD_CHECK(r.strength >= 0.0f && r.strength <= 1.0f, "--strength %g is outside [0, 1]", r.strength);
   SD_CHECK(std::isfinite(r.cfg_scale) && r.cfg_scale >= 0.0f,
            "--cfg-scale must be a finite number >= 0 (got %g)", r.cfg_scale);

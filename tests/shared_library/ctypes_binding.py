@@ -320,7 +320,29 @@ def main():
             check(not ok and count.value == 0, "generate_image refuses a hires strength of 1.5")
             check(any(level == SD_LOG_ERROR and "--hires-denoising-strength 1.5" in text
                       for level, text in log_lines), f"the error names it: {log_lines[-3:]}")
+            g.hires.enabled = False
+            g.hires.denoising_strength = 0.7
+
+            # A caller's mistakes are refused with an error, not run or ignored.
+            def refused(what, text):
+                ok = lib.generate_image(ctx, byref(g), byref(images), byref(count))
+                check(not ok and count.value == 0, f"generate_image refuses {what}")
+                check(any(level == SD_LOG_ERROR and text in message
+                          for level, message in log_lines), f"{what}: {log_lines[-3:]}")
+            g.batch_count = 2**31 - 1
+            refused("a batch of 2^31 - 1 images", "batch count 2147483647")
+            g.batch_count = 1
+            g.init_image.width = g.init_image.height = 64
+            refused("an init image without pixels", "without pixel data")
+            g.init_image.width = g.init_image.height = 0
+            g.cache.mode = -1
+            refused("cache mode -1", "cache.mode -1")
+            g.cache.mode = 0
             lib.free_sd_ctx(ctx)
+            p.lora_apply_mode = 999
+            check(lib.new_sd_ctx(byref(p)) is None, "new_sd_ctx refuses lora_apply_mode 999")
+            check(any(level == SD_LOG_ERROR and "lora_apply_mode 999" in message
+                      for level, message in log_lines), f"lora mode: {log_lines[-3:]}")
 
     lib.sd_set_log_callback(None, None)
     lib.sd_set_progress_callback(None, None)
