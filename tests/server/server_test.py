@@ -188,6 +188,8 @@ cli_control_bytes = open(cli_control_png, "rb").read()
 UPSCALERS = os.path.join(WORK, "upscalers")
 os.makedirs(os.path.join(UPSCALERS, "anime"))
 open(os.path.join(UPSCALERS, "anime", "x2.safetensors"), "wb").close()  # listed, not loaded
+# A link out of the folder is not listed (nor its target shown).
+os.symlink(MODEL, os.path.join(UPSCALERS, "escape.safetensors"))
 server = Server("--max-queue", "1", "--max-body-mb", "1", "--max-image-side", "1024",
                 "--hires-upscalers-dir", UPSCALERS)
 try:
@@ -210,6 +212,30 @@ try:
     check([u["name"] for u in upscalers] == ["None", "Lanczos", "Nearest", "anime/x2.safetensors"],
           f"upscalers list the built-in ones and --hires-upscalers-dir's models: {upscalers}")
     check({"name": "anime/x2.safetensors"} in caps["upscalers"], f"capabilities upscalers: {caps['upscalers']}")
+    check(WORK not in json.dumps(caps), f"capabilities publish no absolute path: {caps['model']}")
+    status, headers, page = server.request("GET", "/")
+    check("frame-ancestors 'none'" in headers.get("Content-Security-Policy", "") and
+          headers.get("X-Frame-Options") == "DENY", f"the page's security headers: {headers}")
+
+    # --- who may call: the host named, the page's origin, the body's type, one framing
+    expect_error(server, "GET", "/sdcpp/v1/capabilities", None, 403,
+                 "does not answer to the host name 'attacker.example'",
+                 headers={"Host": "attacker.example:1234"})
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 403, "origin 'http://evil.example'",
+                 raw=b'{"prompt": "x"}',
+                 headers={"Origin": "http://evil.example", "Content-Type": "text/plain"})
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 415, "application/json",
+                 raw=b'{"prompt": "x"}', headers={"Content-Type": "text/plain"})
+    port = int(server.url.rsplit(":", 1)[1])
+    for framing in (b"Content-Length: 2\r\nContent-Length: 40\r\n",
+                    b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n"):
+        import socket
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
+            c.sendall(b"POST /sdcpp/v1/img_gen HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\n" + framing + b"\r\n{}")
+            answer = c.recv(4096)
+        check(answer.startswith(b"HTTP/1.1 400") and b"more than one way" in answer,
+              f"two framings refused: {answer[:200]}")
     status, headers, page = server.request("GET", "/")
     check(status == 200 and b"<form" in page and b"/sdcpp/v1/img_gen" in page, "web page at /")
 
@@ -319,6 +345,14 @@ try:
     expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "batch_size": 500}, 400,
                  "--max-batch")
     expect_error(server, "POST", "/sdcpp/v1/img_gen", {"promt": "typo"}, 400, "unknown field 'promt'")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", {"vae_tiling_params": {"tile_sise_x": 4}},
+                 400, "unknown field 'vae_tiling_params.tile_sise_x'")
+    for layers in ([2.5], [1e300]):
+        expect_error(server, "POST", "/sdcpp/v1/img_gen",
+                     {"sample_params": {"guidance": {"slg": {"layers": layers}}}}, 400,
+                     "sample_params.guidance.slg.layers[0]")
+    expect_error(server, "POST", "/sdapi/v1/txt2img",
+                 {"prompt": "x", "batch_size": 1 << 20, "n_iter": 1 << 20}, 400, "at most")
     expect_error(server, "POST", "/sdapi/v1/img2img", {"prompt": "x", "init_images": ["%%%"]}, 400,
                  "'init_images[0]' is not base64")
     expect_error(server, "POST", "/sdapi/v1/img2img",

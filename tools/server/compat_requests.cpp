@@ -2,6 +2,8 @@
 // clients send fields this engine has no use for (restore_faces, save_images, styles...),
 // so unknown fields are ignored here; fields they share with us are type-checked as
 // strictly as the native API's.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "server/request.h"
@@ -30,9 +32,10 @@ GenRequest parse_sdapi_request(const nlohmann::json& body, const RequestContext&
   if (auto v = f.number("cfg_scale", 0, 1e9))
     g.sample_params.guidance.txt_cfg = static_cast<float>(*v);
   if (auto v = f.integer("seed", INT64_MIN, INT64_MAX)) g.seed = *v;
-  const int batch = static_cast<int>(f.integer("batch_size", 1, 1 << 20).value_or(1));
-  const int iterations = static_cast<int>(f.integer("n_iter", 1, 1 << 20).value_or(1));
-  g.batch_count = batch * iterations;
+  // Each up to 2^20: their product is formed in 64 bits, then bounded like any batch.
+  const int64_t batch = f.integer("batch_size", 1, 1 << 20).value_or(1);
+  const int64_t iterations = f.integer("n_iter", 1, 1 << 20).value_or(1);
+  g.batch_count = static_cast<int>(std::min<int64_t>(batch * iterations, INT32_MAX));
   if (auto v = f.integer("clip_skip", -1, 64)) g.clip_skip = static_cast<int>(*v);
   if (auto v = f.text("sampler_name")) {
     g.sample_params.sample_method = parse_sampler(*v, "sampler_name");
@@ -74,13 +77,16 @@ GenRequest parse_sdapi_request(const nlohmann::json& body, const RequestContext&
 
 nlohmann::json sdapi_parameters(const nlohmann::json& body, bool img2img) {
   // The fields parse_sdapi_request reads, images left out (the client has them).
-  static const char* const kCommon[] = {
-      "prompt",     "negative_prompt", "width",        "height",        "steps",
-      "cfg_scale",  "seed",            "batch_size",   "n_iter",        "clip_skip",
-      "sampler_name", "sampler_index", "scheduler",    "lora"};
+  static const char* const kCommon[] = {"prompt",       "negative_prompt",
+                                        "width",        "height",
+                                        "steps",        "cfg_scale",
+                                        "seed",         "batch_size",
+                                        "n_iter",       "clip_skip",
+                                        "sampler_name", "sampler_index",
+                                        "scheduler",    "lora"};
   static const char* const kImg2img[] = {"inpainting_mask_invert", "denoising_strength"};
-  static const char* const kTxt2img[] = {"enable_hr",   "hr_upscaler", "hr_scale",
-                                         "hr_resize_x", "hr_resize_y", "hr_second_pass_steps",
+  static const char* const kTxt2img[] = {"enable_hr",   "hr_upscaler",       "hr_scale",
+                                         "hr_resize_x", "hr_resize_y",       "hr_second_pass_steps",
                                          "hr_steps",    "denoising_strength"};
   nlohmann::json out = nlohmann::json::object();
   auto copy = [&](const char* key) {

@@ -41,25 +41,34 @@ std::optional<std::string> JsonFields::text(const char* key) const {
   return v->get<std::string>();
 }
 
+namespace {
+
+// A JSON value as a whole number in [lo, hi]; `where` names it in errors.
+int64_t whole_number(const nlohmann::json& v, const std::string& where, int64_t lo, int64_t hi) {
+  int64_t value = 0;
+  if (v.is_number_integer()) {
+    value = v.get<int64_t>();
+  } else if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    value = u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
+  } else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
+             std::fabs(v.get<double>()) < 9e15) {
+    value = static_cast<int64_t>(v.get<double>());  // 512.0 is a whole number too
+  } else {
+    throw BadRequest("field '" + where + "' must be an integer, got " + type_name(v));
+  }
+  if (value < lo || value > hi)
+    throw BadRequest("field '" + where + "' must be from " + std::to_string(lo) + " to " +
+                     std::to_string(hi) + ", got " + std::to_string(value));
+  return value;
+}
+
+}  // namespace
+
 std::optional<int64_t> JsonFields::integer(const char* key, int64_t lo, int64_t hi) const {
   const nlohmann::json* v = get(key);
   if (!v) return std::nullopt;
-  int64_t value = 0;
-  if (v->is_number_integer()) {
-    value = v->get<int64_t>();
-  } else if (v->is_number_unsigned()) {
-    const uint64_t u = v->get<uint64_t>();
-    value = u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
-  } else if (v->is_number_float() && std::nearbyint(v->get<double>()) == v->get<double>() &&
-             std::fabs(v->get<double>()) < 9e15) {
-    value = static_cast<int64_t>(v->get<double>());  // 512.0 is a whole number too
-  } else {
-    throw BadRequest("field '" + path(key) + "' must be an integer, got " + type_name(*v));
-  }
-  if (value < lo || value > hi)
-    throw BadRequest("field '" + path(key) + "' must be from " + std::to_string(lo) + " to " +
-                     std::to_string(hi) + ", got " + std::to_string(value));
-  return value;
+  return whole_number(*v, path(key), lo, hi);
 }
 
 std::optional<double> JsonFields::number(const char* key, double lo, double hi) const {
@@ -96,6 +105,19 @@ std::optional<std::vector<double>> JsonFields::numbers(const char* key) const {
       throw BadRequest("field '" + path(key) + "[" + std::to_string(i) + "]' must be a number");
     out.push_back(e.get<double>());
   }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> JsonFields::integers(const char* key, int64_t lo,
+                                                         int64_t hi) const {
+  const nlohmann::json* v = get(key);
+  if (!v) return std::nullopt;
+  if (!v->is_array())
+    throw BadRequest("field '" + path(key) + "' must be an array of integers, got " +
+                     type_name(*v));
+  std::vector<int64_t> out;
+  for (size_t i = 0; i < v->size(); ++i)
+    out.push_back(whole_number((*v)[i], path(key) + "[" + std::to_string(i) + "]", lo, hi));
   return out;
 }
 

@@ -34,6 +34,8 @@ class JsonFields {
   std::optional<double> number(const char* key, double lo, double hi) const;
   std::optional<bool> boolean(const char* key) const;
   std::optional<std::vector<double>> numbers(const char* key) const;
+  // Whole numbers in [lo, hi], each (2.5 and 1e300 are not layer indices).
+  std::optional<std::vector<int64_t>> integers(const char* key, int64_t lo, int64_t hi) const;
   std::optional<std::vector<std::string>> texts(const char* key) const;
   // A nested object's fields; nullopt when the key is absent or null.
   std::optional<JsonFields> object(const char* key) const;

@@ -236,7 +236,8 @@ void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
       if (auto v = guidance->number("distilled_guidance", 0, kBig))
         p.guidance.distilled_guidance = static_cast<float>(*v);
       if (auto slg = guidance->object("slg")) {
-        if (auto v = slg->numbers("layers")) g.skip_layers.assign(v->begin(), v->end());
+        if (strict) slg->reject_unknown({"layers", "layer_start", "layer_end", "scale"});
+        if (auto v = slg->integers("layers", 0, 1000)) g.skip_layers.assign(v->begin(), v->end());
         if (auto v = slg->number("layer_start", 0, 1))
           p.guidance.slg.layer_start = static_cast<float>(*v);
         if (auto v = slg->number("layer_end", 0, 1))
@@ -262,6 +263,9 @@ void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
       g.hires_upscale_tile_size = static_cast<int>(*v);
   }
   if (auto t = f.object("vae_tiling_params")) {
+    if (strict)
+      t->reject_unknown({"enabled", "tile_size_x", "tile_size_y", "target_overlap", "rel_size_x",
+                         "rel_size_y", "extra_tiling_args"});
     sd_tiling_params_t& p = g.vae_tiling_params;
     if (auto v = t->boolean("enabled")) p.enabled = *v;
     if (auto v = t->integer("tile_size_x", 0, 1 << 16)) p.tile_size_x = static_cast<int>(*v);
@@ -317,10 +321,10 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
     // sd-cli's messages name flags; a client sends fields.
     std::string message = e.what();
     static const std::pair<const char*, const char*> kFields[] = {
-        {"--width", "width"},          {"--height", "height"},
-        {"--steps", "steps"},          {"--strength", "strength"},
-        {"--cfg-scale", "cfg scale"},  {"--batch-count", "batch count"},
-        {"--hires-", "hires "},        {"--cache-option", "cache_option"},
+        {"--width", "width"},           {"--height", "height"},
+        {"--steps", "steps"},           {"--strength", "strength"},
+        {"--cfg-scale", "cfg scale"},   {"--batch-count", "batch count"},
+        {"--hires-", "hires "},         {"--cache-option", "cache_option"},
         {"--cache-mode", "cache_mode"}, {"--sigmas", "custom_sigmas"}};
     for (const auto& [flag, field] : kFields) {
       for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))

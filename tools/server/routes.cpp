@@ -8,6 +8,7 @@
 
 #include "backend/rpc/access.h"
 #include "server/base64.h"
+#include "server/request_guard.h"
 #include "tensor/error.h"
 
 namespace sd::server {
@@ -173,6 +174,12 @@ json list_model_files(const std::string& dir) {
     if (ec) break;
     if (it.depth() > 3) it.disable_recursion_pending();
     if (!it->is_regular_file(ec) || !has_model_extension(it->path())) continue;
+    // A link out of the folder is not the folder's (and its target is not shown).
+    const fs::path target = fs::weakly_canonical(it->path(), ec);
+    const fs::path root = fs::weakly_canonical(dir, ec);
+    if (ec ||
+        std::mismatch(root.begin(), root.end(), target.begin(), target.end()).first != root.end())
+      continue;
     out.push_back({{"name", file_stem(it->path().string())},
                    {"path", fs::relative(it->path(), dir, ec).string()}});
   }
@@ -275,9 +282,7 @@ json capabilities(const ServerState& s) {
     upscalers.push_back({{"name", model["path"]}});
   const std::string path = model_path(s);
   return {{"model",
-           {{"name", std::filesystem::path(path).filename().string()},
-            {"stem", file_stem(path)},
-            {"path", path}}},
+           {{"name", std::filesystem::path(path).filename().string()}, {"stem", file_stem(path)}}},
           {"current_mode", "img_gen"},
           {"supported_modes", {"img_gen"}},
           {"defaults", defaults},
@@ -357,6 +362,20 @@ bool authorized(const ServerState& s, const Request& req) {
 void install_routes(httplib::Server& svr, ServerState& s) {
   // CORS and the token, before any route: a browser's preflight carries no token.
   svr.set_pre_routing_handler([&s](const Request& req, Response& res) {
+    RequestHeaders h{req.method, req.path, {}, {}, {}, {}, {}};
+    const std::pair<const char*, std::vector<std::string>*> wanted[] = {
+        {"Host", &h.host},
+        {"Origin", &h.origin},
+        {"Content-Type", &h.content_type},
+        {"Content-Length", &h.content_length},
+        {"Transfer-Encoding", &h.transfer_encoding}};
+    for (const auto& [name, values] : wanted)
+      for (size_t i = 0; i < req.get_header_value_count(name); ++i)
+        values->push_back(req.get_header_value(name, i));
+    if (const std::optional<Refusal> refusal = guard_request(*s.options, h)) {
+      send_error(res, refusal->status, refusal->code, refusal->message);
+      return httplib::Server::HandlerResponse::Handled;
+    }
     const std::string origin = req.get_header_value("Origin");
     const auto& allowed = s.options->allowed_origins;
     const bool origin_ok =
@@ -408,6 +427,13 @@ void install_routes(httplib::Server& svr, ServerState& s) {
   });
 
   svr.Get("/", [&s](const Request&, Response& res) {
+    // The page talks to this server only, and is never framed (clickjacking).
+    res.set_header("Content-Security-Policy",
+                   "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+                   "img-src 'self' data: blob:; connect-src 'self'; frame-ancestors 'none'; "
+                   "base-uri 'none'; form-action 'none'");
+    res.set_header("X-Frame-Options", "DENY");
+    res.set_header("X-Content-Type-Options", "nosniff");
     res.set_content(s.index_html, "text/html; charset=utf-8");
   });
 

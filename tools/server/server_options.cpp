@@ -1,5 +1,7 @@
 #include "server/server_options.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -47,6 +49,11 @@ cli::Section server_section(ServerOptions& o) {
                                "origins allowed to call the API from a browser, comma-separated, "
                                "e.g. http://localhost:3000 (default: none)",
                                &o.cors_origins, ','));
+  v.push_back(cli::text_option("", "--allowed-hosts",
+                               "host names clients may reach this server by, comma-separated, "
+                               "or * for any (default: a loopback server answers to loopback "
+                               "names only, a network one to any)",
+                               &o.hosts, ','));
   v.push_back(bounded_option("--listen-port",
                              "port to listen on; 0 picks a free one (default: 1234)",
                              &o.listen_port, 0, 65535));
@@ -91,6 +98,20 @@ void resolve(ServerOptions& o) {
     SD_CHECK(origin != "*",
              "--cors-origins: '*' would let every web page use this server; list the origins");
     if (!origin.empty()) o.allowed_origins.push_back(origin);
+    start = end + 1;
+  }
+  o.allowed_hosts.clear();
+  for (size_t start = 0; start < o.hosts.size();) {
+    size_t end = o.hosts.find(',', start);
+    if (end == std::string::npos) end = o.hosts.size();
+    std::string host = trimmed(o.hosts.substr(start, end - start));
+    std::transform(host.begin(), host.end(), host.begin(),
+                   [](unsigned char c) { return std::tolower(c); });
+    SD_CHECK(host.find_first_of(":/[] ") == std::string::npos,
+             "--allowed-hosts: '%s' is not a host name (give names without port or scheme, "
+             "e.g. sd.example.com)",
+             host.c_str());
+    if (!host.empty()) o.allowed_hosts.push_back(host);
     start = end + 1;
   }
 }

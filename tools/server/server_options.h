@@ -17,6 +17,7 @@ struct ServerOptions {
   std::string token_file;       // or SD_SERVER_TOKEN
   bool insecure = false;        // allow a non-loopback --listen-ip without a token
   std::string cors_origins;     // comma-separated; empty: no cross-origin access
+  std::string hosts;            // --allowed-hosts, comma-separated; "*": any
   int max_body_mb = 32;         // largest request body
   int max_queue = 4;            // jobs waiting behind the running one
   int max_image_side = 2048;    // widest and tallest image a request may ask for
@@ -26,6 +27,7 @@ struct ServerOptions {
   // Filled by resolve().
   std::string token;
   std::vector<std::string> allowed_origins;
+  std::vector<std::string> allowed_hosts;  // lower case
 };
 
 // The "Server Options" -h section, writing into `o`.

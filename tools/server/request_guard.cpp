@@ -1,0 +1,97 @@
+#include "server/request_guard.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "backend/rpc/access.h"
+
+namespace sd::server {
+
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool is_loopback_name(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+bool listed(const std::vector<std::string>& list, const std::string& value) {
+  return std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// A loopback server answers only to loopback names (and --allowed-hosts): a page of
+// another site whose name was made to resolve to 127.0.0.1 sends its own name. A server on
+// a network address is reached by names this one cannot know; --allowed-hosts narrows them.
+bool host_allowed(const ServerOptions& o, const std::string& host) {
+  if (listed(o.allowed_hosts, "*") || listed(o.allowed_hosts, host)) return true;
+  if (is_loopback_name(host)) return true;
+  if (rpc::is_loopback_host(o.listen_ip)) return false;
+  return o.allowed_hosts.empty() || host == lower(o.listen_ip);
+}
+
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+}  // namespace
+
+std::string host_name(const std::string& host_header) {
+  std::string h = lower(host_header);
+  if (!h.empty() && h.front() == '[') {
+    const size_t close = h.find(']');
+    return close == std::string::npos ? h : h.substr(1, close - 1);
+  }
+  const size_t colon = h.find(':');
+  return colon == std::string::npos ? h : h.substr(0, colon);
+}
+
+std::optional<Refusal> guard_request(const ServerOptions& o, const RequestHeaders& h) {
+  // One framing only: two lengths, or a length beside chunks, is how requests are smuggled
+  // past a proxy.
+  const bool lengths_differ = std::adjacent_find(h.content_length.begin(), h.content_length.end(),
+                                                 std::not_equal_to<>()) != h.content_length.end();
+  if (lengths_differ || h.transfer_encoding.size() > 1 ||
+      (!h.content_length.empty() && !h.transfer_encoding.empty()))
+    return Refusal{400, "invalid_request",
+                   "the request gives its body's length more than one way (Content-Length "
+                   "twice, or beside Transfer-Encoding); send one"};
+  if (h.host.size() > 1)
+    return Refusal{400, "invalid_request", "the request has more than one Host header"};
+  if (!h.host.empty()) {
+    const std::string host = host_name(h.host.front());
+    if (!host_allowed(o, host))
+      return Refusal{403, "forbidden",
+                     "this server does not answer to the host name '" + host +
+                         "'; start it with --allowed-hosts " + host + " to allow it"};
+  }
+  // Browsers name the page's origin on every cross-site request and on same-site POSTs.
+  if (!h.origin.empty() && h.method != "OPTIONS") {
+    const std::string origin = h.origin.front();
+    const std::string self = h.host.empty() ? "" : lower(h.host.front());
+    const bool same_site =
+        !self.empty() && (lower(origin) == "http://" + self || lower(origin) == "https://" + self);
+    if (!same_site && !listed(o.allowed_origins, origin))
+      return Refusal{403, "forbidden",
+                     "origin '" + origin +
+                         "' may not call this server; start it with --cors-origins " + origin};
+  }
+  // A body is JSON, or a multipart form for the OpenAI edit (which names that itself): a
+  // form or text/plain body is what a cross-site page can send without asking.
+  const bool has_body = !h.transfer_encoding.empty() ||
+                        (!h.content_length.empty() && h.content_length.front() != "0");
+  if (h.method == "POST" && has_body && h.path != "/v1/images/edits") {
+    const std::string type = h.content_type.empty() ? "" : lower(h.content_type.front());
+    if (!starts_with(type, "application/json"))
+      return Refusal{415, "unsupported_media_type",
+                     "the request body must be JSON sent with 'Content-Type: application/json' "
+                     "(got '" +
+                         (h.content_type.empty() ? std::string("none") : h.content_type.front()) +
+                         "')"};
+  }
+  return std::nullopt;
+}
+
+}  // namespace sd::server
