@@ -20,10 +20,15 @@ namespace sd::io {
 
 namespace detail {
 
-void check_image_size(int64_t width, int64_t height, const std::string& name) {
+void check_image_size(int64_t width, int64_t height, const std::string& name, int max_side) {
   if (width < 1 || height < 1) {
     fail_file(name, format("image has no pixels (%lld x %lld)", static_cast<long long>(width),
                            static_cast<long long>(height)));
+  }
+  if (max_side < kMaxImageSide && (width > max_side || height > max_side)) {
+    fail_file(name,
+              format("image is %lld x %lld, larger than the %d pixels a side accepted here",
+                     static_cast<long long>(width), static_cast<long long>(height), max_side));
   }
   if (width > kMaxImageSide || height > kMaxImageSide || width * height > kMaxImagePixels) {
     fail_file(name, format("image is %lld x %lld, larger than the %d x %d (%lld pixels) this "
@@ -47,15 +52,16 @@ void check_writable(const Image& image) {
 
 }  // namespace detail
 
-Image decode_image(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_image(const uint8_t* data, size_t size, const std::string& name, int max_side) {
   auto starts_with = [&](const char* magic, size_t offset = 0) {
     const size_t n = std::strlen(magic);
     return size >= offset + n && std::memcmp(data + offset, magic, n) == 0;
   };
-  if (starts_with("\x89PNG\r\n\x1a\n")) return detail::decode_png(data, size, name);
-  if (starts_with("\xff\xd8\xff")) return detail::decode_jpeg(data, size, name);
-  if (starts_with("RIFF") && starts_with("WEBP", 8)) return detail::decode_webp(data, size, name);
-  if (starts_with("BM")) return detail::decode_bmp(data, size, name);
+  if (starts_with("\x89PNG\r\n\x1a\n")) return detail::decode_png(data, size, name, max_side);
+  if (starts_with("\xff\xd8\xff")) return detail::decode_jpeg(data, size, name, max_side);
+  if (starts_with("RIFF") && starts_with("WEBP", 8))
+    return detail::decode_webp(data, size, name, max_side);
+  if (starts_with("BM")) return detail::decode_bmp(data, size, name, max_side);
   if (size == 0) fail_file(name, "file is empty, not an image");
   fail_file(name, "not a PNG, JPEG, WebP or BMP image (unknown file signature)");
 }

@@ -40,8 +40,11 @@ constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
 // high byte. Throws sd::Error "<path>: <reason>" for a missing, unreadable, truncated,
 // corrupt or unsupported (animated WebP, compressed BMP, ...) file.
 Image read_image(const std::string& path);
-// The same from bytes in memory; `name` stands in for the path in error messages.
-Image decode_image(const uint8_t* data, size_t size, const std::string& name);
+// The same from bytes in memory; `name` stands in for the path in error messages. An image
+// with a side over `max_side` is refused from its header, before its pixels are decoded
+// (a 1 MB PNG can hold 16384 x 16384 pixels: 768 MB decoded).
+Image decode_image(const uint8_t* data, size_t size, const std::string& name,
+                   int max_side = kMaxImageSide);
 
 // Gray <-> RGB (gray = (77 R + 150 G + 29 B) >> 8, the weights stb_image uses, so masks
 // read as stable-diffusion.cpp reads them), alpha dropped or added as 255.

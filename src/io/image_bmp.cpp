@@ -28,7 +28,7 @@ uint8_t masked_channel(uint32_t pixel, uint32_t mask) {
 
 }  // namespace
 
-Image decode_bmp(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_bmp(const uint8_t* data, size_t size, const std::string& name, int max_side) {
   if (size < 14 + 40) fail_file(name, "BMP file is truncated (no complete header)");
   const uint32_t pixel_offset = le32(data + 10);
   const uint32_t header_size = le32(data + 14);
@@ -43,7 +43,7 @@ Image decode_bmp(const uint8_t* data, size_t size, const std::string& name) {
   uint32_t colors_used = le32(data + 46);
   const bool top_down = raw_height < 0;
   const int64_t height = top_down ? -int64_t{raw_height} : raw_height;
-  check_image_size(width, height, name);
+  check_image_size(width, height, name, max_side);
 
   uint32_t masks[4] = {0x00ff0000u, 0x0000ff00u, 0x000000ffu, 0};
   if (compression == 3 && bits == 32) {  // BI_BITFIELDS: masks follow a v3 header

@@ -154,12 +154,12 @@ bool write_all(JpegWriter& w, const uint8_t* pixels, int width, int height, int 
 
 }  // namespace
 
-Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_jpeg(const uint8_t* data, size_t size, const std::string& name, int max_side) {
   JpegReader r;
   if (!read_header(r, data, size)) {
     fail_file(name, format("corrupt or unsupported JPEG: %s", r.errors.message));
   }
-  check_image_size(r.cinfo.image_width, r.cinfo.image_height, name);
+  check_image_size(r.cinfo.image_width, r.cinfo.image_height, name, max_side);
   if (!start_decoding(r)) fail_file(name, format("corrupt JPEG: %s", r.errors.message));
   const int components = r.cinfo.output_components;
   SD_CHECK(components == 1 || components == 3 || components == 4,

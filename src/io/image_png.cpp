@@ -113,7 +113,7 @@ bool write_all(PngState& s, const Image& image, png_textp text, png_bytepp rows)
 
 }  // namespace
 
-Image decode_png(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_png(const uint8_t* data, size_t size, const std::string& name, int max_side) {
   PngState s;
   s.data = data;
   s.size = size;
@@ -126,7 +126,7 @@ Image decode_png(const uint8_t* data, size_t size, const std::string& name) {
   if (!read_header(s, width, height, channels)) {
     fail_file(name, format("corrupt or unsupported PNG: %s", s.message));
   }
-  check_image_size(width, height, name);
+  check_image_size(width, height, name, max_side);
   SD_CHECK(channels == 1 || channels == 3 || channels == 4,
            "%s: PNG decodes to %d channels, expected 1, 3 or 4", name.c_str(), channels);
 

@@ -42,6 +42,17 @@ TEST(ImageIo, PngRoundTripIsExactForEveryChannelCount) {
   }
 }
 
+// A caller's side limit is checked from the header of every format, before decoding.
+TEST(ImageIo, ASideLimitRefusesLargerImagesOfEveryFormat) {
+  const Image image = test_image(40, 24, 3, 1);
+  for (ImageFormat format : {ImageFormat::Png, ImageFormat::Jpeg, ImageFormat::Webp}) {
+    const std::vector<uint8_t> bytes = encode_image(image, format, "", 90);
+    EXPECT_EQ(decode_image(bytes.data(), bytes.size(), "in", 40).width, 40);
+    expect_error([&] { decode_image(bytes.data(), bytes.size(), "in", 32); },
+                 {"in: image is 40 x 24, larger than the 32 pixels a side"});
+  }
+}
+
 TEST(ImageIo, JpegRoundTripIsCloseAndDropsAlpha) {
   for (int channels : {1, 3, 4}) {
     const Image image = test_image(64, 48, channels, 7);

@@ -62,7 +62,7 @@ std::vector<Chunk> riff_chunks(const uint8_t* data, size_t size, const std::stri
 
 }  // namespace
 
-Image decode_webp(const uint8_t* data, size_t size, const std::string& name) {
+Image decode_webp(const uint8_t* data, size_t size, const std::string& name, int max_side) {
   riff_chunks(data, size, name);
   WebPBitstreamFeatures features;
   const VP8StatusCode status = WebPGetFeatures(data, size, &features);
@@ -73,7 +73,7 @@ Image decode_webp(const uint8_t* data, size_t size, const std::string& name) {
   if (features.has_animation) {
     fail_file(name, "animated WebP is not supported; extract one frame to PNG first");
   }
-  check_image_size(features.width, features.height, name);
+  check_image_size(features.width, features.height, name, max_side);
   Image image{features.width, features.height, features.has_alpha ? 4 : 3, {}};
   image.pixels.resize(image.size());
   const int stride = image.width * image.channels;

@@ -148,6 +148,15 @@ class Server:
         return self.proc.returncode
 
 
+def png_claiming(width, height):
+    """A PNG whose header claims width x height, with no real pixel data behind it."""
+    def chunk(kind, data):
+        return (struct.pack(">I", len(data)) + kind + data +
+                struct.pack(">I", zlib.crc32(kind + data) & 0xffffffff))
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b""))
+
+
 def expect_error(server, method, path, body, status, text, **kw):
     got, _, answer = server.json(method, path, body, **kw)
     message = (answer or {}).get("error", {}).get("message", "") if isinstance(answer, dict) else ""
@@ -353,6 +362,16 @@ try:
                      "sample_params.guidance.slg.layers[0]")
     expect_error(server, "POST", "/sdapi/v1/txt2img",
                  {"prompt": "x", "batch_size": 1 << 20, "n_iter": 1 << 20}, 400, "at most")
+    # A 16384 x 16384 PNG of a few bytes is refused from its header, before decoding
+    # (768 MB of pixels); so are more reference images than a request may send.
+    huge = base64.b64encode(png_claiming(16384, 16384)).decode()
+    expect_error(server, "POST", "/sdapi/v1/img2img", {"prompt": "x", "init_images": [huge]}, 400,
+                 "larger than the 2048 pixels a side")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", {"ref_images": [huge]}, 400,
+                 "larger than the 2048 pixels a side")
+    small = base64.b64encode(png_claiming(8, 8)).decode()
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", {"ref_images": [small] * 17}, 400,
+                 "at most 16 reference images")
     expect_error(server, "POST", "/sdapi/v1/img2img", {"prompt": "x", "init_images": ["%%%"]}, 400,
                  "'init_images[0]' is not base64")
     expect_error(server, "POST", "/sdapi/v1/img2img",

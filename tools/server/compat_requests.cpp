@@ -48,16 +48,20 @@ GenRequest parse_sdapi_request(const nlohmann::json& body, const RequestContext&
     apply_native_fields(JsonFields(wrapped, ""), d, false);
   }
   if (auto v = f.texts("extra_images")) {
+    if (v->size() > kMaxRequestImages)
+      throw BadRequest("field 'extra_images': at most " + std::to_string(kMaxRequestImages) +
+                       " images per request");
     for (size_t i = 0; i < v->size(); ++i)
-      d.refs.push_back(decode_image_field((*v)[i], "extra_images[" + std::to_string(i) + "]"));
+      d.refs.push_back(
+          decode_image_field((*v)[i], "extra_images[" + std::to_string(i) + "]", d.max_input_side));
   }
   if (img2img) {
     const std::optional<std::vector<std::string>> init = f.texts("init_images");
     if (!init || init->empty())
       throw BadRequest(
           "field 'init_images' is required for img2img: an array with one base64 image");
-    d.init = decode_image_field(init->front(), "init_images[0]");
-    if (auto v = f.text("mask")) d.mask = decode_image_field(*v, "mask");
+    d.init = decode_image_field(init->front(), "init_images[0]", d.max_input_side);
+    if (auto v = f.text("mask")) d.mask = decode_image_field(*v, "mask", d.max_input_side);
     if (auto v = f.boolean("inpainting_mask_invert")) d.invert_mask = *v;
     if (auto v = f.number("denoising_strength", 0, 1)) g.strength = static_cast<float>(*v);
   } else {

@@ -76,26 +76,28 @@ void apply_loras(const nlohmann::json& list, const std::string& field, RequestDr
 
 RequestDraft new_draft(const RequestContext& rc) {
   RequestDraft d;
+  d.max_input_side = max_input_side(rc.max_image_side);
   d.g = rc.defaults;
   return d;
 }
 
-io::Image decode_image_bytes(const std::string& bytes, const std::string& field) {
+io::Image decode_image_bytes(const std::string& bytes, const std::string& field, int max_side) {
   try {
-    return io::decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), field);
+    return io::decode_image(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), field,
+                            max_side);
   } catch (const std::exception& e) {
     throw BadRequest("field '" + field +
                      "' is not a readable image (PNG, JPEG, WebP or BMP): " + e.what());
   }
 }
 
-io::Image decode_image_field(const std::string& text, const std::string& field) {
+io::Image decode_image_field(const std::string& text, const std::string& field, int max_side) {
   const std::optional<std::string> bytes = base64_decode(text);
   if (!bytes || bytes->empty())
     throw BadRequest("field '" + field +
                      "' is not base64; send the image file's bytes in base64 or as a data URL "
                      "(data:image/png;base64,...)");
-  return decode_image_bytes(*bytes, field);
+  return decode_image_bytes(*bytes, field, max_side);
 }
 
 sample_method_t parse_sampler(const std::string& name, const std::string& field) {
@@ -198,13 +200,19 @@ void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
     g.ip_adapter_strength = static_cast<float>(*v);
   if (f.get("ip_adapter_image"))
     throw BadRequest("field 'ip_adapter_image' is not supported by this server yet; leave it out");
-  if (auto v = f.text("control_image")) d.control = decode_image_field(*v, f.path("control_image"));
-  if (auto v = f.text("init_image")) d.init = decode_image_field(*v, f.path("init_image"));
-  if (auto v = f.text("mask_image")) d.mask = decode_image_field(*v, f.path("mask_image"));
+  if (auto v = f.text("control_image"))
+    d.control = decode_image_field(*v, f.path("control_image"), d.max_input_side);
+  if (auto v = f.text("init_image"))
+    d.init = decode_image_field(*v, f.path("init_image"), d.max_input_side);
+  if (auto v = f.text("mask_image"))
+    d.mask = decode_image_field(*v, f.path("mask_image"), d.max_input_side);
   if (auto v = f.texts("ref_images")) {
+    if (v->size() + d.refs.size() > kMaxRequestImages)
+      throw BadRequest("field '" + f.path("ref_images") + "': at most " +
+                       std::to_string(kMaxRequestImages) + " reference images per request");
     for (size_t i = 0; i < v->size(); ++i)
-      d.refs.push_back(
-          decode_image_field((*v)[i], f.path("ref_images") + "[" + std::to_string(i) + "]"));
+      d.refs.push_back(decode_image_field(
+          (*v)[i], f.path("ref_images") + "[" + std::to_string(i) + "]", d.max_input_side));
   }
   if (const nlohmann::json* v = f.get("lora")) apply_loras(*v, f.path("lora"), d);
   if (auto v = f.text("cache_mode")) g.cache_mode = *v == "disabled" ? "" : *v;

@@ -26,7 +26,19 @@ struct RequestContext {
   bool canny = false;  // --canny: every control image goes through the edge detector
 };
 
+// Reference images one request may send (FLUX.2 and Kontext take a few; each is kept decoded
+// until its job runs).
+inline constexpr size_t kMaxRequestImages = 16;
+
+// The widest input image a server with --max-image-side `side` decodes: inputs are resized
+// to the output, so twice its side (a phone's 4032 x 3024 photo at the default), checked
+// from the file's header before decoding.
+inline int max_input_side(int max_image_side) {
+  return 2 * max_image_side;
+}
+
 struct RequestDraft {
+  int max_input_side = 4096;
   cli::GenerationOptions g;
   std::optional<io::Image> init, mask, control;
   bool invert_mask = false;
@@ -39,9 +51,10 @@ struct RequestDraft {
 RequestDraft new_draft(const RequestContext& rc);
 GenRequest finish_request(RequestDraft draft, const RequestContext& rc);
 
-// An image sent as base64 or a data URL; BadRequest naming `field` when it is not one.
-io::Image decode_image_field(const std::string& text, const std::string& field);
-io::Image decode_image_bytes(const std::string& bytes, const std::string& field);
+// An image sent as base64 or a data URL; BadRequest naming `field` when it is not one, or
+// when a side is over `max_side`.
+io::Image decode_image_field(const std::string& text, const std::string& field, int max_side);
+io::Image decode_image_bytes(const std::string& bytes, const std::string& field, int max_side);
 
 // Names as sd-cli takes them, plus AUTOMATIC1111's sampler names ("Euler a", "DPM++ 2M").
 sample_method_t parse_sampler(const std::string& name, const std::string& field);

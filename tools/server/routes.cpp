@@ -306,7 +306,7 @@ json capabilities(const ServerState& s) {
 }
 
 // The multipart form of /v1/images/edits.
-OpenAiForm read_edit_form(const Request& req) {
+OpenAiForm read_edit_form(const Request& req, int max_side) {
   if (!req.is_multipart_form_data())
     throw BadRequest(
         "/v1/images/edits takes multipart/form-data with 'prompt' and 'image' "
@@ -314,9 +314,11 @@ OpenAiForm read_edit_form(const Request& req) {
   OpenAiForm form;
   for (const auto& [name, part] : req.files) {
     if (name == "image" || name == "image[]") {
-      form.images.push_back(decode_image_bytes(part.content, name));
+      if (form.images.size() == kMaxRequestImages)
+        throw BadRequest("at most " + std::to_string(kMaxRequestImages) + " images per request");
+      form.images.push_back(decode_image_bytes(part.content, name, max_side));
     } else if (name == "mask") {
-      form.mask = decode_image_bytes(part.content, name);
+      form.mask = decode_image_bytes(part.content, name, max_side);
     } else if (name == "n" || name == "output_compression") {
       char* end = nullptr;
       const long long v = std::strtoll(part.content.c_str(), &end, 10);
@@ -455,7 +457,8 @@ void install_routes(httplib::Server& svr, ServerState& s) {
                send_json(res, 200, openai_response(*job));
            }));
   svr.Post("/v1/images/edits", guarded([&s](const Request& req, Response& res) {
-             GenRequest r = parse_openai_request(read_edit_form(req), s.requests);
+             GenRequest r = parse_openai_request(
+                 read_edit_form(req, max_input_side(s.requests.max_image_side)), s.requests);
              if (auto job = submit(s, std::move(r), res, true))
                send_json(res, 200, openai_response(*job));
            }));
