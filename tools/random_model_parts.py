@@ -1,13 +1,16 @@
-"""What the random-weight model writers make_random_z_image.py and make_random_flux2.py share.
+"""What the random-weight model writers make_random_z_image.py, make_random_flux2.py and
+make_random_qwen_image.py share.
 
 * Tensor specs: ``linear`` and ``norm`` append the specs of one layer, ``qwen3_specs`` the
-  Qwen3 text model both models read, ``ae_specs`` the LDM autoencoder (FLUX.1's 16-channel
-  one, or with ``quant_convs`` the FLUX.2 one without its batch-norm statistics).
+  Qwen3 text model both models read, ``qwen25vl_specs`` the Qwen2.5-VL text model (Qwen-Image
+  reads it), ``ae_specs`` the LDM autoencoder (FLUX.1's 16-channel one, or with
+  ``quant_convs`` the FLUX.2 one without its batch-norm statistics).
 * Values and writing: a spec is (name, shape, mean, std), values mean + std * normal(0, 1)
   from a generator of its own seeded with (seed, crc32(name)), so that the same seed writes
   the same bytes; or (name, shape, array, dtype), fixed float values always stored in that
   dtype. ``write_safetensors`` writes a file of specs in f32, f16 or bf16 (round to nearest
-  even); only numpy is needed, the safetensors format is written directly.
+  even), a large tensor a slice of rows at a time (the same numbers, less memory); only
+  numpy is needed, the safetensors format is written directly.
 * Command line: ``parser`` (``--out``, ``--seed``, ``--dtype``, ``--hidden``),
   ``add_qwen3_args``, ``parse_args`` (adds ``--list``), the checks every writer makes and
   ``write_parts``, which lists or writes a writer's files.
@@ -27,6 +30,9 @@ HEAD_DIM = 128             # Z-Image, FLUX.2 and Qwen3 attention heads
 FREQ_DIM = 256             # sinusoidal timestep embedding width
 QWEN3_HEADS, QWEN3_KV_HEADS = 32, 8
 QWEN3_VOCAB = 151936
+QWEN25VL_HEADS, QWEN25VL_KV_HEADS = 28, 4
+QWEN25VL_VOCAB = 152064
+CHUNK_VALUES = 1 << 24     # values generated and encoded at a time when writing
 DTYPES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2)}
 
 # ------------------------------------- tensor specs -------------------------------------
@@ -57,6 +63,26 @@ def qwen3_specs(hidden, n_layers, ff):
         linear(s, f"{p}.self_attn.o_proj", hidden, q)
         norm(s, f"{p}.self_attn.q_norm", HEAD_DIM)
         norm(s, f"{p}.self_attn.k_norm", HEAD_DIM)
+        norm(s, f"{p}.post_attention_layernorm", hidden)
+        linear(s, f"{p}.mlp.gate_proj", ff, hidden)
+        linear(s, f"{p}.mlp.up_proj", ff, hidden)
+        linear(s, f"{p}.mlp.down_proj", hidden, ff)
+    norm(s, "model.norm", hidden)
+    return s
+
+
+def qwen25vl_specs(hidden, n_layers, ff):
+    """Qwen2.5-VL's text model, Hugging Face names (``model.*``), biases on q/k/v only, no
+    q/k norms, no lm_head (untied in the release, never read), the full vocabulary."""
+    s = [("model.embed_tokens.weight", (QWEN25VL_VOCAB, hidden), 0.0, 1.0)]
+    q, kv = QWEN25VL_HEADS * HEAD_DIM, QWEN25VL_KV_HEADS * HEAD_DIM
+    for i in range(n_layers):
+        p = f"model.layers.{i}"
+        norm(s, f"{p}.input_layernorm", hidden)
+        linear(s, f"{p}.self_attn.q_proj", q, hidden, bias=True)
+        linear(s, f"{p}.self_attn.k_proj", kv, hidden, bias=True)
+        linear(s, f"{p}.self_attn.v_proj", kv, hidden, bias=True)
+        linear(s, f"{p}.self_attn.o_proj", hidden, q)
         norm(s, f"{p}.post_attention_layernorm", hidden)
         linear(s, f"{p}.mlp.gate_proj", ff, hidden)
         linear(s, f"{p}.mlp.up_proj", ff, hidden)
@@ -142,6 +168,23 @@ def values(name, shape, mean, std, seed):
     return x + np.float32(mean)
 
 
+def value_chunks(name, shape, mean, std, seed):
+    """values(name, shape, mean, std, seed) as consecutive slices along the first axis, each
+    at most about CHUNK_VALUES values: one generator draws them in the same order, so the
+    numbers are the same as in one piece."""
+    per_row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    if isinstance(mean, np.ndarray) or std == 0.0 or len(shape) == 0 \
+            or shape[0] * per_row <= CHUNK_VALUES:
+        yield values(name, shape, mean, std, seed)
+        return
+    rng = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
+    step = max(1, CHUNK_VALUES // per_row)
+    for r0 in range(0, shape[0], step):
+        n = min(step, shape[0] - r0)
+        x = rng.standard_normal(size=(n,) + tuple(shape[1:]), dtype=np.float32) * np.float32(std)
+        yield x + np.float32(mean)
+
+
 def tensor_dtype(spec, dtype):
     return spec[3] if isinstance(spec[2], np.ndarray) else dtype
 
@@ -178,7 +221,8 @@ def write_safetensors(path, specs, dtype, seed, metadata):
         f.write(head)
         for spec in specs:
             name, shape, mean, std = spec
-            f.write(encode(values(name, shape, mean, std, seed), tensor_dtype(spec, dtype)))
+            for x in value_chunks(name, shape, mean, std, seed):
+                f.write(encode(x, tensor_dtype(spec, dtype)))
     os.replace(tmp, path)
     return offset
 

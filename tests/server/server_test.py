@@ -148,6 +148,20 @@ class Server:
         return self.proc.returncode
 
 
+def raw_exchange(url, request):
+    """Sends raw request bytes (with Connection: close) and returns the whole answer."""
+    import socket
+    host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as c:
+        c.sendall(request)
+        answer = b""
+        while True:
+            part = c.recv(65536)
+            if not part:
+                return answer
+            answer += part
+
+
 def png_claiming(width, height):
     """A PNG whose header claims width x height, with no real pixel data behind it."""
     def chunk(kind, data):
@@ -235,16 +249,22 @@ try:
                  headers={"Origin": "http://evil.example", "Content-Type": "text/plain"})
     expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 415, "application/json",
                  raw=b'{"prompt": "x"}', headers={"Content-Type": "text/plain"})
-    port = int(server.url.rsplit(":", 1)[1])
     for framing in (b"Content-Length: 2\r\nContent-Length: 40\r\n",
                     b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n"):
-        import socket
-        with socket.create_connection(("127.0.0.1", port), timeout=30) as c:
-            c.sendall(b"POST /sdcpp/v1/img_gen HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                      b"Content-Type: application/json\r\n" + framing + b"\r\n{}")
-            answer = c.recv(4096)
+        answer = raw_exchange(server.url, b"POST /sdcpp/v1/img_gen HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                              b"Connection: close\r\nContent-Type: application/json\r\n" +
+                              framing + b"\r\n{}")
         check(answer.startswith(b"HTTP/1.1 400") and b"more than one way" in answer,
               f"two framings refused: {answer[:200]}")
+    # Chunked and compressed bodies escape --max-body-mb in the HTTP layer: refused before
+    # they are read.
+    answer = raw_exchange(server.url, b"POST /sdcpp/v1/img_gen HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Connection: close\r\nContent-Type: application/json\r\n"
+                          b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+    check(answer.startswith(b"HTTP/1.1 411") and b"Content-Length" in answer,
+          f"a chunked body is refused: {answer[:200]}")
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", None, 415, "uncompressed",
+                 raw=zlib.compress(b'{"prompt": "x"}'), headers={"Content-Encoding": "gzip"})
     status, headers, page = server.request("GET", "/")
     check(status == 200 and b"<form" in page and b"/sdcpp/v1/img_gen" in page, "web page at /")
 

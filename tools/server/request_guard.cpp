@@ -58,6 +58,18 @@ std::optional<Refusal> guard_request(const ServerOptions& o, const RequestHeader
     return Refusal{400, "invalid_request",
                    "the request gives its body's length more than one way (Content-Length "
                    "twice, or beside Transfer-Encoding); send one"};
+  // The body is read after this check, within --max-body-mb only when its length is given:
+  // chunks and compressed bodies are read whole by the HTTP layer, whatever their size (a
+  // 510 KB gzip body inflated to 512 MiB). No client of these APIs needs them.
+  if (!h.transfer_encoding.empty())
+    return Refusal{411, "length_required",
+                   "send the request body with a Content-Length (Transfer-Encoding '" +
+                       h.transfer_encoding.front() + "' is not accepted)"};
+  for (const std::string& encoding : h.content_encoding)
+    if (lower(encoding) != "identity")
+      return Refusal{415, "unsupported_media_type",
+                     "send the request body uncompressed (Content-Encoding '" + encoding +
+                         "' is not accepted)"};
   if (h.host.size() > 1)
     return Refusal{400, "invalid_request", "the request has more than one Host header"};
   if (!h.host.empty()) {

@@ -22,7 +22,8 @@ struct Refusal {
 // The request's headers the guard reads (several values of one header are all given).
 struct RequestHeaders {
   std::string method, path;
-  std::vector<std::string> host, origin, content_type, content_length, transfer_encoding;
+  std::vector<std::string> host, origin, content_type, content_length, transfer_encoding,
+      content_encoding;
 };
 
 // nullopt: the request may go on.

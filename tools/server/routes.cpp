@@ -364,13 +364,14 @@ bool authorized(const ServerState& s, const Request& req) {
 void install_routes(httplib::Server& svr, ServerState& s) {
   // CORS and the token, before any route: a browser's preflight carries no token.
   svr.set_pre_routing_handler([&s](const Request& req, Response& res) {
-    RequestHeaders h{req.method, req.path, {}, {}, {}, {}, {}};
+    RequestHeaders h{req.method, req.path, {}, {}, {}, {}, {}, {}};
     const std::pair<const char*, std::vector<std::string>*> wanted[] = {
         {"Host", &h.host},
         {"Origin", &h.origin},
         {"Content-Type", &h.content_type},
         {"Content-Length", &h.content_length},
-        {"Transfer-Encoding", &h.transfer_encoding}};
+        {"Transfer-Encoding", &h.transfer_encoding},
+        {"Content-Encoding", &h.content_encoding}};
     for (const auto& [name, values] : wanted)
       for (size_t i = 0; i < req.get_header_value_count(name); ++i)
         values->push_back(req.get_header_value(name, i));

@@ -1,0 +1,213 @@
+#!/usr/bin/env python3
+"""Write a random-weight Qwen-Image model as the three files it runs from.
+
+Files (names and layouts of the released ones; every dimension a reader takes from the
+file is small, every dimension stable-diffusion.cpp fixes in code keeps its released size,
+which for Qwen-Image is almost all of them):
+
+* ``<out>/qwen_image.safetensors``  the diffusion transformer (MMDiT), diffusers names
+  without a prefix, as ``qwen_image_bf16.safetensors``: ``img_in`` [hidden, 64] (16 latent
+  channels x 2x2 patch), ``txt_norm`` (RMSNorm over the 3584 text features), ``txt_in``
+  [hidden, 3584], ``time_text_embed.timestep_embedder.linear_{1,2}`` (256 -> hidden ->
+  hidden), ``transformer_blocks.N.{img,txt}_mod.1`` [6 hidden, hidden],
+  ``.attn.{to_q,to_k,to_v}`` (image stream) and ``.attn.{add_q_proj,add_k_proj,add_v_proj}``
+  (text stream) [hidden, hidden], ``.attn.{norm_q,norm_k,norm_added_q,norm_added_k}`` [128],
+  ``.attn.to_out.0`` and ``.attn.to_add_out`` [hidden, hidden],
+  ``.{img,txt}_mlp.net.0.proj`` [4 hidden, hidden] and ``.{img,txt}_mlp.net.2``
+  [hidden, 4 hidden]; ``norm_out.linear`` [2 hidden, hidden] (scale, then shift) and
+  ``proj_out`` [64, hidden]. Every Linear has a bias; the block LayerNorms have no
+  parameters. stable-diffusion.cpp fixes 24 heads of 128 (hidden 3072), the text width
+  3584 and the 64 channels, and reads only the block count from the file: released 60,
+  default here 1. ``--hidden`` / ``--llm-hidden`` change the widths for readers that take
+  them from the file.
+* ``<out>/qwen2_5_vl.safetensors``  Qwen2.5-VL-7B's text model, Hugging Face names as
+  ``qwen_2.5_vl_7b.safetensors``: ``model.embed_tokens``, ``model.layers.N.{input_layernorm,
+  self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj}``,
+  ``model.norm``; biases on q/k/v only; no lm_head (never read) and no vision tower
+  (``visual.*``, only Qwen-Image-Edit reads it). Head dim 128 with 28 query and 4
+  key/value heads (fixed in stable-diffusion.cpp), the full 152064-row vocabulary so that
+  every token id works, and width 3584: the reader takes the width from the file, but the
+  transformer's fixed text width must match it. The MLP width and the layer count are
+  read from the file: released 18944 and 28, default here 128 and 2 (Qwen-Image reads the
+  last layer's output after the final norm, so any layer count works).
+* ``<out>/qwen_image_vae.safetensors``  the Wan 2.1 autoencoder as Qwen-Image's
+  ``qwen_image_vae.safetensors``, Wan names: ``encoder.*``, ``conv1`` (1x1x1, 32 -> 32),
+  ``conv2`` (1x1x1, 16 -> 16), ``decoder.*``; causal 3D convolutions (5-D weights
+  [out, in, t, h, w]), RMS norms ``...gamma`` of shape [dim, 1, 1, 1] ([dim, 1, 1] in the
+  attention blocks), 2-D ``resample.1`` convolutions, ``time_conv`` in the temporal
+  resamplers, base width 96, channel multipliers 1,2,4,4, 2 res blocks, 16 latent channels.
+  stable-diffusion.cpp fixes all of it (and builds the encoder even for text-to-image), so
+  it is written at its released size; ``--vae-dim`` changes the base width for readers
+  that take it from the file.
+
+Weights: the transformer and the text model use normal(0, 1/sqrt(fan_in)) for Linear
+weights, normal(0, 0.02) for biases and 1 + normal(0, 0.1) for norm scales; the token
+embedding is normal(0, 1). As in make_random_z_image.py the image is made to depend on the
+prompt, not mostly on the noise: ``img_in`` is 5x weaker and the transformer's q/k norm
+scales are 1.5 x (1 + normal(0, 0.1)). The autoencoder uses normal(0, 1/sqrt(fan_in))
+convolution weights (fan_in = input channels x kernel volume), normal(0, 0.02) biases and
+1 + normal(0, 0.1) RMS norm scales. Each tensor has its own generator seeded with (seed,
+crc32(name)): same seed, same bytes. The text model and the file writing are
+random_model_parts.py's (beside this script).
+
+dtype: as released by default (all three bf16); ``--dtype`` writes all three in one type.
+Only numpy is needed; the safetensors format is written directly. At the default sizes
+the files hold about 0.38 G (transformer), 0.61 G (text model, mostly the 152064 x 3584
+embedding) and 0.13 G (autoencoder) values.
+
+Usage: make_random_qwen_image.py --out DIR [--seed N] [--dtype f32|f16|bf16]
+[--hidden 3072] [--layers 1] [--llm-hidden 3584] [--llm-layers 2] [--llm-ff 128]
+[--vae-dim 96] [--list]
+"""
+
+import sys
+
+import random_model_parts as rw
+from random_model_parts import FREQ_DIM, HEAD_DIM, linear, norm  # HEAD_DIM: RoPE 16+56+56
+
+PATCH = 2
+LATENT_CHANNELS = 16
+MLP_RATIO = 4
+VAE_MULT = (1, 2, 4, 4)
+VAE_RES_BLOCKS = 2
+VAE_TEMPORAL_DOWN = (False, True, True)   # encoder stages 0..2
+VAE_TEMPORAL_UP = (True, True, False)     # decoder stages 0..2
+
+# Each spec is (name, shape, mean, std): the values are mean + std * normal(0, 1).
+
+
+def dit_specs(hidden, n_layers, text_dim):
+    s = []
+    mlp = MLP_RATIO * hidden
+    patch_dim = PATCH * PATCH * LATENT_CHANNELS
+    # A weak patch embedding and sharper attention (q/k norm scales 1.5) make the image
+    # depend on the prompt, not mostly on the noise.
+    linear(s, "img_in", hidden, patch_dim, bias=True, gain=0.2)
+    norm(s, "txt_norm", text_dim)
+    linear(s, "txt_in", hidden, text_dim, bias=True)
+    linear(s, "time_text_embed.timestep_embedder.linear_1", hidden, FREQ_DIM, bias=True)
+    linear(s, "time_text_embed.timestep_embedder.linear_2", hidden, hidden, bias=True)
+    for i in range(n_layers):
+        p = f"transformer_blocks.{i}"
+        for stream in ("img", "txt"):
+            linear(s, f"{p}.{stream}_mod.1", 6 * hidden, hidden, bias=True)
+            linear(s, f"{p}.{stream}_mlp.net.0.proj", mlp, hidden, bias=True)
+            linear(s, f"{p}.{stream}_mlp.net.2", hidden, mlp, bias=True)
+        for proj in ("to_q", "to_k", "to_v", "add_q_proj", "add_k_proj", "add_v_proj",
+                     "to_out.0", "to_add_out"):
+            linear(s, f"{p}.attn.{proj}", hidden, hidden, bias=True)
+        for n in ("norm_q", "norm_k", "norm_added_q", "norm_added_k"):
+            norm(s, f"{p}.attn.{n}", HEAD_DIM, scale=1.5)
+    linear(s, "norm_out.linear", 2 * hidden, hidden, bias=True)
+    linear(s, "proj_out", patch_dim, hidden, bias=True)
+    return s
+
+
+def vae_specs(dim, z=LATENT_CHANNELS):
+    """The Wan 2.1 autoencoder: encoder to 2z channels (mean and log-variance), ``conv1``
+    2z -> 2z, ``conv2`` z -> z, decoder from z channels; all 1x1 / 3x3 kernels."""
+    s = []
+
+    def conv(name, n_out, n_in, kernel):
+        fan_in = n_in
+        for k in kernel:
+            fan_in *= k
+        s.append((f"{name}.weight", (n_out, n_in) + tuple(kernel), 0.0, fan_in ** -0.5))
+        s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
+
+    def rms(name, n, images=False):
+        shape = (n, 1, 1) if images else (n, 1, 1, 1)
+        s.append((f"{name}.gamma", shape, 1.0, 0.1))
+
+    def resblock(name, c_in, c_out):
+        rms(f"{name}.residual.0", c_in)
+        conv(f"{name}.residual.2", c_out, c_in, (3, 3, 3))
+        rms(f"{name}.residual.3", c_out)
+        conv(f"{name}.residual.6", c_out, c_out, (3, 3, 3))
+        if c_in != c_out:
+            conv(f"{name}.shortcut", c_out, c_in, (1, 1, 1))
+
+    def attention(name, c):
+        rms(f"{name}.norm", c, images=True)
+        conv(f"{name}.to_qkv", 3 * c, c, (1, 1))
+        conv(f"{name}.proj", c, c, (1, 1))
+
+    def middle(prefix, c):
+        resblock(f"{prefix}.middle.0", c, c)
+        attention(f"{prefix}.middle.1", c)
+        resblock(f"{prefix}.middle.2", c, c)
+
+    # encoder: dims dim x (1, 1, 2, 4, 4)
+    dims = [dim] + [dim * m for m in VAE_MULT]
+    conv("encoder.conv1", dims[0], 3, (3, 3, 3))
+    idx = 0
+    for i in range(len(VAE_MULT)):
+        c_in, c_out = dims[i], dims[i + 1]
+        for _ in range(VAE_RES_BLOCKS):
+            resblock(f"encoder.downsamples.{idx}", c_in, c_out)
+            c_in = c_out
+            idx += 1
+        if i != len(VAE_MULT) - 1:
+            p = f"encoder.downsamples.{idx}"
+            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
+            if VAE_TEMPORAL_DOWN[i]:
+                conv(f"{p}.time_conv", c_out, c_out, (3, 1, 1))
+            idx += 1
+    c = dims[-1]
+    middle("encoder", c)
+    rms("encoder.head.0", c)
+    conv("encoder.head.2", 2 * z, c, (3, 3, 3))
+    conv("conv1", 2 * z, 2 * z, (1, 1, 1))
+
+    # decoder: dims dim x (4, 4, 4, 2, 1); stages after an upsampling start from half
+    conv("conv2", z, z, (1, 1, 1))
+    dims = [dim * VAE_MULT[-1]] + [dim * m for m in reversed(VAE_MULT)]
+    conv("decoder.conv1", dims[0], z, (3, 3, 3))
+    middle("decoder", dims[0])
+    idx = 0
+    for i in range(len(VAE_MULT)):
+        c_in, c_out = dims[i], dims[i + 1]
+        if i > 0:
+            c_in //= 2
+        for _ in range(VAE_RES_BLOCKS + 1):
+            resblock(f"decoder.upsamples.{idx}", c_in, c_out)
+            c_in = c_out
+            idx += 1
+        if i != len(VAE_MULT) - 1:
+            p = f"decoder.upsamples.{idx}"
+            conv(f"{p}.resample.1", c_out // 2, c_out, (3, 3))
+            if VAE_TEMPORAL_UP[i]:
+                conv(f"{p}.time_conv", 2 * c_out, c_out, (3, 1, 1))
+            idx += 1
+    rms("decoder.head.0", dims[-1])
+    conv("decoder.head.2", 3, dims[-1], (3, 3, 3))
+    return s
+
+
+def main(argv=None):
+    ap = rw.parser(__doc__)
+    ap.set_defaults(hidden=3072)
+    ap.add_argument("--layers", type=int, default=1, help="transformer blocks (released 60)")
+    ap.add_argument("--llm-hidden", type=int, default=3584,
+                    help="text model width = the transformer's text width (fixed 3584 in "
+                         "stable-diffusion.cpp)")
+    ap.add_argument("--llm-layers", type=int, default=2, help="text model layers (released 28)")
+    ap.add_argument("--llm-ff", type=int, default=128, help="text model MLP width (released 18944)")
+    ap.add_argument("--vae-dim", type=int, default=96,
+                    help="autoencoder base width, even (fixed 96 in stable-diffusion.cpp)")
+    a = rw.parse_args(ap, argv)
+    rw.check_hidden(ap, a.hidden)
+    if min(a.layers, a.llm_hidden, a.llm_layers, a.llm_ff, a.vae_dim) <= 0:
+        ap.error("sizes must be positive")
+    if a.vae_dim % 2:
+        ap.error("--vae-dim must be even (the decoder's upsamplers halve the width)")
+    parts = {
+        "qwen_image": (dit_specs(a.hidden, a.layers, a.llm_hidden), "bf16"),
+        "qwen2_5_vl": (rw.qwen25vl_specs(a.llm_hidden, a.llm_layers, a.llm_ff), "bf16"),
+        "qwen_image_vae": (vae_specs(a.vae_dim), "bf16"),
+    }
+    return rw.write_parts(a, parts, "make_random_qwen_image.py")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
