@@ -18,8 +18,9 @@ which for Qwen-Image is almost all of them):
   ``proj_out`` [64, hidden]. Every Linear has a bias; the block LayerNorms have no
   parameters. stable-diffusion.cpp fixes 24 heads of 128 (hidden 3072), the text width
   3584 and the 64 channels, and reads only the block count from the file: released 60,
-  default here 1. ``--hidden`` / ``--llm-hidden`` change the widths for readers that take
-  them from the file.
+  default here 2, the fewest that use every tensor (the last block's text-stream
+  ``to_add_out`` and ``txt_mlp`` feed nothing that reaches the image). ``--hidden`` /
+  ``--llm-hidden`` change the widths for readers that take them from the file.
 * ``<out>/qwen2_5_vl.safetensors``  Qwen2.5-VL-7B's text model, Hugging Face names as
   ``qwen_2.5_vl_7b.safetensors``: ``model.embed_tokens``, ``model.layers.N.{input_layernorm,
   self_attn.{q,k,v,o}_proj, post_attention_layernorm, mlp.{gate,up,down}_proj}``,
@@ -52,11 +53,11 @@ random_model_parts.py's (beside this script).
 
 dtype: as released by default (all three bf16); ``--dtype`` writes all three in one type.
 Only numpy is needed; the safetensors format is written directly. At the default sizes
-the files hold about 0.38 G (transformer), 0.61 G (text model, mostly the 152064 x 3584
+the files hold about 0.72 G (transformer), 0.61 G (text model, mostly the 152064 x 3584
 embedding) and 0.13 G (autoencoder) values.
 
 Usage: make_random_qwen_image.py --out DIR [--seed N] [--dtype f32|f16|bf16]
-[--hidden 3072] [--layers 1] [--llm-hidden 3584] [--llm-layers 2] [--llm-ff 128]
+[--hidden 3072] [--layers 2] [--llm-hidden 3584] [--llm-layers 2] [--llm-ff 128]
 [--vae-dim 96] [--list]
 """
 
@@ -187,7 +188,7 @@ def vae_specs(dim, z=LATENT_CHANNELS):
 def main(argv=None):
     ap = rw.parser(__doc__)
     ap.set_defaults(hidden=3072)
-    ap.add_argument("--layers", type=int, default=1, help="transformer blocks (released 60)")
+    ap.add_argument("--layers", type=int, default=2, help="transformer blocks (released 60)")
     ap.add_argument("--llm-hidden", type=int, default=3584,
                     help="text model width = the transformer's text width (fixed 3584 in "
                          "stable-diffusion.cpp)")

@@ -382,6 +382,15 @@ try:
                      "sample_params.guidance.slg.layers[0]")
     expect_error(server, "POST", "/sdapi/v1/txt2img",
                  {"prompt": "x", "batch_size": 1 << 20, "n_iter": 1 << 20}, 400, "at most")
+    # Work is bounded before queueing: every size a request reaches, and its pixel-steps.
+    expect_error(server, "POST", "/sdapi/v1/txt2img",
+                 {"prompt": "x", "width": 1024, "height": 1024, "enable_hr": True, "hr_scale": 16},
+                 400, "the hires pass would make a 16384x16384 image")
+    expect_error(server, "POST", "/sdapi/v1/txt2img",
+                 {"prompt": "x", "width": 1024, "height": 1024, "steps": 2000}, 400,
+                 "million pixel-steps of work")
+    expect_error(server, "POST", "/v1/images/generations", {"prompt": "x", "size": " 64x64"}, 400,
+                 "WIDTHxHEIGHT")
     # A 16384 x 16384 PNG of a few bytes is refused from its header, before decoding
     # (768 MB of pixels); so are more reference images than a request may send.
     huge = base64.b64encode(png_claiming(16384, 16384)).decode()

@@ -115,7 +115,11 @@ GenRequest parse_openai_request(const OpenAiForm& form, const RequestContext& rc
   if (auto v = f.text("size")) {
     int w = 0, h = 0;
     char tail = 0;
-    if (std::sscanf(v->c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w <= 0 || h <= 0)
+    // Digits, 'x', digits: nothing else (sscanf alone would skip a leading space).
+    const bool shape = !v->empty() && std::all_of(v->begin(), v->end(), [](char c) {
+      return (c >= '0' && c <= '9') || c == 'x';
+    });
+    if (!shape || std::sscanf(v->c_str(), "%dx%d%c", &w, &h, &tail) != 2 || w <= 0 || h <= 0)
       throw BadRequest("field 'size' must be WIDTHxHEIGHT, e.g. 512x512, got '" + *v + "'");
     g.width = w;
     g.height = h;

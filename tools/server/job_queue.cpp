@@ -140,6 +140,18 @@ std::optional<JobState> JobQueue::wait_finished(const std::string& id) {
   }
 }
 
+std::optional<JobState> JobQueue::wait_finished(const std::string& id, int64_t timeout_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return std::nullopt;
+    if (finished(it->second->state.status) ||
+        changed_.wait_until(lock, deadline) == std::cv_status::timeout)
+      return snapshot(*it->second);
+  }
+}
+
 std::optional<JobState> JobQueue::wait_changed(const std::string& id, uint64_t version,
                                                int timeout_ms) {
   std::unique_lock<std::mutex> lock(mutex_);

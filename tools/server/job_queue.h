@@ -86,6 +86,8 @@ class JobQueue {
 
   // Blocks until the job has finished (or is unknown); returns its last state.
   std::optional<JobState> wait_finished(const std::string& id);
+  // The same, giving up after `timeout_ms`: the state then (not finished).
+  std::optional<JobState> wait_finished(const std::string& id, int64_t timeout_ms);
   // Blocks until the job's version differs from `version` or `timeout_ms` passed.
   std::optional<JobState> wait_changed(const std::string& id, uint64_t version, int timeout_ms);
 

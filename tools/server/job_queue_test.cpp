@@ -52,6 +52,19 @@ TEST(JobQueue, RunsJobsAndKeepsTheirResults) {
   EXPECT_GT(done->completed, 0);
 }
 
+// A synchronous call's wait ends at its deadline with the job's state then; the job goes on.
+TEST(JobQueue, AWaitWithADeadlineEndsWhileTheJobRuns) {
+  Blocking blocking;
+  JobQueue queue(2, 10, [&blocking] { blocking.stop = true; });
+  auto submitted = queue.submit("img_gen", blocking.work());
+  ASSERT_TRUE(submitted.job);
+  const auto waited = queue.wait_finished(submitted.job->id, 50);
+  ASSERT_TRUE(waited);
+  EXPECT_TRUE(waited->status == JobStatus::Queued || waited->status == JobStatus::Generating);
+  EXPECT_FALSE(blocking.stop);
+  queue.shutdown();
+}
+
 TEST(JobQueue, ARunningJobShowsItsLatestPreview) {
   JobQueue queue(2, 10, [] {});
   std::atomic<bool> release{false};

@@ -73,6 +73,7 @@ int run(int argc, char** argv) {
   state.requests.context = a.context;
   state.requests.max_image_side = so.max_image_side;
   state.requests.max_batch = so.max_batch;
+  state.requests.max_megapixel_steps = so.max_megapixel_steps;
   state.requests.canny = a.cli.canny;
   state.index_html = so.serve_html_path.empty() ? server::kWebPage : read_page(so.serve_html_path);
 

@@ -285,6 +285,47 @@ void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
   }
 }
 
+namespace {
+
+// The hires pass's target size as the engine works it out (pipeline/hires_fix.h): both
+// sides, one side for a square, or the first pass's size times the scale.
+std::pair<int64_t, int64_t> hires_target(const cli::GenerationOptions& g) {
+  if (g.hires_width > 0 && g.hires_height > 0) return {g.hires_width, g.hires_height};
+  if (g.hires_width > 0 || g.hires_height > 0) {
+    const int64_t side = std::max(g.hires_width, g.hires_height);
+    return {side, side};
+  }
+  return {std::llround(g.width * static_cast<double>(g.hires_scale)),
+          std::llround(g.height * static_cast<double>(g.hires_scale))};
+}
+
+// Every size a request reaches is within --max-image-side, and its whole work within
+// --max-megapixel-steps, before it is queued: one request must not hold the machine for
+// hours (a 2048x2048 request with hires_scale 16 asked for a 32768-pixel image).
+void check_work(const cli::GenerationOptions& g, const RequestContext& rc) {
+  const int64_t steps = g.sample_params.sample_steps;
+  double work = static_cast<double>(g.width) * g.height * steps;
+  if (g.hires_enabled) {
+    const auto [w, h] = hires_target(g);
+    if (w > rc.max_image_side || h > rc.max_image_side)
+      throw BadRequest("the hires pass would make a " + std::to_string(w) + "x" +
+                       std::to_string(h) + " image; sizes must be at most " +
+                       std::to_string(rc.max_image_side) +
+                       " (the server's --max-image-side): lower hires scale or target size");
+    work += static_cast<double>(w) * h * (g.hires_steps > 0 ? g.hires_steps : steps);
+  }
+  work *= std::max(1, g.batch_count);
+  const double megapixel_steps = work / 1e6;
+  if (megapixel_steps > static_cast<double>(rc.max_megapixel_steps))
+    throw BadRequest("this request is " + std::to_string(std::llround(megapixel_steps)) +
+                     " million pixel-steps of work (width x height x steps x images, plus the "
+                     "hires pass); the server takes at most " +
+                     std::to_string(rc.max_megapixel_steps) +
+                     " (--max-megapixel-steps): ask for fewer steps, images or pixels");
+}
+
+}  // namespace
+
 GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
   cli::GenerationOptions& g = d.g;
   // Checked before the engine sees them: a size or count a client can set never reaches
@@ -340,6 +381,7 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
     }
     throw BadRequest("invalid request: " + message);
   }
+  check_work(g, rc);
   for (const auto& [name, multiplier] : d.loras) {
     if (rc.context.lora_model_dir.empty())
       throw BadRequest("LoRA '" + name + "': the server has no --lora-model-dir");

@@ -23,6 +23,9 @@ struct RequestContext {
   cli::ContextOptions context;      // resolved
   int max_image_side = 2048;
   int max_batch = 8;
+  // Work one request may ask for: images x (width x height x steps + the hires pass's),
+  // in millions of pixel-steps.
+  int64_t max_megapixel_steps = 1024;
   bool canny = false;  // --canny: every control image goes through the edge detector
 };
 

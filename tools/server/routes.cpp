@@ -132,9 +132,17 @@ std::optional<JobState> submit(ServerState& s, GenRequest request, Response& res
     return std::nullopt;
   }
   if (!wait) return submitted.job;
-  std::optional<JobState> done = s.queue->wait_finished(submitted.job->id);
+  const std::string id = submitted.job->id;
+  std::optional<JobState> done =
+      s.queue->wait_finished(id, int64_t{s.options->sync_timeout} * 1000);
   if (!done) {
     send_error(res, 500, "server_error", "the job was lost before it finished");
+    return std::nullopt;
+  }
+  if (done->status == JobStatus::Queued || done->status == JobStatus::Generating) {
+    send_error(res, 504, "timeout",
+               "job " + id + " has not finished after " + std::to_string(s.options->sync_timeout) +
+                   " s (--sync-timeout); it goes on: poll GET /sdcpp/v1/jobs/" + id);
     return std::nullopt;
   }
   if (done->status == JobStatus::Completed) return done;

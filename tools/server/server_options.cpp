@@ -67,6 +67,14 @@ cli::Section server_section(ServerOptions& o) {
                              &o.max_image_side, 64, 16384));
   v.push_back(bounded_option("--max-batch", "most images one request may ask for (default: 8)",
                              &o.max_batch, 1, 64));
+  v.push_back(bounded_option("--max-megapixel-steps",
+                             "most work one request may ask for: images x width x height x "
+                             "steps (plus the hires pass), in millions (default: 1024)",
+                             &o.max_megapixel_steps, 1, 1000000000));
+  v.push_back(bounded_option("--sync-timeout",
+                             "seconds a synchronous call (OpenAI, A1111) waits for its job "
+                             "before answering 504; the job goes on (default: 600)",
+                             &o.sync_timeout, 1, 86400));
   v.push_back(bounded_option("--job-history", "finished jobs kept for polling (default: 64)",
                              &o.job_history, 1, 100000));
   v.push_back(cli::switch_option("", "--insecure",

@@ -12,17 +12,19 @@ namespace sd::server {
 
 struct ServerOptions {
   std::string listen_ip = "127.0.0.1";
-  int listen_port = 1234;       // 0: any free port (printed at start)
-  std::string serve_html_path;  // empty: the page built into the binary
-  std::string token_file;       // or SD_SERVER_TOKEN
-  bool insecure = false;        // allow a non-loopback --listen-ip without a token
-  std::string cors_origins;     // comma-separated; empty: no cross-origin access
-  std::string hosts;            // --allowed-hosts, comma-separated; "*": any
-  int max_body_mb = 32;         // largest request body
-  int max_queue = 4;            // jobs waiting behind the running one
-  int max_image_side = 2048;    // widest and tallest image a request may ask for
-  int max_batch = 8;            // most images per request
-  int job_history = 64;         // finished jobs kept for polling
+  int listen_port = 1234;          // 0: any free port (printed at start)
+  std::string serve_html_path;     // empty: the page built into the binary
+  std::string token_file;          // or SD_SERVER_TOKEN
+  bool insecure = false;           // allow a non-loopback --listen-ip without a token
+  std::string cors_origins;        // comma-separated; empty: no cross-origin access
+  std::string hosts;               // --allowed-hosts, comma-separated; "*": any
+  int max_body_mb = 32;            // largest request body
+  int max_queue = 4;               // jobs waiting behind the running one
+  int max_image_side = 2048;       // widest and tallest image a request may ask for
+  int max_batch = 8;               // most images per request
+  int max_megapixel_steps = 1024;  // most work per request (request.h)
+  int sync_timeout = 600;          // seconds a synchronous call waits for its job
+  int job_history = 64;            // finished jobs kept for polling
 
   // Filled by resolve().
   std::string token;
