@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <string>
@@ -136,6 +137,10 @@ class Backend {
   // between nodes); time_point::max() (the default) never stops them. A server bounds how
   // long one client's graph may hold its devices with it.
   virtual void set_deadline(std::chrono::steady_clock::time_point deadline) { (void)deadline; }
+  // Later compute() calls stop with sd::Error "generation cancelled" once `stop` answers true
+  // (asked between nodes): a cancel reaches a VAE decode within one node, not one image.
+  // Null (the default) never stops them.
+  virtual void set_stop(std::function<bool()> stop) { (void)stop; }
   // Frees what the backend keeps between calls for speed (packed weight copies, kernel
   // scratch); later calls rebuild what they need. Called when a phase ends so the next one
   // has the memory.

@@ -24,6 +24,16 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     model.params_backend = m.options.params_backend;
     hires = std::make_unique<HiresFix>(r.hires, r.width, r.height, m.size_unit(), model, r.warn);
   }
+  // A cancel stops whatever runs, between two nodes of its graph (a VAE decode included).
+  struct StopChecks {
+    BackendManager& backends;
+    void set(const std::function<bool()>& stop) {
+      for (Module module : {Module::TextEncoder, Module::Diffusion, Module::Vae})
+        backends.backend(module).set_stop(stop);
+    }
+    ~StopChecks() { set(nullptr); }
+  } stop_checks{*m.backends};
+  if (r.cancelled) stop_checks.set(r.cancelled);
   const Impl::Plan plan = m.setup(r);
 
   // Conditioning, once for the whole batch; the negative prompt only matters with CFG.

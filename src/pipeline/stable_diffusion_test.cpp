@@ -149,6 +149,23 @@ TEST_F(TinyPipeline, ProgressCountsEverySamplingStep) {
   EXPECT_EQ(steps, (std::vector<int>{1, 2, 3}));
 }
 
+// A cancel after the last sampling step stops the decode too (a server's SIGTERM waited
+// for a whole decode), and the next generation runs as if nothing happened.
+TEST_F(TinyPipeline, ACancelStopsTheDecodeMidGraph) {
+  const std::vector<uint8_t> expected = sd_->generate(request_)[0].pixels;
+  bool sampled = false;
+  ImageRequest r = request_;
+  r.progress = [&](int step, int total, double) { sampled = step == total; };
+  r.cancelled = [&] { return sampled; };
+  try {
+    sd_->generate(r);
+    ADD_FAILURE() << "the decode ran to the end after a cancel";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("generation cancelled"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(sd_->generate(request_)[0].pixels, expected);
+}
+
 TEST_F(TinyPipeline, PreviewsComeEveryIntervalSteps) {
   std::vector<int> steps;
   request_.steps = 4;

@@ -33,6 +33,7 @@ void CpuBackend::compute_nodes(const Graph& graph, size_t first, size_t end) {
     Tensor* node = graph.nodes[i];
     ++done;
     if (is_view_op(node->op)) continue;
+    SD_CHECK(!stop_ || !stop_(), "generation cancelled");
     SD_CHECK(!timed || std::chrono::steady_clock::now() < deadline_,
              "[CPU] compute stopped past its deadline, at node %zu of %zu (%s)", done,
              graph.nodes.size(), op_name(node->op).data());

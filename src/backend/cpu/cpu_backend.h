@@ -18,9 +18,11 @@ class CpuBackend final : public Backend {
   void set_deadline(std::chrono::steady_clock::time_point deadline) override {
     deadline_ = deadline;
   }
+  void set_stop(std::function<bool()> stop) override { stop_ = std::move(stop); }
 
  private:
   std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::function<bool()> stop_;
   CpuDevice& device_;
   CpuKernels kernels_;
   CpuContext ctx_;
