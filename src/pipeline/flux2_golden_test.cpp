@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <string>
 
-#include "image_psnr.h"
+#include "golden_image.h"
 #include "io/image.h"
 #include "pipeline/stable_diffusion.h"
 #include "test_support.h"
@@ -62,13 +62,7 @@ void run_case(const Flux2Case& c) {
   }
   const io::Image image = sd.generate(r)[0];
 
-  const fs::path golden = golden_dir() / c.golden;
-  const io::Image expected = io::read_image(golden.string());
-  ASSERT_EQ(expected.width, image.width);
-  ASSERT_EQ(expected.height, image.height);
-  const double db = sd::test::image_psnr(io::to_channels(image, expected.channels), expected);
-  std::printf("PSNR %.2f dB against %s\n", db, c.golden);
-  EXPECT_GE(db, 40.0) << "against " << golden;
+  test::expect_matches_golden(image, (golden_dir() / c.golden).string());
 }
 
 // klein's distilled setting: 4 euler steps on the FLUX.2 schedule, no guidance pass.

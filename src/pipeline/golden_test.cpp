@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <string>
 
-#include "image_psnr.h"
+#include "golden_image.h"
 #include "io/image.h"
 #include "pipeline/stable_diffusion.h"
 #include "test_support.h"
@@ -33,20 +33,7 @@ struct GoldenCase {
 };
 
 void expect_golden(const io::Image& image, const std::string& golden) {
-  const std::string golden_path = test::shared_dir() + "/golden/" + golden;
-  const io::Image expected = io::read_image(golden_path);
-  ASSERT_EQ(expected.width, image.width);
-  ASSERT_EQ(expected.height, image.height);
-  const io::Image got = io::to_channels(image, expected.channels);
-  const double db = sd::test::image_psnr(got, expected);
-  ::testing::Test::RecordProperty("psnr_db", std::to_string(db));
-  std::printf("PSNR %.2f dB against %s\n", db, golden.c_str());
-  if (const char* out = std::getenv("SD_TEST_OUTPUT_DIR")) {
-    std::string name = golden;  // "<set>/<image>.png" -> "<set>_<image>.png"
-    std::replace(name.begin(), name.end(), '/', '_');
-    io::write_image(std::string(out) + "/" + name, got, "");
-  }
-  EXPECT_GE(db, 40.0) << "against " << golden_path;
+  test::expect_matches_golden(image, test::shared_dir() + "/golden/" + golden);
 }
 
 void run_golden(const GoldenCase& g) {

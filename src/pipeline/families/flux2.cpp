@@ -6,6 +6,7 @@
 // schedule, the timestep being sigma, as sd.cpp runs it. Reference images (-r) join the
 // image's tokens at image indices 10, 20, ... Dimensions from the files.
 #include "io/name_conversion.h"
+#include "pipeline/families/llm_encoder.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/flux_runner.h"
@@ -56,19 +57,8 @@ class Flux2 final : public Family {
     arch.version = version;
     const ShapeOf shape_of = files.shape_of();
     arch.flux = flux_config_from_shapes(models::FluxConfig::flux2_klein(), io::kUnetRoot, shape_of);
-    const std::string layer0 = std::string(io::kLlmRoot) + "model.layers.0.self_attn.";
-    const bool qk_norm = shape_of(layer0 + "q_norm.weight").has_value();
-    const bool qkv_bias = shape_of(layer0 + "q_proj.bias").has_value();
-    SD_CHECK(qk_norm && !qkv_bias,
-             "the --llm file is not a Qwen3 (it has %s): FLUX.2 klein takes Qwen3-4B (klein 4B) "
-             "or Qwen3-8B (klein 9B)",
-             qkv_bias ? "biases on its q/k/v projections" : "no q/k norms");
-    try {
-      arch.llm = models::llm_config_from_shapes(models::LlmConfig::qwen3_4b(), io::kLlmRoot,
-                                                [&](const std::string& n) { return shape_of(n); });
-    } catch (const Error& e) {
-      fail("the --llm file: %s", e.what());
-    }
+    arch.llm = llm_encoder_config(files, models::LlmConfig::qwen3_4b(),
+                                  "FLUX.2 klein takes Qwen3-4B (klein 4B) or Qwen3-8B (klein 9B)");
     // Layer 27 must be a block's output before the final norm, as the model was trained.
     SD_CHECK(arch.llm->layers > kKleinLayers.back(),
              "the --llm encoder has %d layers; FLUX.2 klein reads the hidden states after layers "

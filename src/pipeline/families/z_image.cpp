@@ -4,6 +4,7 @@
 // single-stream transformer (models/z_image.h), FLUX.1's 16-channel autoencoder; euler on
 // the discrete flow schedule shifted by 3, as sd.cpp runs it. Dimensions from the files.
 #include "io/name_conversion.h"
+#include "pipeline/families/llm_encoder.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/llm_conditioner.h"
@@ -45,21 +46,9 @@ class ZImage final : public Family {
     arch.z_image =
         models::z_image_config_from_shapes(models::ZImageConfig{}, io::kUnetRoot,
                                            [&](const std::string& name) { return shape_of(name); });
-    // Qwen3 has q/k norms and no q/k/v biases; Qwen2.5-VL the other way round.
-    const std::string layer0 = std::string(io::kLlmRoot) + "model.layers.0.self_attn.";
-    const bool qk_norm = shape_of(layer0 + "q_norm.weight").has_value();
-    const bool qkv_bias = shape_of(layer0 + "q_proj.bias").has_value();
-    SD_CHECK(qk_norm && !qkv_bias,
-             "the --llm file is not a Qwen3 (it has %s): Z-Image takes Qwen3-4B "
-             "(qwen_3_4b.safetensors); a Qwen2.5-VL text model goes with Qwen-Image",
-             qkv_bias ? "biases on its q/k/v projections" : "no q/k norms");
-    try {
-      arch.llm =
-          models::llm_config_from_shapes(models::LlmConfig::qwen3_4b(), io::kLlmRoot,
-                                         [&](const std::string& name) { return shape_of(name); });
-    } catch (const Error& e) {
-      fail("the --llm file: %s", e.what());
-    }
+    arch.llm = llm_encoder_config(files, models::LlmConfig::qwen3_4b(),
+                                  "Z-Image takes Qwen3-4B (qwen_3_4b.safetensors); a Qwen2.5-VL "
+                                  "text model goes with Qwen-Image");
     arch.vae = vae_config_from_shapes(vae_config(), io::kVaeRoot, shape_of);
     // An LLM of another model fails here, naming the flag, before anything is loaded.
     SD_CHECK(arch.llm->hidden == arch.z_image->caption_dim,
