@@ -186,8 +186,9 @@ def vae_specs(dim, z=LATENT_CHANNELS):
 
 
 def main(argv=None):
-    ap = rw.parser(__doc__)
-    ap.set_defaults(hidden=3072)
+    ap = rw.parser(__doc__, released="bf16/bf16/bf16", hidden=3072,
+                   hidden_help="transformer width, multiple of 128 (fixed 3072 in "
+                               "stable-diffusion.cpp)")
     ap.add_argument("--layers", type=int, default=2, help="transformer blocks (released 60)")
     ap.add_argument("--llm-hidden", type=int, default=3584,
                     help="text model width = the transformer's text width (fixed 3584 in "

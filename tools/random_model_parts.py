@@ -230,15 +230,17 @@ def write_safetensors(path, specs, dtype, seed, metadata):
 # ------------------------------------- command line -------------------------------------
 
 
-def parser(doc):
-    """The options every writer has: --out, --seed, --dtype and the transformer's --hidden;
-    the description is doc's first paragraph."""
+def parser(doc, released="bf16/bf16/f32", hidden=256,
+           hidden_help="transformer width, multiple of 128"):
+    """The options every writer has: --out, --seed, --dtype (released: the three files'
+    released types, for the help) and the transformer's --hidden; the description is doc's
+    first paragraph."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", choices=sorted(DTYPES),
-                    help="one type for all three files (default: as released, bf16/bf16/f32)")
-    ap.add_argument("--hidden", type=int, default=256, help="transformer width, multiple of 128")
+                    help=f"one type for all three files (default: as released, {released})")
+    ap.add_argument("--hidden", type=int, default=hidden, help=hidden_help)
     return ap
 
 

@@ -91,6 +91,8 @@ ModelFamily family_of(ModelVersion v) {
     case ModelVersion::Flux2:
     case ModelVersion::Flux2Klein:
       return ModelFamily::Flux2;
+    case ModelVersion::QwenImage:
+      return ModelFamily::QwenImage;
     case ModelVersion::Unknown:
       break;
   }
@@ -143,6 +145,8 @@ const char* version_name(ModelVersion v) {
       return "Flux.2";
     case ModelVersion::Flux2Klein:
       return "Flux.2 klein";
+    case ModelVersion::QwenImage:
+      return "Qwen Image";
   }
   return "unknown";
 }
@@ -165,6 +169,8 @@ const char* family_name(ModelFamily f) {
       return "Z-Image";
     case ModelFamily::Flux2:
       return "Flux.2";
+    case ModelFamily::QwenImage:
+      return "Qwen-Image";
     case ModelFamily::Unknown:
       break;
   }
@@ -248,6 +254,13 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
     d.version = d.in_channels == kFluxFillChannels    ? ModelVersion::FluxFill
                 : find("guidance_in.in_layer.weight") ? ModelVersion::Flux
                                                       : ModelVersion::FluxSchnell;
+    return d;
+  }
+
+  // Qwen-Image: its blocks' image modulation (sd.cpp looks for the same name).
+  if (find("transformer_blocks.0.img_mod.1.weight")) {
+    if (const TensorInfo* img_in = find("img_in.weight")) d.in_channels = img_in->ne[0] / 4;
+    d.version = ModelVersion::QwenImage;
     return d;
   }
 

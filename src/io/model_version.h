@@ -35,9 +35,10 @@ enum class ModelVersion {
   ZImage,       // Z-Image Turbo / Base: an LLM-conditioned single-stream DiT (cap_embedder)
   Flux2,        // FLUX.2 dev: shared modulations (double_stream_modulation_img), 48 single blocks
   Flux2Klein,   // FLUX.2 klein 4B / 9B: as dev with fewer single blocks, no guidance
+  QwenImage,    // Qwen-Image (and -Edit): an MMDiT of transformer_blocks.N.img_mod
 };
 
-enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma, ZImage, Flux2 };
+enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma, ZImage, Flux2, QwenImage };
 
 ModelFamily family_of(ModelVersion v);
 // sd.cpp's strings where it has the version ("SD 1.x", "SD 2.x Inpaint", "SDXL", "Flux

@@ -181,9 +181,9 @@ class HeaderSax : public nlohmann::json_sax<json> {
   bool array_element(uint64_t v) {
     Entry& e = entries.back();
     if (field_ == Field::Shape) {
-      if (e.shape.size() == kMaxTensorDims) {
-        return fail("tensor '" + e.name + "' has more than " + std::to_string(kMaxTensorDims) +
-                    " dimensions (this engine supports up to 4)");
+      if (e.shape.size() == kMaxTensorDims + 1) {
+        return fail("tensor '" + e.name + "' has more than " + std::to_string(kMaxTensorDims + 1) +
+                    " dimensions (this engine supports up to 4, and 3-d convolution kernels)");
       }
       e.shape.push_back(v);
     } else {
@@ -297,11 +297,20 @@ TensorInfo validate(const Entry& e, const std::string& path, uint64_t data_offse
   t.dtype = dt->dtype;
   t.file_dtype = dt->file_dtype;
 
+  // A 3-d convolution's kernel [out, in, t, h, w] becomes [out * in, t, h, w]: the same
+  // bytes, out and in folded into one dim (the Wan VAE's causal convolutions).
+  std::vector<uint64_t> shape = e.shape;
+  if (shape.size() == kMaxTensorDims + 1) {
+    if (shape[0] != 0 && shape[1] > UINT64_MAX / shape[0])
+      fail_file(path, quote + " has a shape whose element count overflows 64 bits");
+    shape[1] *= shape[0];
+    shape.erase(shape.begin());
+  }
   // safetensors lists shapes slowest-first; the engine's ne[0] is the fastest dim.
-  t.n_dims = static_cast<int>(e.shape.size());
+  t.n_dims = static_cast<int>(shape.size());
   uint64_t n_elements = 1;
   for (int i = 0; i < t.n_dims; ++i) {
-    uint64_t d = e.shape[static_cast<size_t>(t.n_dims - 1 - i)];
+    uint64_t d = shape[static_cast<size_t>(t.n_dims - 1 - i)];
     if (d > static_cast<uint64_t>(INT64_MAX) ||
         __builtin_mul_overflow(n_elements, d, &n_elements) ||
         n_elements > static_cast<uint64_t>(INT64_MAX)) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string>
 
+#include "models/wan_vae.h"
 #include "nn/layers.h"
 #include "tensor/error.h"
 #include "tensor/ops/attention.h"
@@ -37,6 +38,21 @@ VaeConfig VaeConfig::flux2() {
   c.use_quant_conv = true;
   c.latent_patch = 2;
   c.batch_norm_latent = true;
+  return c;
+}
+
+VaeConfig VaeConfig::qwen_image() {
+  VaeConfig c;
+  c.arch = Arch::Wan21;
+  c.ch = 96;
+  c.z_channels = c.embed_dim = 16;
+  c.scale_factor = 1.0f;
+  c.use_quant_conv = false;
+  // Wan 2.1's latents_mean / latents_std (its released VAE config; Qwen-Image keeps them).
+  c.latent_mean = {-0.7571f, -0.7089f, -0.9113f, 0.1075f,  -0.1745f, 0.9653f,  -0.1517f, 1.5508f,
+                   0.4134f,  -0.0715f, 0.5517f,  -0.3632f, -0.1922f, -0.9497f, 0.2503f,  -0.2921f};
+  c.latent_std = {2.8184f, 1.4541f, 2.3275f, 2.6558f, 1.2196f, 1.7708f, 2.6052f, 2.0743f,
+                  3.2687f, 2.1526f, 2.8652f, 1.5579f, 1.6382f, 1.1253f, 2.8251f, 1.9160f};
   return c;
 }
 
@@ -225,6 +241,7 @@ Tensor* patch_latent(Context& ctx, Tensor* z) {
 }  // namespace
 
 Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z) {
+  if (cfg.arch == VaeConfig::Arch::Wan21) return wan_vae_decode(vae, cfg, z);
   check_config(cfg);
   SD_CHECK(z->ne[2] == cfg.latent_channels(),
            "[vae] decode needs a latent with %lld channels, got %s",
@@ -244,6 +261,7 @@ Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z) {
 }
 
 Tensor* vae_encode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* image) {
+  if (cfg.arch == VaeConfig::Arch::Wan21) return wan_vae_encode(vae, cfg, image);
   check_config(cfg);
   const int64_t f = cfg.downscale();
   SD_CHECK(image->ne[2] == 3 && image->ne[0] % f == 0 && image->ne[1] % f == 0,

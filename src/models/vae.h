@@ -35,6 +35,11 @@ struct VaeConfig {
   // factors; encoding keeps the mean, no sample is drawn.
   int latent_patch = 1;
   bool batch_norm_latent = false;
+  // The autoencoder's design: LDM's (SD, FLUX.1, FLUX.2) or Wan 2.1's causal 3-d one
+  // (models/wan_vae.h; Qwen-Image), whose latent is normalized per channel by statistics
+  // its file does not hold: (z - latent_mean) / latent_std, applied by the caller.
+  enum class Arch { Ldm, Wan21 } arch = Arch::Ldm;
+  std::vector<float> latent_mean, latent_std;
 
   // SD 1.x / 2.x: ddconfig of v1-inference.yaml and v2-inference.yaml, scale factor
   // 0.18215 (sd.cpp uses the same for both).
@@ -45,6 +50,9 @@ struct VaeConfig {
   // FLUX.2's autoencoder (black-forest-labs/flux2 AutoEncoder): 32 channels with quant convs,
   // the sampler's latent in 2x2 patches (128 channels at 1/16) under batch-norm statistics.
   static VaeConfig flux2();
+  // Qwen-Image's autoencoder: Wan 2.1's at width 96, 16 channels under Wan 2.1's published
+  // latent statistics.
+  static VaeConfig qwen_image();
   // Image pixels per sampler-latent pixel along each side: 2^(levels - 1) x latent_patch.
   int64_t downscale() const { return (int64_t{1} << (ch_mult.size() - 1)) * latent_patch; }
   // The sampler latent's channels.

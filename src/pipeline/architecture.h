@@ -9,6 +9,7 @@
 #include "models/flux.h"
 #include "models/llm.h"
 #include "models/mmdit.h"
+#include "models/qwen_image.h"
 #include "models/t5.h"
 #include "models/unet.h"
 #include "models/vae.h"
@@ -23,12 +24,13 @@ struct Architecture {
   io::ModelVersion version = io::ModelVersion::SD1;
   models::UnetConfig unet;
   models::ClipTextConfig text;
-  std::optional<models::ClipTextConfig> text2;  // a second CLIP encoder (with a projection)
-  std::optional<models::FluxConfig> flux;       // a FLUX.1 transformer instead of the UNet
-  std::optional<models::MmditConfig> mmdit;     // an MMDiT instead of the UNet
-  std::optional<models::T5Config> t5;           // a T5-XXL encoder
-  std::optional<models::ZImageConfig> z_image;  // Z-Image's single-stream transformer
-  std::optional<models::LlmConfig> llm;         // an LLM text encoder
+  std::optional<models::ClipTextConfig> text2;        // a second CLIP encoder (with a projection)
+  std::optional<models::FluxConfig> flux;             // a FLUX.1 transformer instead of the UNet
+  std::optional<models::MmditConfig> mmdit;           // an MMDiT instead of the UNet
+  std::optional<models::T5Config> t5;                 // a T5-XXL encoder
+  std::optional<models::ZImageConfig> z_image;        // Z-Image's single-stream transformer
+  std::optional<models::QwenImageConfig> qwen_image;  // Qwen-Image's MMDiT
+  std::optional<models::LlmConfig> llm;               // an LLM text encoder
   models::VaeConfig vae;
 };
 

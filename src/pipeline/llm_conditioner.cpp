@@ -97,6 +97,13 @@ Conditioning LlmConditioner::encode(const std::string& prompt, int /*clip_skip*/
       std::copy_n(layers[l].begin() + t * hidden, hidden,
                   out.context.begin() + t * out.dim + static_cast<int64_t>(l) * hidden);
   apply_token_weights(out.context, out.dim, tokens.weights);
+  if (format_.drop_first > 0) {
+    SD_CHECK(format_.drop_first < out.tokens,
+             "[llm conditioner] the template has %lld tokens to drop, the prompt %lld in all",
+             static_cast<long long>(format_.drop_first), static_cast<long long>(out.tokens));
+    out.context.erase(out.context.begin(), out.context.begin() + format_.drop_first * out.dim);
+    out.tokens -= format_.drop_first;
+  }
   return out;
 }
 

@@ -38,6 +38,9 @@ struct LlmPromptFormat {
   // decoder's outputs like any other and are passed on.
   int64_t min_tokens = 0;
   std::string pad_token;  // the token's text
+  // Rows dropped from the front after the prompt weights are applied (Qwen-Image: its
+  // 34-token system prompt); the weights' mean still counts them, as the reference's does.
+  int64_t drop_first = 0;
 };
 
 // The token ids of `prompt` in `format`, and each token's emphasis weight.

@@ -158,6 +158,23 @@ models::VaeConfig vae_config_from_shapes(models::VaeConfig c, std::string_view s
   return c;
 }
 
+models::VaeConfig wan_vae_config_from_shapes(models::VaeConfig c, std::string_view scope,
+                                             const ShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[vae] the Wan autoencoder has no tensor '%s%s'", root.c_str(),
+             name.c_str());
+    return *ne;
+  };
+  c.ch = need("decoder.head.0.gamma")[3];  // [C, 1, 1, 1]
+  c.z_channels = c.embed_dim = need("conv2.bias")[0];
+  SD_CHECK(c.latent_mean.empty() || static_cast<int64_t>(c.latent_mean.size()) == c.z_channels,
+           "[vae] the Wan autoencoder has %lld latent channels; its statistics are for %zu",
+           ll(c.z_channels), c.latent_mean.size());
+  return c;
+}
+
 models::FluxConfig flux_config_from_shapes(models::FluxConfig c, std::string_view scope,
                                            const ShapeOf& shape_of) {
   const std::string root(scope);

@@ -13,8 +13,27 @@ VaeRunner::VaeRunner(nn::Weights& weights, models::VaeConfig config, Backend& ba
       taesd_preview_only_(taesd_for_previews_only),
       runner_(backend) {}
 
-std::vector<float> VaeRunner::decode_whole(const std::vector<float>& latent, int64_t w, int64_t h,
-                                           bool use_taesd) {
+namespace {
+
+// The sampler's latent <-> the VAE's, through per-channel statistics (config.latent_mean).
+void normalize_latent(std::vector<float>& z, const models::VaeConfig& c, bool to_vae) {
+  const size_t channels = c.latent_mean.size();
+  if (channels == 0) return;
+  SD_CHECK(z.size() % channels == 0 && c.latent_std.size() == channels,
+           "[vae] a latent of %zu values is not %zu channels", z.size(), channels);
+  const size_t plane = z.size() / channels;
+  for (size_t ch = 0; ch < channels; ++ch)
+    for (size_t i = ch * plane; i < (ch + 1) * plane; ++i)
+      z[i] = to_vae ? z[i] * c.latent_std[ch] + c.latent_mean[ch]
+                    : (z[i] - c.latent_mean[ch]) / c.latent_std[ch];
+}
+
+}  // namespace
+
+std::vector<float> VaeRunner::decode_whole(const std::vector<float>& sampler_latent, int64_t w,
+                                           int64_t h, bool use_taesd) {
+  std::vector<float> latent = sampler_latent;
+  if (!use_taesd) normalize_latent(latent, config_, true);
   nn::GraphCall call;
   Tensor* z =
       call.input_f32("latent", make_shape({w, h, config_.latent_channels(), 1}), latent.data());
@@ -61,6 +80,7 @@ std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int6
   std::vector<float> moments =
       runner_.run(call, models::vae_encode(nn::Scope(call.ctx(), weights_, kScope), config_, x));
   weights_.after_compute();
+  normalize_latent(moments, config_, false);  // (Wan's VAE gives the mean itself)
   return moments;
 }
 
@@ -92,7 +112,8 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
   models::vae_decode(scope, config_,
                      ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
   // Decoder-only files serve text-to-image; encoding then fails when first asked.
-  if (scope["encoder"]["conv_in"].has("weight")) {
+  const bool wan = config_.arch == models::VaeConfig::Arch::Wan21;
+  if (scope["encoder"][wan ? "conv1" : "conv_in"].has("weight")) {
     const int64_t side = 8 * config_.downscale();
     models::vae_encode(scope, config_, ctx.new_tensor(DType::F32, {side, side, 3, 1}));
   }

@@ -34,7 +34,8 @@ class VaeRunner {
   std::vector<float> encode(const std::vector<float>& image, int64_t width, int64_t height);
   // (FLUX.2's autoencoder gives the latent itself: its mean, patched and normalized.)
   bool encodes_moments() const {
-    return (taesd_ == nullptr || taesd_preview_only_) && !config_.batch_norm_latent;
+    return (taesd_ == nullptr || taesd_preview_only_) && !config_.batch_norm_latent &&
+           config_.arch == models::VaeConfig::Arch::Ldm;
   }
 
   // A preview of a latent: through TAESD (when given) or the VAE, whole, untiled.

@@ -1,0 +1,180 @@
+#include "models/wan_vae.h"
+
+#include <cmath>
+
+#include "nn/layers.h"
+#include "tensor/error.h"
+#include "tensor/ops/attention.h"
+#include "tensor/ops/cast.h"
+#include "tensor/ops/conv2d.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/norm.h"
+#include "tensor/ops/pad.h"
+#include "tensor/ops/unary.h"
+#include "tensor/ops/upscale.h"
+#include "tensor/ops/view.h"
+
+namespace sd::models {
+
+namespace {
+
+// The reference runs every convolution of this VAE with f16 weights: so do we.
+Tensor* as_f16(Context& ctx, Tensor* w) {
+  return w->type == DType::F16 ? w : cast(ctx, w, DType::F16);
+}
+
+// A causal 3-d convolution on the first frame of a clip: zeros stand before it in time, so
+// only the kernel's last temporal tap meets the frame. kernel 3 (pad 1) or 1.
+Tensor* causal_conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int kernel) {
+  Context& ctx = s.ctx();
+  Tensor* w = s.param("weight", {kernel, kernel, kernel, in * out});
+  if (kernel > 1) {
+    // [k, k, t, in * out] -> the slice t = k - 1: [k, k, in * out].
+    w = view(ctx, w, {kernel, kernel, in * out, 1}, {w->nb[0], w->nb[1], w->nb[3], w->nb[3]},
+             static_cast<size_t>(kernel - 1) * w->nb[2]);
+    w = cont(ctx, w);
+  }
+  w = reshape(ctx, as_f16(ctx, w), {kernel, kernel, in, out});
+  return conv2d(ctx, x, w, s.param("bias", {out}), 1, 1, kernel / 2, kernel / 2, 1, 1);
+}
+
+// A plain 2-d convolution (the resamplers').
+Tensor* conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int stride, int padding) {
+  Context& ctx = s.ctx();
+  Tensor* w = as_f16(ctx, s.param("weight", {3, 3, in, out}));
+  return conv2d(ctx, x, w, s.param("bias", {out}), stride, stride, padding, padding, 1, 1);
+}
+
+// [W, H, C, N] <-> tokens [C, W * H, N].
+Tensor* to_tokens(Context& ctx, Tensor* x) {
+  const int64_t w = x->ne[0], h = x->ne[1], c = x->ne[2], n = x->ne[3];
+  return cont(ctx, permute(ctx, reshape(ctx, x, {w * h, c, n}), {1, 0, 2, 3}));
+}
+Tensor* from_tokens(Context& ctx, Tensor* t, int64_t w, int64_t h) {
+  const int64_t c = t->ne[0], n = t->ne[2];
+  return reshape(ctx, cont(ctx, permute(ctx, t, {1, 0, 2, 3})), {w, h, c, n});
+}
+
+// RMS norm over the channels of each pixel, times gamma (stored [C, 1, 1, 1], or [C, 1, 1]
+// in the attention blocks): tokens [C, L, N].
+Tensor* rms_tokens(const nn::Scope& s, Tensor* tokens, int64_t c, bool attention_gamma = false) {
+  Context& ctx = s.ctx();
+  Tensor* gamma = attention_gamma ? s.param("gamma", {1, 1, c}) : s.param("gamma", {1, 1, 1, c});
+  if (gamma->type != DType::F32) gamma = cast(ctx, gamma, DType::F32);
+  return rms_norm(ctx, tokens, 1e-12f, reshape(ctx, gamma, {c}));
+}
+Tensor* rms_silu(const nn::Scope& s, Tensor* x, int64_t c) {
+  Context& ctx = s.ctx();
+  return silu(ctx, from_tokens(ctx, rms_tokens(s, to_tokens(ctx, x), c), x->ne[0], x->ne[1]));
+}
+
+// x + residual: two (norm, SiLU, 3x3x3 conv) steps; a 1x1x1 shortcut when widths differ.
+Tensor* residual_block(const nn::Scope& s, Tensor* x, int64_t in, int64_t out) {
+  Tensor* shortcut = in != out ? causal_conv(s["shortcut"], x, in, out, 1) : x;
+  const nn::Scope r = s["residual"];
+  Tensor* h = causal_conv(r["2"], rms_silu(r["0"], x, in), in, out, 3);
+  h = causal_conv(r["6"], rms_silu(r["3"], h, out), out, out, 3);
+  return set_name(add(s.ctx(), shortcut, h), s.prefix() + "out");
+}
+
+// A 1x1 conv's weight [C_out, C_in, 1, 1] as the matrix it is.
+Tensor* matrix(const nn::Scope& s, int64_t in, int64_t out) {
+  return reshape(s.ctx(), s.param("weight", {1, 1, in, out}), {in, out});
+}
+
+// Single-head self-attention over all pixels of the frame, residual.
+Tensor* attention_block(const nn::Scope& s, Tensor* x, int64_t c) {
+  Context& ctx = s.ctx();
+  const int64_t w = x->ne[0], h = x->ne[1], n = x->ne[3], l = w * h;
+  Tensor* t = rms_tokens(s["norm"], to_tokens(ctx, x), c, true);  // [C, L, N]
+  Tensor* wqkv = matrix(s["to_qkv"], c, 3 * c);
+  Tensor* qkv = add(ctx, matmul(ctx, wqkv, t), s["to_qkv"].param("bias", {3 * c}));
+  auto part = [&](int i) {
+    return reshape(ctx, cont(ctx, slice(ctx, qkv, 0, i * c, (i + 1) * c)), {c, l, 1, n});
+  };
+  Tensor* o = attention(ctx, part(0), part(1), part(2), nullptr,
+                        1.0f / std::sqrt(static_cast<float>(c)), nn::attention_precision_for(wqkv));
+  o = add(ctx, matmul(ctx, matrix(s["proj"], c, c), reshape(ctx, o, {c, l, n})),
+          s["proj"].param("bias", {c}));
+  return set_name(add(ctx, from_tokens(ctx, o, w, h), x), s.prefix() + "out");
+}
+
+Tensor* middle(const nn::Scope& s, Tensor* x, int64_t c) {
+  x = residual_block(s["0"], x, c, c);
+  x = attention_block(s["1"], x, c);
+  return residual_block(s["2"], x, c, c);
+}
+
+void check(const VaeConfig& c) {
+  SD_CHECK(c.ch > 0 && c.z_channels > 0 && c.num_res_blocks > 0 && !c.ch_mult.empty() &&
+               c.ch_mult.size() <= 8,
+           "[wan vae] width %lld, %lld latent channels, %d res blocks and %zu levels",
+           static_cast<long long>(c.ch), static_cast<long long>(c.z_channels), c.num_res_blocks,
+           c.ch_mult.size());
+}
+
+}  // namespace
+
+Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& c, Tensor* z) {
+  check(c);
+  SD_CHECK(z->ne[2] == c.z_channels, "[wan vae] decode needs %lld latent channels, got %s",
+           static_cast<long long>(c.z_channels), z->shape_string().c_str());
+  Context& ctx = vae.ctx();
+  const int levels = static_cast<int>(c.ch_mult.size());
+  Tensor* x = causal_conv(vae["conv2"], z, c.z_channels, c.z_channels, 1);
+  const nn::Scope d = vae["decoder"];
+  int64_t width = c.ch * c.ch_mult.back();
+  x = causal_conv(d["conv1"], x, c.z_channels, width, 3);
+  x = middle(d["middle"], x, width);
+  // Deepest level first; each upsampler doubles the size and halves the width.
+  int index = 0;
+  for (int level = levels - 1; level >= 0; --level) {
+    const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
+    for (int j = 0; j <= c.num_res_blocks; ++j, ++index) {
+      x = residual_block(d["upsamples"][index], x, width, out);
+      width = out;
+    }
+    if (level > 0) {
+      const nn::Scope up = d["upsamples"][index++];
+      x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), width, width / 2, 1, 1);
+      width /= 2;
+    }
+  }
+  const nn::Scope head = d["head"];
+  x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3, 3);
+  return set_name(x, "vae_image");
+}
+
+Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& c, Tensor* image) {
+  check(c);
+  const int levels = static_cast<int>(c.ch_mult.size());
+  const int64_t f = int64_t{1} << (levels - 1);
+  SD_CHECK(image->ne[2] == 3 && image->ne[0] % f == 0 && image->ne[1] % f == 0,
+           "[wan vae] encode needs an RGB image with sides multiples of %lld, got %s",
+           static_cast<long long>(f), image->shape_string().c_str());
+  Context& ctx = vae.ctx();
+  const nn::Scope e = vae["encoder"];
+  int64_t width = c.ch;
+  Tensor* x = causal_conv(e["conv1"], image, 3, width, 3);
+  int index = 0;
+  for (int level = 0; level < levels; ++level) {
+    const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
+    for (int j = 0; j < c.num_res_blocks; ++j, ++index) {
+      x = residual_block(e["downsamples"][index], x, width, out);
+      width = out;
+    }
+    if (level + 1 < levels) {
+      // Zero padding right and bottom, then a stride-2 conv (Wan's ZeroPad2d((0, 1, 0, 1))).
+      const nn::Scope down = e["downsamples"][index++];
+      x = conv(down["resample"]["1"], pad(ctx, x, {0, 1, 0, 1, 0, 0, 0, 0}), width, width, 2, 0);
+    }
+  }
+  x = middle(e["middle"], x, width);
+  const nn::Scope head = e["head"];
+  x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 2 * c.z_channels, 3);
+  x = causal_conv(vae["conv1"], x, 2 * c.z_channels, 2 * c.z_channels, 1);
+  return set_name(cont(ctx, slice(ctx, x, 2, 0, c.z_channels)), "vae_latent");
+}
+
+}  // namespace sd::models

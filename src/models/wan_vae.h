@@ -1,0 +1,30 @@
+// The Wan 2.1 autoencoder (Wan team 2025, "Wan: Open and Advanced Large-Scale Video
+// Generative Models", wan/modules/vae.py) on single images, as Qwen-Image uses it: a causal
+// 3-d convolutional VAE whose clips are encoded frame by frame with a cache of the two frames
+// before; the first frame sees zeros before it, so on an image every 3x3x3 convolution is the
+// 2-d convolution of its last temporal tap and the temporal resamplers do nothing. RMS norms
+// over channels (with a scale, no bias), SiLU, one single-head attention block in each half's
+// middle; 8x per side, 16 latent channels; the base width and latent channels from the file.
+//
+// Parameters, the original names below the caller's scope (3-d kernels [out, in, t, h, w] are
+// read as [out * in, t, h, w]): conv1 (the encoder's 1x1x1 output conv), conv2 (the decoder's
+// input conv), encoder.{conv1, downsamples.N, middle.{0,1,2}, head.{0,2}},
+// decoder.{conv1, middle.{0,1,2}, upsamples.N, head.{0,2}}; residual blocks
+// .residual.{0 (norm), 2 (conv), 3 (norm), 6 (conv)} and .shortcut; resamplers .resample.1
+// (a 2-d conv) and .time_conv (unused on images); attention .norm, .to_qkv, .proj.
+#pragma once
+
+#include "models/vae.h"
+#include "nn/weights.h"
+
+namespace sd::models {
+
+// z: the VAE's latent [w, h, z_channels, N] (not normalized) -> image [8w, 8h, 3, N] in
+// [-1, 1] (not clamped). config: ch (the base width), ch_mult, num_res_blocks, z_channels.
+Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& config, Tensor* z);
+
+// image [W, H, 3, N] in [-1, 1] -> the posterior's mean [W / 8, H / 8, z_channels, N] (the
+// log-variance is dropped: Qwen-Image encodes without sampling).
+Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& config, Tensor* image);
+
+}  // namespace sd::models

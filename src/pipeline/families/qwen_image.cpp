@@ -1,0 +1,126 @@
+// Qwen-Image (Qwen team 2025): the prompt in Qwen's chat template with a system prompt,
+// through Qwen2.5-VL-7B's text model, whose final-normed last hidden states (the system
+// prompt's 34 rows dropped) are the text tokens (pipeline/llm_conditioner.h); the MMDiT of
+// models/qwen_image.h; the Wan 2.1 autoencoder's image path under its latent statistics
+// (models/wan_vae.h). Euler on the discrete flow schedule shifted by 3, as sd.cpp runs it.
+// Dimensions from the files. Qwen-Image-Edit's reference images need Qwen2.5-VL's vision
+// tower, which is not built yet: they are refused.
+#include "io/name_conversion.h"
+#include "pipeline/families/llm_encoder.h"
+#include "pipeline/families/registry.h"
+#include "pipeline/families/tokenizers.h"
+#include "pipeline/llm_conditioner.h"
+#include "pipeline/qwen_image_runner.h"
+#include "tensor/error.h"
+#include "weights/model_manager.h"
+
+namespace sd::pipeline {
+
+namespace {
+
+using io::ModelVersion;
+
+const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_tokens.weight";
+const std::string kWanDecoder = std::string(io::kVaeRoot) + "decoder.head.0.gamma";
+
+class QwenImage final : public Family {
+ public:
+  QwenImage() : Family(io::ModelFamily::QwenImage, defaults()) {}
+
+  void require_files(const ModelFiles& files) const override {
+    SD_CHECK(files.contains(kLlmEmbeddings),
+             "Qwen-Image needs its Qwen2.5-VL text encoder: pass --llm FILE "
+             "(qwen_2.5_vl_7b.safetensors, or a Qwen2.5-VL-7B GGUF)");
+    SD_CHECK(files.contains(std::string(io::kVaeRoot) + "conv2.bias"),
+             "Qwen-Image needs its autoencoder: pass --vae FILE (qwen_image_vae.safetensors, "
+             "Wan 2.1's design)");
+    SD_CHECK(files.contains(kWanDecoder),
+             "the --vae file is not a Wan 2.1 autoencoder (no decoder.head.0.gamma): Qwen-Image "
+             "takes qwen_image_vae.safetensors");
+    SD_CHECK(
+        !files.contains(std::string(io::kUnetRoot) + "time_text_embed.addition_t_embedding.weight"),
+        "Qwen-Image-Layered is not supported yet; Qwen-Image and Qwen-Image-Edit "
+        "(text-to-image and image-to-image) run");
+    if (!files.options.clip_l.empty() || !files.options.clip_g.empty() ||
+        !files.options.t5xxl.empty())
+      files.note(
+          "warning: Qwen-Image reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are not "
+          "used");
+  }
+
+  Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
+    if (version != ModelVersion::QwenImage) fail_unsupported(version);
+    Architecture arch;
+    arch.version = version;
+    const ShapeOf shape_of = files.shape_of();
+    arch.qwen_image = models::qwen_image_config_from_shapes(
+        models::QwenImageConfig{}, io::kUnetRoot,
+        [&](const std::string& name) { return shape_of(name); });
+    arch.llm = llm_encoder_config(files, models::LlmConfig::qwen2_5_vl_7b(),
+                                  "Qwen-Image takes Qwen2.5-VL-7B's text model "
+                                  "(qwen_2.5_vl_7b.safetensors)");
+    SD_CHECK(arch.llm->hidden == arch.qwen_image->text_dim,
+             "the --llm encoder gives %lld-wide hidden states but the Qwen-Image transformer "
+             "reads %lld (it takes Qwen2.5-VL-7B)",
+             static_cast<long long>(arch.llm->hidden),
+             static_cast<long long>(arch.qwen_image->text_dim));
+    arch.vae = wan_vae_config_from_shapes(vae_config(), io::kVaeRoot, shape_of);
+    return arch;
+  }
+
+  std::vector<std::string> text_encoder_roots(const Architecture&) const override {
+    return {std::string(io::kLlmRoot)};
+  }
+
+  std::unique_ptr<PromptEncoder> make_prompt_encoder(const Architecture& arch,
+                                                     const ModelFiles& files,
+                                                     const NetworkPlaces& places) const override {
+    // The system prompt's 34 tokens run through the LLM and are dropped after it; the final
+    // norm's output of the last layer (Hugging Face's last_hidden_state) is read.
+    LlmPromptFormat format;
+    format.before =
+        "<|im_start|>system\nDescribe the image by detailing the color, shape, size, texture, "
+        "quantity, text, spatial relationships of the objects and background:<|im_end|>\n"
+        "<|im_start|>user\n";
+    format.after = "<|im_end|>\n<|im_start|>assistant\n";
+    format.hidden_layers = {arch.llm->layers};
+    format.drop_first = 34;
+    return std::make_unique<LlmConditioner>(llm_tokenizer(files), *arch.llm, std::move(format),
+                                            places.weights, places.text_backend,
+                                            std::string(io::kLlmRoot));
+  }
+
+  std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,
+                                                   const NetworkPlaces& places) const override {
+    return std::make_unique<QwenImageRunner>(places.weights, *arch.qwen_image,
+                                             places.diffusion_backend);
+  }
+
+  void check_request(ModelVersion, ImageRequest& r) const override {
+    SD_CHECK(r.ref_images.empty(),
+             "Qwen-Image-Edit's reference images (-r) need Qwen2.5-VL's vision tower, which this "
+             "build does not run yet; edit with -i (image to image) instead");
+  }
+
+ private:
+  static FamilyDefaults defaults() {
+    FamilyDefaults d;
+    d.vae = models::VaeConfig::qwen_image;
+    d.latent_channels = 16;
+    d.scale_factor = 1.0f;  // the latent statistics scale instead
+    d.shift_factor = 0.0f;
+    d.sample_method = sampling::SampleMethod::Euler;
+    d.prediction = sampling::Prediction::Sd3Flow;  // discrete flow, t = 1000 sigma
+    d.flow_shift = [](ModelVersion) { return 3.0f; };
+    return d;
+  }
+};
+
+}  // namespace
+
+const Family& qwen_image_family() {
+  static const QwenImage kFamily;
+  return kFamily;
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,99 @@
+#include "pipeline/qwen_image_runner.h"
+
+#include "models/flux.h"
+#include "nn/param_recorder.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+namespace {
+
+// [w, h, C] planes zero-padded to even sides (right and bottom).
+std::vector<float> pad_to_even(const std::vector<float>& x, int64_t w, int64_t h, int64_t c,
+                               int64_t pw, int64_t ph) {
+  if (pw == w && ph == h) return x;
+  std::vector<float> out(static_cast<size_t>(pw * ph * c), 0.0f);
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < h; ++y)
+      std::copy_n(x.begin() + (ch * h + y) * w, w, out.begin() + (ch * ph + y) * pw);
+  return out;
+}
+
+std::vector<float> crop(const std::vector<float>& x, int64_t pw, int64_t ph, int64_t c, int64_t w,
+                        int64_t h) {
+  if (pw == w && ph == h) return x;
+  std::vector<float> out(static_cast<size_t>(w * h * c));
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t y = 0; y < h; ++y)
+      std::copy_n(x.begin() + (ch * ph + y) * pw, w, out.begin() + (ch * h + y) * w);
+  return out;
+}
+
+}  // namespace
+
+QwenImageRunner::QwenImageRunner(nn::Weights& weights, models::QwenImageConfig config,
+                                 Backend& backend)
+    : weights_(weights), config_(std::move(config)), runner_(backend) {}
+
+Tensor* QwenImageRunner::build(nn::GraphCall& call, nn::Weights& weights,
+                               const std::vector<float>& tokens, int64_t patches_h,
+                               int64_t patches_w, const Conditioning& text, const float& t,
+                               models::QwenImageRope& rope) const {
+  const models::QwenImageConfig& c = config_;
+  rope = models::qwen_image_rope(c, text.tokens, patches_h, patches_w);
+  const int64_t half = c.head_dim / 2, all = text.tokens + patches_h * patches_w;
+  Tensor* img =
+      call.input_f32("img", make_shape({c.in_channels, patches_h * patches_w}), tokens.data());
+  Tensor* txt = call.input_f32("txt", make_shape({c.text_dim, text.tokens}), text.context.data());
+  Tensor* ts = call.input_f32("timestep", make_shape({1}), &t);
+  Tensor* rc = call.input_f32("rope_cos", make_shape({half, all}), rope.cos.data());
+  Tensor* rs = call.input_f32("rope_sin", make_shape({half, all}), rope.sin.data());
+  return models::qwen_image_forward(nn::Scope(call.ctx(), weights, kScope), c, img, txt, ts, rc,
+                                    rs);
+}
+
+std::vector<std::vector<float>> QwenImageRunner::predict(
+    const std::vector<float>& x, int64_t w, int64_t h, float timestep,
+    const std::vector<const Conditioning*>& conditionings, const std::vector<float>& concat) {
+  const models::QwenImageConfig& c = config_;
+  const int p = c.patch_size;
+  const int64_t channels = c.in_channels / (p * p);
+  SD_CHECK(concat.empty(), "[qwen-image] the transformer takes no extra input planes");
+  SD_CHECK(x.size() == static_cast<size_t>(w * h * channels),
+           "[qwen-image] a %lldx%lld latent of %zu values is not %lld channels",
+           static_cast<long long>(w), static_cast<long long>(h), x.size(),
+           static_cast<long long>(channels));
+  const int64_t pw = (w + p - 1) / p * p, ph = (h + p - 1) / p * p;
+  const std::vector<float> tokens =
+      models::flux_patchify(pad_to_even(x, w, h, channels, pw, ph), pw, ph, channels, p);
+  std::vector<std::vector<float>> out;
+  for (const Conditioning* cond : conditionings) {
+    SD_CHECK(cond->dim == c.text_dim && cond->tokens > 0,
+             "[qwen-image] the text encoder gives %lld-wide tokens, this transformer reads %lld",
+             static_cast<long long>(cond->dim), static_cast<long long>(c.text_dim));
+    nn::GraphCall call;
+    models::QwenImageRope rope;
+    Tensor* pred = build(call, weights_, tokens, ph / p, pw / p, *cond, timestep, rope);
+    const std::vector<float> result = runner_.run(call, pred);
+    weights_.after_compute();
+    out.push_back(
+        crop(models::flux_unpatchify(result, pw, ph, channels, p), pw, ph, channels, w, h));
+  }
+  return out;
+}
+
+std::vector<nn::ParamDecl> QwenImageRunner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  nn::GraphCall call;
+  const std::vector<float> tokens(static_cast<size_t>(config_.in_channels * 4));
+  Conditioning text;
+  text.dim = config_.text_dim;
+  text.tokens = 2;
+  text.context.assign(static_cast<size_t>(text.dim * 2), 0.0f);
+  const float t = 0;
+  models::QwenImageRope rope;
+  build(call, recorder, tokens, 2, 2, text, t, rope);
+  return recorder.params();
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,45 @@
+// Runs Qwen-Image's transformer for one sampling step: the latent (padded to even sides)
+// cut into 2x2 patches, the text and image positions as rotary tables, the prediction put
+// back into latent planes and cropped.
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/name_conversion.h"
+#include "models/qwen_image.h"
+#include "nn/graph_runner.h"
+#include "nn/weights.h"
+#include "pipeline/diffusion_net.h"
+
+namespace sd::pipeline {
+
+class QwenImageRunner final : public DiffusionNet {
+ public:
+  QwenImageRunner(nn::Weights& weights, models::QwenImageConfig config, Backend& backend);
+
+  // x: [w, h, C]; the conditioning's context is Qwen2.5-VL's last hidden states [text_dim,
+  // tokens]. `timestep` is the flow schedule's t = 1000 sigma.
+  std::vector<std::vector<float>> predict(const std::vector<float>& x, int64_t w, int64_t h,
+                                          float timestep,
+                                          const std::vector<const Conditioning*>& conditionings,
+                                          const std::vector<float>& concat = {}) override;
+  std::vector<nn::ParamDecl> parameters() const override;
+  std::string streaming_report() const override { return runner_.streaming_report(); }
+  void release() override { runner_.release(); }
+  // Odd latent sides are padded here, as the reference does: images align to the VAE's 8.
+  int64_t latent_multiple() const override { return 1; }
+
+  static constexpr const char* kScope = io::kUnetRoot.data();
+
+ private:
+  Tensor* build(nn::GraphCall& call, nn::Weights& weights, const std::vector<float>& tokens,
+                int64_t patches_h, int64_t patches_w, const Conditioning& text, const float& t,
+                models::QwenImageRope& rope) const;
+
+  nn::Weights& weights_;
+  models::QwenImageConfig config_;
+  nn::GraphRunner runner_;
+};
+
+}  // namespace sd::pipeline
