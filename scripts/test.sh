@@ -51,6 +51,13 @@ make_models() {
     /usr/bin/python3 tools/make_random_z_image.py --out "$z_dir.tmp" --seed 0 --dtype f32
     rm -rf "$z_dir" && mv "$z_dir.tmp" "$z_dir"
   fi
+  # Qwen-Image: the reference fixes its widths, so even this model is 5.4 GB (f32).
+  local qwen_dir=build/fidelity/qwen_image_tiny
+  if [ ! -f "$qwen_dir/qwen_image_vae.safetensors" ]; then
+    echo "making $qwen_dir (random weights)"
+    /usr/bin/python3 tools/make_random_qwen_image.py --out "$qwen_dir.tmp" --seed 0 --dtype f32
+    rm -rf "$qwen_dir" && mv "$qwen_dir.tmp" "$qwen_dir"
+  fi
   local flux2_dir=build/fidelity/flux2_tiny
   if [ ! -f "$flux2_dir/ae.safetensors" ]; then
     echo "making $flux2_dir (random weights)"
@@ -77,6 +84,7 @@ fi
 [ -f build/fidelity/flux_tiny/ae.safetensors ] && export SD_TEST_FLUX_DIR=$PWD/build/fidelity/flux_tiny
 export SD_TEST_Z_IMAGE_DIR=$PWD/build/fidelity/z_image_tiny
 export SD_TEST_FLUX2_DIR=$PWD/build/fidelity/flux2_tiny
+export SD_TEST_QWEN_IMAGE_DIR=$PWD/build/fidelity/qwen_image_tiny
 
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
@@ -85,7 +93,7 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
-  SD_TEST_FLUX2_DIR
+  SD_TEST_FLUX2_DIR SD_TEST_QWEN_IMAGE_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

@@ -25,6 +25,7 @@
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_flux2_test_util.h"
 #include "pipeline/tiny_model_test_util.h"
+#include "pipeline/tiny_qwen_image_test_util.h"
 #include "pipeline/tiny_sd3_test_util.h"
 #include "pipeline/tiny_z_image_test_util.h"
 #include "tensor/error.h"
@@ -286,6 +287,33 @@ struct Flux2 {
   static constexpr double kQ8MinPsnr = 30.0;
 };
 
+// Qwen-Image: its MMDiT, the Qwen2.5-VL text model (--llm, with its tokenizer.json) and the
+// Wan 2.1 autoencoder.
+struct QwenImage {
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinyQwenImageFiles f =
+        pipeline::test::write_tiny_qwen_image(dir.file("qwen_image"));
+    ModelOptions o;
+    o.diffusion_model = f.dit;
+    o.llm = f.llm;
+    o.vae = f.vae;
+    o.llm_tokenizer = f.tokenizer;
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;
+  static constexpr io::FileRole kRole = io::FileRole::DiffusionModel;
+  static std::vector<MissingPart> missing() {
+    return {{&ModelOptions::llm, "--llm"}, {&ModelOptions::vae, "--vae"}};
+  }
+  static std::vector<LoraTarget> lora() {
+    return {kohya("lora_unet_transformer_blocks_0_attn_to_q", "transformer_blocks.0.attn.to_q"),
+            kohya("lora_unet_transformer_blocks_1_img_mlp_net_2",
+                  "transformer_blocks.1.img_mlp.net.2")};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_joint_blocks_0_x_block_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
 // The file's tensors as f32 under the names they are stored with.
 struct FileWeights {
   std::map<std::string, std::vector<float>> values;
@@ -372,7 +400,7 @@ class FamilyConformance : public ::testing::Test {
   ImageRequest request_;
 };
 
-using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage, Flux2>;
+using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage, Flux2, QwenImage>;
 class FamilyNames {
  public:
   template <typename T>
@@ -383,6 +411,7 @@ class FamilyNames {
     if (std::is_same_v<T, Flux>) return "FLUX";
     if (std::is_same_v<T, Chroma>) return "Chroma";
     if (std::is_same_v<T, Flux2>) return "FLUX2";
+    if (std::is_same_v<T, QwenImage>) return "QwenImage";
     return "ZImage";
   }
 };

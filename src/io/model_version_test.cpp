@@ -196,6 +196,18 @@ TEST(ModelVersion, Flux2KleinAndDev) {
   EXPECT_FALSE(is_unet_family(ModelVersion::Flux2Klein));
 }
 
+TEST(ModelVersion, QwenImageFromItsBlocksModulation) {
+  const std::string d = "model.diffusion_model.";
+  const std::vector<TensorInfo> qwen = {
+      t(d + "img_in.weight", {3072, 64}),
+      t(d + "transformer_blocks.0.img_mod.1.weight", {18432, 3072}),
+      t(d + "txt_in.weight", {3072, 3584})};
+  EXPECT_EQ(detect_version(qwen), ModelVersion::QwenImage);
+  EXPECT_EQ(describe_model(qwen).in_channels, 16);
+  EXPECT_EQ(family_of(ModelVersion::QwenImage), ModelFamily::QwenImage);
+  EXPECT_FALSE(is_unet_family(ModelVersion::QwenImage));
+}
+
 TEST(ModelVersion, ChromaFromItsApproximator) {
   // Chroma: schnell's blocks and the approximator.
   std::vector<TensorInfo> chroma = flux(64, false);

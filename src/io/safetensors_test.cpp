@@ -114,6 +114,17 @@ TEST(Safetensors, OutOfRangeIntegerNamesTensorOnLoad) {
                {"big.safetensors", "'steps'", "i32"});
 }
 
+// A 3-d convolution's kernel [out, in, t, h, w] reads as [out * in, t, h, w], its bytes as
+// they are (the Wan VAE's files).
+TEST(Safetensors, FiveDimensionalKernelsFoldTheirChannels) {
+  SafetensorsBuilder b;
+  b.add("conv.weight", "F32", {4, 2, 3, 3, 3}, test::random_bytes(4 * 2 * 27 * 4, 3));
+  auto st = SafetensorsFile::parse(MappedFile::from_memory("k.safetensors", b.bytes()));
+  const TensorInfo& k = *st.find("conv.weight");
+  EXPECT_EQ(k.n_dims, 4);
+  EXPECT_EQ(k.ne, (std::array<int64_t, 4>{3, 3, 3, 8}));
+}
+
 TEST(Safetensors, ScalarsEmptyTensorsAndEmptyFiles) {
   SafetensorsBuilder b;
   b.add("scalar", "F32", {}, test::random_bytes(4, 1)).add("empty", "F16", {0, 8}, {});
