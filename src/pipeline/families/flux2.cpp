@@ -6,7 +6,7 @@
 // schedule, the timestep being sigma, as sd.cpp runs it. Reference images (-r) join the
 // image's tokens at image indices 10, 20, ... Dimensions from the files.
 #include "io/name_conversion.h"
-#include "pipeline/families/llm_encoder.h"
+#include "pipeline/families/llm_family.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/flux_runner.h"
@@ -27,9 +27,9 @@ const std::string kVaeBatchNorm = std::string(io::kVaeRoot) + "bn.running_mean";
 // Hugging Face's hidden_states indices klein reads (sd.cpp's out_layers), before the norm.
 const std::vector<int> kKleinLayers = {9, 18, 27};
 
-class Flux2 final : public Family {
+class Flux2 final : public LlmFamily {
  public:
-  Flux2() : Family(io::ModelFamily::Flux2, defaults()) {}
+  Flux2() : LlmFamily(io::ModelFamily::Flux2, defaults()) {}
 
   void require_files(const ModelFiles& files) const override {
     SD_CHECK(files.contains(kLlmEmbeddings),
@@ -41,11 +41,7 @@ class Flux2 final : public Family {
              "the --vae file has no bn.running_mean: FLUX.2 needs its own autoencoder "
              "(flux2-vae.safetensors, 32 latent channels with batch-norm statistics), not "
              "FLUX.1's ae.safetensors");
-    if (!files.options.clip_l.empty() || !files.options.clip_g.empty() ||
-        !files.options.t5xxl.empty())
-      files.note(
-          "warning: FLUX.2 reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are not "
-          "used");
+    note_unused_encoders(files);
   }
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
@@ -74,10 +70,6 @@ class Flux2 final : public Family {
     return arch;
   }
 
-  std::vector<std::string> text_encoder_roots(const Architecture&) const override {
-    return {std::string(io::kLlmRoot)};
-  }
-
   std::unique_ptr<PromptEncoder> make_prompt_encoder(const Architecture& arch,
                                                      const ModelFiles& files,
                                                      const NetworkPlaces& places) const override {
@@ -89,9 +81,7 @@ class Flux2 final : public Family {
     format.hidden_layers = kKleinLayers;
     format.min_tokens = 512;
     format.pad_token = "<|endoftext|>";
-    return std::make_unique<LlmConditioner>(llm_tokenizer(files), *arch.llm, std::move(format),
-                                            places.weights, places.text_backend,
-                                            std::string(io::kLlmRoot));
+    return llm_prompt_encoder(arch, files, places, std::move(format));
   }
 
   std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,

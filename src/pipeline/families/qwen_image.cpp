@@ -6,7 +6,7 @@
 // Dimensions from the files. Qwen-Image-Edit's reference images need Qwen2.5-VL's vision
 // tower, which is not built yet: they are refused.
 #include "io/name_conversion.h"
-#include "pipeline/families/llm_encoder.h"
+#include "pipeline/families/llm_family.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/llm_conditioner.h"
@@ -23,9 +23,9 @@ using io::ModelVersion;
 const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_tokens.weight";
 const std::string kWanDecoder = std::string(io::kVaeRoot) + "decoder.head.0.gamma";
 
-class QwenImage final : public Family {
+class QwenImage final : public LlmFamily {
  public:
-  QwenImage() : Family(io::ModelFamily::QwenImage, defaults()) {}
+  QwenImage() : LlmFamily(io::ModelFamily::QwenImage, defaults()) {}
 
   void require_files(const ModelFiles& files) const override {
     SD_CHECK(files.contains(kLlmEmbeddings),
@@ -41,11 +41,7 @@ class QwenImage final : public Family {
         !files.contains(std::string(io::kUnetRoot) + "time_text_embed.addition_t_embedding.weight"),
         "Qwen-Image-Layered is not supported yet; Qwen-Image and Qwen-Image-Edit "
         "(text-to-image and image-to-image) run");
-    if (!files.options.clip_l.empty() || !files.options.clip_g.empty() ||
-        !files.options.t5xxl.empty())
-      files.note(
-          "warning: Qwen-Image reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are not "
-          "used");
+    note_unused_encoders(files);
   }
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
@@ -68,10 +64,6 @@ class QwenImage final : public Family {
     return arch;
   }
 
-  std::vector<std::string> text_encoder_roots(const Architecture&) const override {
-    return {std::string(io::kLlmRoot)};
-  }
-
   std::unique_ptr<PromptEncoder> make_prompt_encoder(const Architecture& arch,
                                                      const ModelFiles& files,
                                                      const NetworkPlaces& places) const override {
@@ -85,9 +77,7 @@ class QwenImage final : public Family {
     format.after = "<|im_end|>\n<|im_start|>assistant\n";
     format.hidden_layers = {arch.llm->layers};
     format.drop_first = 34;
-    return std::make_unique<LlmConditioner>(llm_tokenizer(files), *arch.llm, std::move(format),
-                                            places.weights, places.text_backend,
-                                            std::string(io::kLlmRoot));
+    return llm_prompt_encoder(arch, files, places, std::move(format));
   }
 
   std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,

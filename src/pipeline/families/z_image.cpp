@@ -4,7 +4,7 @@
 // single-stream transformer (models/z_image.h), FLUX.1's 16-channel autoencoder; euler on
 // the discrete flow schedule shifted by 3, as sd.cpp runs it. Dimensions from the files.
 #include "io/name_conversion.h"
-#include "pipeline/families/llm_encoder.h"
+#include "pipeline/families/llm_family.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/llm_conditioner.h"
@@ -21,9 +21,9 @@ using io::ModelVersion;
 const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_tokens.weight";
 const std::string kVaeConvIn = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
 
-class ZImage final : public Family {
+class ZImage final : public LlmFamily {
  public:
-  ZImage() : Family(io::ModelFamily::ZImage, defaults()) {}
+  ZImage() : LlmFamily(io::ModelFamily::ZImage, defaults()) {}
 
   void require_files(const ModelFiles& files) const override {
     SD_CHECK(files.contains(kLlmEmbeddings),
@@ -31,11 +31,7 @@ class ZImage final : public Family {
              "a Qwen3-4B GGUF)");
     SD_CHECK(files.contains(kVaeConvIn),
              "Z-Image needs its autoencoder: pass --vae FILE (ae.safetensors, FLUX.1's)");
-    if (!files.options.clip_l.empty() || !files.options.clip_g.empty() ||
-        !files.options.t5xxl.empty())
-      files.note(
-          "warning: Z-Image reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are "
-          "not used");
+    note_unused_encoders(files);
   }
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
@@ -62,10 +58,6 @@ class ZImage final : public Family {
     return arch;
   }
 
-  std::vector<std::string> text_encoder_roots(const Architecture&) const override {
-    return {std::string(io::kLlmRoot)};
-  }
-
   std::unique_ptr<PromptEncoder> make_prompt_encoder(const Architecture& arch,
                                                      const ModelFiles& files,
                                                      const NetworkPlaces& places) const override {
@@ -75,9 +67,7 @@ class ZImage final : public Family {
     format.before = "<|im_start|>user\n";
     format.after = "<|im_end|>\n<|im_start|>assistant\n";
     format.hidden_layers = {arch.llm->layers - 1};
-    return std::make_unique<LlmConditioner>(llm_tokenizer(files), *arch.llm, std::move(format),
-                                            places.weights, places.text_backend,
-                                            std::string(io::kLlmRoot));
+    return llm_prompt_encoder(arch, files, places, std::move(format));
   }
 
   std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,

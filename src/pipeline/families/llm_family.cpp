@@ -1,6 +1,7 @@
-#include "pipeline/families/llm_encoder.h"
+#include "pipeline/families/llm_family.h"
 
 #include "io/name_conversion.h"
+#include "pipeline/families/tokenizers.h"
 #include "tensor/error.h"
 
 namespace sd::pipeline {
@@ -24,6 +25,26 @@ models::LlmConfig llm_encoder_config(const ModelFiles& files, const models::LlmC
   } catch (const Error& e) {
     fail("the --llm file: %s", e.what());
   }
+}
+
+std::vector<std::string> LlmFamily::text_encoder_roots(const Architecture&) const {
+  return {std::string(io::kLlmRoot)};
+}
+
+void LlmFamily::note_unused_encoders(const ModelFiles& files) const {
+  if (!files.options.clip_l.empty() || !files.options.clip_g.empty() ||
+      !files.options.t5xxl.empty())
+    files.note(std::string("warning: ") + io::family_name(id()) +
+               " reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are not used");
+}
+
+std::unique_ptr<PromptEncoder> LlmFamily::llm_prompt_encoder(const Architecture& arch,
+                                                             const ModelFiles& files,
+                                                             const NetworkPlaces& places,
+                                                             LlmPromptFormat format) const {
+  return std::make_unique<LlmConditioner>(llm_tokenizer(files), *arch.llm, std::move(format),
+                                          places.weights, places.text_backend,
+                                          std::string(io::kLlmRoot));
 }
 
 }  // namespace sd::pipeline
