@@ -52,6 +52,14 @@ expect_text new_folder "created the output folder"
 [ -d "$work/new/dir" ] || fail "new_folder: folder not created"
 [ -z "$(ls -A "$work/new/dir")" ] || fail "new_folder: something was written"
 
+# Numbers near the limits are named as they are (INT_MAX has no multiple of 8 above it; a
+# double beyond a float's range is out of range, not "not a number").
+run width_int_max nonzero -m "$work/readme.safetensors" -p x -W 2147483647
+expect_text width_int_max "use 2147483640"
+grep -q -- "-2147483648" "$work/width_int_max.out" && fail "width_int_max: a negative width suggested"
+run cfg_out_of_range nonzero -m "$work/readme.safetensors" -p x --cfg-scale -1e308
+expect_text cfg_out_of_range "--cfg-scale -1e308 is out of range"
+
 # Image sides must be positive.
 run width_zero nonzero -m "$work/readme.safetensors" -p x -W 0
 expect_text width_zero "--width must be a positive number"

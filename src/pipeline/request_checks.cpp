@@ -34,6 +34,16 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
              "--sigmas must not increase (%g follows %g): noise goes down as sampling goes on", s,
              r.custom_sigmas[i - 1]);
   }
+  const sampling::SkipLayerGuidance& slg = r.skip_layer;
+  SD_CHECK(std::isfinite(slg.scale) && std::isfinite(slg.start) && std::isfinite(slg.end) &&
+               slg.start >= 0.0f && slg.end <= 1.0f && slg.start <= slg.end,
+           "--skip-layer-start %g / --skip-layer-end %g / --slg-scale %g: the start and end are "
+           "fractions of the steps with 0 <= start <= end <= 1, the scale a finite number",
+           slg.start, slg.end, slg.scale);
+  for (int layer : slg.layers)
+    SD_CHECK(layer >= 0, "--skip-layers: %d is not a layer index", layer);
+  SD_CHECK(!r.eta || std::isfinite(*r.eta), "--eta must be a finite number (got %g)",
+           r.eta ? *r.eta : 0.0f);
   SD_CHECK(r.timestep_shift >= 0 && r.timestep_shift <= 1000,
            "--timestep-shift must be in [0, 1000] (got %d)", r.timestep_shift);
   if (r.timestep_shift > 0 && !family->defaults().timestep_shift) {

@@ -119,6 +119,12 @@ TEST_F(TinyPipeline, AbsurdThreadCountsAreCutToTheMachines) {
   }
 }
 
+TEST_F(TinyPipeline, AnInvertedSkipLayerRangeIsRefused) {
+  request_.skip_layer.start = 0.8f;
+  request_.skip_layer.end = 0.2f;
+  EXPECT_THROW(sd_->generate(request_), Error);
+}
+
 TEST_F(TinyPipeline, RngAndTilingChangeTheImage) {
   const std::vector<uint8_t> plain = sd_->generate(request_)[0].pixels;
   ImageRequest r = request_;

@@ -59,6 +59,10 @@ GuidanceExtras parse_guidance_extras(const std::string& text) {
     const size_t eq = token.find('=');
     SD_CHECK(eq != std::string::npos, "--extra-sample-args '%s' is not key=value", token.c_str());
     const std::string key = trim(token.substr(0, eq)), value = trim(token.substr(eq + 1));
+    SD_CHECK(!key.empty(), "--extra-sample-args '%s' has no key before its '='", token.c_str());
+    SD_CHECK(value.find('=') == std::string::npos,
+             "--extra-sample-args '%s' has more than one '='; separate key=value pairs with ','",
+             token.c_str());
     if (key == "apg_eta") {
       extras.apg.eta = to_float(key, value);
     } else if (key == "apg_momentum") {

@@ -25,6 +25,9 @@ TEST(GuidanceExtras, ParsesApgAndScheduleAndListsTheRest) {
   EXPECT_FALSE(parse_guidance_extras("").apg.enabled());
   EXPECT_THROW(parse_guidance_extras("apg_eta"), Error);
   EXPECT_THROW(parse_guidance_extras("apg_eta=much"), Error);
+  EXPECT_THROW(parse_guidance_extras("="), Error);      // no key
+  EXPECT_THROW(parse_guidance_extras("a=b=c"), Error);  // two '='
+  EXPECT_THROW(parse_guidance_extras("apg_eta=nan"), Error);
   EXPECT_THROW(parse_guidance_schedule("7x0"), Error);
   EXPECT_THROW(parse_guidance_schedule("7*3"), Error);
 }

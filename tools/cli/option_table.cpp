@@ -88,8 +88,11 @@ float parse_float(const std::string& flag, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   const float v = std::strtof(text.c_str(), &end);
-  SD_CHECK(!text.empty() && *end == '\0' && errno == 0 && !std::isnan(v),
-           "%s takes a number, got '%s'", flag.c_str(), text.c_str());
+  SD_CHECK(!text.empty() && *end == '\0' && !std::isnan(v), "%s takes a number, got '%s'",
+           flag.c_str(), text.c_str());
+  SD_CHECK(errno != ERANGE || v == 0.0f,
+           "%s %s is out of range: this flag takes numbers up to about 3.4e38 in size",
+           flag.c_str(), text.c_str());
   return v;
 }
 

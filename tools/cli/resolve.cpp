@@ -3,6 +3,7 @@
 // ours (sizes multiple of 8, every named input file exists); finally the views as the C
 // API's structs.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -64,6 +65,8 @@ void check_exists(const char* flag, const std::string& path) {
 void check_multiple_of_8(const char* flag, int value) {
   if (value <= 0 || value % 8 == 0) return;
   const int below = value / 8 * 8;
+  // (the multiple above would overflow an int near INT_MAX: suggest it only when it exists)
+  if (below > INT_MAX - 8) fail("%s %d is not a multiple of 8; use %d", flag, value, below);
   fail("%s %d is not a multiple of 8; use %d or %d", flag, value, below > 0 ? below : 8, below + 8);
 }
 
