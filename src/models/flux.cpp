@@ -60,6 +60,8 @@ FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, 
 
 FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, int64_t patches_w,
                    const std::vector<FluxPosition>& more) {
+  SD_CHECK(c.axes_dim.size() <= 4, "[flux] %zu rotary axes; the positions have at most 4",
+           c.axes_dim.size());
   const int64_t half = c.head_dim() / 2;
   const int64_t image_end = text_tokens + patches_h * patches_w;
   const int64_t tokens = image_end + static_cast<int64_t>(more.size());
@@ -88,7 +90,7 @@ FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, 
       for (int j = 0; j < dim / 2; ++j) {
         // float arithmetic as the reference computes its tables
         const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
-        const float angle = (axis < 4 ? axes[axis] : 0.0f) * omega;
+        const float angle = axes[axis] * omega;
         r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(angle);
         r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(angle);
       }

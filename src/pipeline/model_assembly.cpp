@@ -14,11 +14,11 @@ namespace sd::pipeline {
 
 ModelOptions with_usable_threads(const ModelOptions& o) {
   ModelOptions out = o;
+  if (o.threads <= 0) return out;  // 0: all of the machine's
   out.threads = usable_threads(o.threads);
   if (o.threads > out.threads && o.note)
     o.note("warning: " + std::to_string(o.threads) + " threads asked for, this machine runs " +
            std::to_string(out.threads) + "; using " + std::to_string(out.threads));
-  if (o.threads <= 0) out.threads = 0;  // all of them, as before
   return out;
 }
 

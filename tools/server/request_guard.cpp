@@ -14,10 +14,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool is_loopback_name(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
-}
-
 bool listed(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
 }
@@ -27,7 +23,7 @@ bool listed(const std::vector<std::string>& list, const std::string& value) {
 // a network address is reached by names this one cannot know; --allowed-hosts narrows them.
 bool host_allowed(const ServerOptions& o, const std::string& host) {
   if (listed(o.allowed_hosts, "*") || listed(o.allowed_hosts, host)) return true;
-  if (is_loopback_name(host)) return true;
+  if (rpc::is_loopback_host(host)) return true;
   if (rpc::is_loopback_host(o.listen_ip)) return false;
   return o.allowed_hosts.empty() || host == lower(o.listen_ip);
 }
