@@ -16,6 +16,7 @@ packages=(
   libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
   libpcre2-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libxxhash-dev
+  libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers
   chromium
 )
 # Node.js drives the web page test; a Node.js installed another way is kept.

@@ -65,12 +65,17 @@ std::vector<float> get_f32(const Tensor& t) {
 
 }  // namespace
 
-std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels, int threads) {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+namespace {
+
+// Builds the case's graph in `device`'s memory, gives the leaves their values, computes it
+// with `make_backend()` and returns the outputs as f32.
+std::vector<std::vector<float>> run_case_with(
+    const GraphCase& c, Device& device,
+    const std::function<std::unique_ptr<Backend>()>& make_backend) {
   Context ctx;
   std::vector<Tensor*> outputs = c.build(ctx);
   Graph graph = Graph::build(outputs);
-  ComputeBuffer memory(cpu.buffer_type(), c.reuse_memory);
+  ComputeBuffer memory(device.buffer_type(), c.reuse_memory);
   memory.allocate(graph);
   for (size_t i = 0; i < graph.leafs.size(); ++i) {
     Tensor& leaf = *graph.leafs[i];
@@ -83,12 +88,37 @@ std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels,
     }
     set_leaf(leaf, values);
   }
-  auto backend = cpu.create_backend(BackendOptions{threads}, kernels);
+  auto backend = make_backend();
   backend->compute(graph);
   backend->synchronize();
   std::vector<std::vector<float>> results;
-  for (Tensor* t : outputs) results.push_back(get_f32(*t));
+  for (Tensor* t : outputs) {
+    if (t->buffer && t->buffer->is_host()) {
+      results.push_back(get_f32(*t));
+      continue;
+    }
+    // A device's output: copied into host memory of the same layout, then read.
+    SD_CHECK(t->is_contiguous(), "[test] output '%s' is not contiguous", t->name.c_str());
+    std::vector<uint8_t> bytes(t->nbytes());
+    tensor_get(*t, bytes.data());
+    Tensor host = *t;
+    host.data = bytes.data();
+    host.buffer = nullptr;
+    results.push_back(get_f32(host));
+  }
   return results;
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels, int threads) {
+  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+  return run_case_with(c, cpu,
+                       [&] { return cpu.create_backend(BackendOptions{threads}, kernels); });
+}
+
+std::vector<std::vector<float>> run_case_on(const GraphCase& c, Device& device) {
+  return run_case_with(c, device, [&] { return device.create_backend(BackendOptions{}); });
 }
 
 std::vector<std::vector<float>> run_reference(

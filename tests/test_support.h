@@ -35,6 +35,9 @@ struct GraphCase {
 };
 
 std::vector<std::vector<float>> run_case(const GraphCase& c, CpuKernels kernels, int threads = 2);
+// The same on any device: its buffers hold the graph, its backend computes it, and the
+// outputs are copied back to the host.
+std::vector<std::vector<float>> run_case_on(const GraphCase& c, Device& device);
 
 // Values for leaves by name, for hand-computed op tests.
 using NamedValues = std::map<std::string, std::vector<float>>;

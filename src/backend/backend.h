@@ -22,7 +22,9 @@ class Backend;
 class BufferType;
 class Device;
 
-enum class DeviceKind { Cpu, Gpu, Remote };
+// Software: a GPU API run on the CPU (Mesa's lavapipe); it computes like a GPU but is never
+// picked by `auto` or `gpu`.
+enum class DeviceKind { Cpu, Gpu, Remote, Software };
 
 struct DeviceMemory {
   size_t free = 0;

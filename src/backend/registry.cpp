@@ -3,6 +3,9 @@
 #include <strings.h>
 
 #include "backend/cpu/cpu_device.h"
+#ifdef SD_HAVE_VULKAN
+#include "backend/vulkan/vulkan_device.h"
+#endif
 #include "tensor/error.h"
 
 namespace sd {
@@ -11,6 +14,9 @@ DeviceRegistry& DeviceRegistry::instance() {
   static DeviceRegistry* registry = [] {
     auto* r = new DeviceRegistry();
     r->add(std::make_unique<CpuDevice>());
+#ifdef SD_HAVE_VULKAN
+    vulkan::register_vulkan_devices(*r);
+#endif
     return r;
   }();
   return *registry;

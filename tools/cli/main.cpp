@@ -42,17 +42,18 @@ void list_devices(bool verbose) {
     std::fputs(text.data(), stdout);
     return;
   }
-  std::printf("%-8s %-7s %-16s %s\n", "name", "kind", "free/total", "description");
+  std::printf("%-8s %-8s %-16s %s\n", "name", "kind", "free/total", "description");
   for (const auto& d : sd::DeviceRegistry::instance().devices()) {
     const sd::DeviceMemory mem = d->memory();
-    const char* kind = d->kind() == sd::DeviceKind::Cpu   ? "cpu"
-                       : d->kind() == sd::DeviceKind::Gpu ? "gpu"
-                                                          : "remote";
+    const char* kind = d->kind() == sd::DeviceKind::Cpu        ? "cpu"
+                       : d->kind() == sd::DeviceKind::Gpu      ? "gpu"
+                       : d->kind() == sd::DeviceKind::Software ? "software"
+                                                               : "remote";
     char memory[64];
     std::snprintf(memory, sizeof memory, "%.1f/%.1f GiB",
                   static_cast<double>(mem.free) / (1u << 30),
                   static_cast<double>(mem.total) / (1u << 30));
-    std::printf("%-8s %-7s %-16s %s\n", d->name().c_str(), kind, memory, d->description().c_str());
+    std::printf("%-8s %-8s %-16s %s\n", d->name().c_str(), kind, memory, d->description().c_str());
   }
 }
 

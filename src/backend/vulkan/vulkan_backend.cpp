@@ -1,0 +1,229 @@
+#include "backend/vulkan/vulkan_backend.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend/vulkan/vulkan_context.h"
+#include "backend/vulkan/vulkan_device.h"
+#include "backend/vulkan/vulkan_ops.h"
+#include "tensor/error.h"
+
+namespace sd::vulkan {
+
+namespace {
+
+// Nodes recorded per submission: cancellation is checked between submissions.
+constexpr uint32_t kBatch = 256;
+constexpr uint32_t kBindings = 6;
+
+ShaderType shader_type(DType t) {
+  switch (t) {
+    case DType::F16:
+      return ShaderType::F16;
+    case DType::BF16:
+      return ShaderType::BF16;
+    case DType::I32:
+      return ShaderType::I32;
+    default:
+      return ShaderType::F32;
+  }
+}
+
+void make_host_buffer(VulkanContext& ctx, size_t size, VkBuffer& buffer, VkDeviceMemory& memory) {
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = size;
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+  check_vk(vkCreateBuffer(ctx.device(), &info, nullptr, &buffer), "vkCreateBuffer", ctx.name());
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(ctx.device(), buffer, &req);
+  memory = ctx.allocate_host(req);
+  vkBindBufferMemory(ctx.device(), buffer, memory, 0);
+}
+
+}  // namespace
+
+VulkanBackend::VulkanBackend(VulkanDevice& device) : device_(device), ctx_(device.context()) {
+  VkDevice dev = ctx_.device();
+  VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  uint32_t family = 0;  // the context's compute family; it made its own pool on it
+  {
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx_.physical(), &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vkGetPhysicalDeviceQueueFamilyProperties(ctx_.physical(), &count, families.data());
+    while (family < count && !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
+  }
+  pool_info.queueFamilyIndex = family;
+  check_vk(vkCreateCommandPool(dev, &pool_info, nullptr, &pool_), "vkCreateCommandPool",
+           ctx_.name());
+  VkCommandBufferAllocateInfo cmd_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  cmd_info.commandPool = pool_;
+  cmd_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  cmd_info.commandBufferCount = 1;
+  check_vk(vkAllocateCommandBuffers(dev, &cmd_info, &cmd_), "vkAllocateCommandBuffers",
+           ctx_.name());
+
+  VkDescriptorPoolSize sizes{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBatch * kBindings};
+  VkDescriptorPoolCreateInfo desc_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  desc_info.maxSets = kBatch;
+  desc_info.poolSizeCount = 1;
+  desc_info.pPoolSizes = &sizes;
+  check_vk(vkCreateDescriptorPool(dev, &desc_info, nullptr, &descriptors_),
+           "vkCreateDescriptorPool", ctx_.name());
+
+  make_host_buffer(ctx_, kBatch * sizeof(NodeWords), params_, params_memory_);
+  void* p = nullptr;
+  check_vk(vkMapMemory(dev, params_memory_, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory", ctx_.name());
+  params_mapped_ = static_cast<NodeWords*>(p);
+  make_host_buffer(ctx_, 16, unused_, unused_memory_);
+}
+
+VulkanBackend::~VulkanBackend() {
+  VkDevice dev = ctx_.device();
+  vkDeviceWaitIdle(dev);
+  vkUnmapMemory(dev, params_memory_);
+  vkDestroyBuffer(dev, params_, nullptr);
+  vkFreeMemory(dev, params_memory_, nullptr);
+  vkDestroyBuffer(dev, unused_, nullptr);
+  vkFreeMemory(dev, unused_memory_, nullptr);
+  vkDestroyDescriptorPool(dev, descriptors_, nullptr);
+  vkDestroyCommandPool(dev, pool_, nullptr);
+}
+
+Device& VulkanBackend::device() {
+  return device_;
+}
+
+VulkanBackend::Binding VulkanBackend::bind(const Tensor& t) const {
+  auto* b = dynamic_cast<VulkanBuffer*>(t.buffer);
+  SD_CHECK(b && &b->type().device() == &device_,
+           "[%s] tensor '%s' is in %s, not on this device; stage it first", device_.name().c_str(),
+           t.name.c_str(), t.buffer ? t.buffer->type().name().c_str() : "no buffer");
+  const VkPhysicalDeviceLimits& limits = ctx_.limits();
+  const size_t offset = b->offset_of(t);
+  const size_t align = std::max<size_t>(4, limits.minStorageBufferOffsetAlignment);
+  const size_t start = offset / align * align;
+  const size_t padded = (b->size() + 3) / 4 * 4;
+  SD_CHECK(offset <= b->size(), "[%s] tensor '%s' lies outside its buffer", device_.name().c_str(),
+           t.name.c_str());
+  const size_t range = std::min<size_t>(padded - start, limits.maxStorageBufferRange) / 4 * 4;
+  SD_CHECK(offset - start + tensor_extent(t) <= range,
+           "[%s] tensor '%s' (%zu bytes) is larger than one storage binding of this device "
+           "(%u bytes); compute this module on another device with --backend",
+           device_.name().c_str(), t.name.c_str(), tensor_extent(t), limits.maxStorageBufferRange);
+  return {b->handle(), start, range, static_cast<uint32_t>(offset - start)};
+}
+
+void VulkanBackend::compute_nodes(const Graph& graph, size_t first, size_t end) {
+  SD_CHECK(first <= end && end <= graph.nodes.size(),
+           "[%s] nodes %zu..%zu are outside a graph of %zu nodes", device_.name().c_str(), first,
+           end, graph.nodes.size());
+  check_supported(device_, graph);
+  std::vector<const Tensor*> batch;
+  const bool timed = deadline_ != std::chrono::steady_clock::time_point::max();
+  for (size_t i = first; i < end; ++i) {
+    const Tensor* node = graph.nodes[i];
+    if (is_view_op(node->op)) continue;
+    SD_CHECK(node->data, "[%s] tensor '%s' (%s) has no memory; allocate the graph first",
+             device_.name().c_str(), node->name.c_str(), op_name(node->op).data());
+    if (node->nelements() == 0) continue;
+    batch.push_back(node);
+    if (batch.size() == kBatch || i + 1 == end) {
+      SD_CHECK(!stop_ || !stop_(), "generation cancelled");
+      SD_CHECK(!timed || std::chrono::steady_clock::now() < deadline_,
+               "[%s] compute stopped past its deadline, at node %zu of %zu", device_.name().c_str(),
+               i + 1, graph.nodes.size());
+      run_batch(batch);
+      batch.clear();
+    }
+  }
+  if (!batch.empty()) run_batch(batch);
+}
+
+void VulkanBackend::run_batch(const std::vector<const Tensor*>& nodes) {
+  VkDevice dev = ctx_.device();
+  check_vk(vkResetDescriptorPool(dev, descriptors_, 0), "vkResetDescriptorPool", ctx_.name());
+  check_vk(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer", ctx_.name());
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check_vk(vkBeginCommandBuffer(cmd_, &begin), "vkBeginCommandBuffer", ctx_.name());
+
+  VkMemoryBarrier between{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  between.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+  between.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &between, 0, nullptr, 0,
+                       nullptr);
+  between.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  for (uint32_t n = 0; n < nodes.size(); ++n) {
+    const Tensor& node = *nodes[n];
+    const VulkanOp* op = find_op(node.op);
+    SD_CHECK(op, "[%s] has no shader for %s", device_.name().c_str(), op_name(node.op).data());
+    const Dispatch d = op->plan(node);
+
+    NodeWords& words = params_mapped_[n];
+    std::memset(&words, 0, sizeof words);
+    VkDescriptorBufferInfo infos[kBindings];
+    infos[0] = {params_, 0, VK_WHOLE_SIZE};
+    const Tensor* slots[kTensorSlots] = {&node, node.src[0], node.src[1], node.src[2], node.src[3]};
+    for (int k = 0; k < kTensorSlots; ++k) {
+      if (!slots[k]) {
+        infos[1 + k] = {unused_, 0, VK_WHOLE_SIZE};
+        continue;
+      }
+      const Tensor& t = *slots[k];
+      const Binding b = bind(t);
+      infos[1 + k] = {b.buffer, b.offset, b.range};
+      TensorWords& tw = words.tensors[k];
+      tw.offset = b.residual;
+      tw.type = static_cast<uint32_t>(shader_type(t.type));
+      for (int dim = 0; dim < 4; ++dim) {
+        tw.ne[dim] = static_cast<uint32_t>(t.ne[dim]);
+        tw.nb[dim] = static_cast<uint32_t>(t.nb[dim]);
+      }
+    }
+    std::memcpy(words.params, node.params.data(), sizeof words.params);
+    words.op = static_cast<uint32_t>(node.op);
+    words.extra = d.extra;
+
+    VkDescriptorSetLayout layout = ctx_.set_layout();
+    VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+    alloc.descriptorPool = descriptors_;
+    alloc.descriptorSetCount = 1;
+    alloc.pSetLayouts = &layout;
+    VkDescriptorSet set = VK_NULL_HANDLE;
+    check_vk(vkAllocateDescriptorSets(dev, &alloc, &set), "vkAllocateDescriptorSets", ctx_.name());
+    VkWriteDescriptorSet writes[kBindings];
+    for (uint32_t i = 0; i < kBindings; ++i) {
+      writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      writes[i].dstSet = set;
+      writes[i].dstBinding = i;
+      writes[i].descriptorCount = 1;
+      writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      writes[i].pBufferInfo = &infos[i];
+    }
+    vkUpdateDescriptorSets(dev, kBindings, writes, 0, nullptr);
+
+    vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_.pipeline(d.shader));
+    vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_.pipeline_layout(), 0, 1,
+                            &set, 0, nullptr);
+    vkCmdPushConstants(cmd_, ctx_.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+                       sizeof(uint32_t), &n);
+    vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
+    vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                         VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &between, 0, nullptr, 0,
+                         nullptr);
+  }
+  // What the shaders wrote becomes visible to host reads of mapped memory and to copies.
+  VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &to_host,
+                       0, nullptr, 0, nullptr);
+  check_vk(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer", ctx_.name());
+  ctx_.submit_and_wait(cmd_);
+}
+
+}  // namespace sd::vulkan

@@ -1,0 +1,58 @@
+// Computes graphs on a Vulkan device: each node is one dispatch of its op's shader, recorded
+// into a command buffer in batches, with a barrier between nodes (a node may read what any
+// earlier one wrote). Cancellation and deadlines are checked between batches.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <chrono>
+#include <functional>
+#include <vector>
+
+#include "backend/backend.h"
+#include "backend/vulkan/vulkan_node_params.h"
+
+namespace sd::vulkan {
+
+class VulkanContext;
+class VulkanDevice;
+
+class VulkanBackend final : public Backend {
+ public:
+  explicit VulkanBackend(VulkanDevice& device);
+  ~VulkanBackend() override;
+
+  Device& device() override;
+  void compute_nodes(const Graph& graph, size_t first, size_t end) override;
+  void set_deadline(std::chrono::steady_clock::time_point deadline) override {
+    deadline_ = deadline;
+  }
+  void set_stop(std::function<bool()> stop) override { stop_ = std::move(stop); }
+
+ private:
+  struct Binding {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;
+    VkDeviceSize range = 0;
+    uint32_t residual = 0;  // bytes from the binding's start to the tensor's first element
+  };
+  Binding bind(const Tensor& t) const;
+  void run_batch(const std::vector<const Tensor*>& nodes);
+
+  VulkanDevice& device_;
+  VulkanContext& ctx_;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkDescriptorPool descriptors_ = VK_NULL_HANDLE;
+  // Node records of one batch, in host-visible memory the shaders read.
+  VkBuffer params_ = VK_NULL_HANDLE;
+  VkDeviceMemory params_memory_ = VK_NULL_HANDLE;
+  NodeWords* params_mapped_ = nullptr;
+  // Bound where a node has fewer than four sources.
+  VkBuffer unused_ = VK_NULL_HANDLE;
+  VkDeviceMemory unused_memory_ = VK_NULL_HANDLE;
+  std::chrono::steady_clock::time_point deadline_ = std::chrono::steady_clock::time_point::max();
+  std::function<bool()> stop_;
+};
+
+}  // namespace sd::vulkan

@@ -1,0 +1,371 @@
+#include "backend/vulkan/vulkan_device.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "backend/registry.h"
+#include "backend/vulkan/vulkan_backend.h"
+#include "backend/vulkan/vulkan_context.h"
+#include "backend/vulkan/vulkan_ops.h"
+#include "tensor/error.h"
+
+namespace sd::vulkan {
+
+namespace {
+
+std::atomic<int> g_validation_errors{0};
+
+VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
+    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
+    const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
+  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
+    ++g_validation_errors;
+    std::fprintf(stderr, "[Vulkan validation] %s\n", data->pMessage);
+  }
+  return VK_FALSE;
+}
+
+bool has_layer(const char* name) {
+  uint32_t count = 0;
+  vkEnumerateInstanceLayerProperties(&count, nullptr);
+  std::vector<VkLayerProperties> layers(count);
+  vkEnumerateInstanceLayerProperties(&count, layers.data());
+  for (const auto& l : layers)
+    if (std::strcmp(l.layerName, name) == 0) return true;
+  return false;
+}
+
+// The process's Vulkan instance, or null where there is no loader or driver. Kept for the
+// life of the process, like the device registry that holds its devices.
+VkInstance instance() {
+  static VkInstance made = [] {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "stable-diffusion";
+    app.apiVersion = VK_API_VERSION_1_1;
+    VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    info.pApplicationInfo = &app;
+    const char* env = std::getenv("SD_VULKAN_VALIDATION");
+    const bool validate = env && std::strcmp(env, "1") == 0;
+    const char* layer = "VK_LAYER_KHRONOS_validation";
+    const char* extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
+    const bool layer_found = validate && has_layer(layer);
+    if (validate && !layer_found)
+      std::fprintf(stderr,
+                   "SD_VULKAN_VALIDATION=1: the validation layer is not installed (Debian: "
+                   "vulkan-validationlayers); running without it\n");
+    if (layer_found) {
+      info.enabledLayerCount = 1;
+      info.ppEnabledLayerNames = &layer;
+      info.enabledExtensionCount = 1;
+      info.ppEnabledExtensionNames = &extension;
+    }
+    VkInstance inst = VK_NULL_HANDLE;
+    if (vkCreateInstance(&info, nullptr, &inst) != VK_SUCCESS) return VkInstance{VK_NULL_HANDLE};
+    if (layer_found) {
+      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
+          vkGetInstanceProcAddr(inst, "vkCreateDebugUtilsMessengerEXT"));
+      VkDebugUtilsMessengerCreateInfoEXT m{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
+      m.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
+                          VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
+      m.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
+                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
+      m.pfnUserCallback = on_validation_message;
+      VkDebugUtilsMessengerEXT messenger;
+      if (create) create(inst, &m, nullptr, &messenger);
+    }
+    return inst;
+  }();
+  return made;
+}
+
+// SD_VULKAN_DEVICES: unset keeps every device, "none" none, "0,2" those indices.
+bool device_wanted(int index) {
+  const char* env = std::getenv("SD_VULKAN_DEVICES");
+  if (!env || !*env) return true;
+  if (std::strcmp(env, "none") == 0) return false;
+  std::stringstream list(env);
+  std::string item;
+  while (std::getline(list, item, ','))
+    if (!item.empty() && std::atoi(item.c_str()) == index) return true;
+  return false;
+}
+
+bool has_compute_queue(VkPhysicalDevice physical) {
+  uint32_t count = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, nullptr);
+  std::vector<VkQueueFamilyProperties> families(count);
+  vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families.data());
+  for (const auto& f : families)
+    if (f.queueFlags & VK_QUEUE_COMPUTE_BIT) return true;
+  return false;
+}
+
+bool has_device_extension(VkPhysicalDevice physical, const char* name) {
+  uint32_t count = 0;
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, nullptr);
+  std::vector<VkExtensionProperties> extensions(count);
+  vkEnumerateDeviceExtensionProperties(physical, nullptr, &count, extensions.data());
+  for (const auto& e : extensions)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
+
+// Buffer ids become token base addresses: the device in the top byte, the buffer above
+// 64 GiB steps. Distinct, never dereferenced.
+void* base_token(int device_index, uint64_t id) {
+  return reinterpret_cast<void*>((static_cast<uintptr_t>(device_index + 1) << 56) |
+                                 (static_cast<uintptr_t>(id) << 36));
+}
+
+// Host copies to and from memory the host cannot map go through a staging buffer this big.
+constexpr size_t kStagingChunk = size_t{64} << 20;
+
+}  // namespace
+
+int validation_errors() {
+  return g_validation_errors.load();
+}
+
+void register_vulkan_devices(DeviceRegistry& registry) {
+  const char* env = std::getenv("SD_VULKAN_DEVICES");
+  if (env && std::strcmp(env, "none") == 0) return;
+  VkInstance inst = instance();
+  if (!inst) return;
+  uint32_t count = 0;
+  if (vkEnumeratePhysicalDevices(inst, &count, nullptr) != VK_SUCCESS) return;
+  std::vector<VkPhysicalDevice> physical(count);
+  vkEnumeratePhysicalDevices(inst, &count, physical.data());
+  int index = 0;
+  for (VkPhysicalDevice p : physical) {
+    if (!has_compute_queue(p)) continue;
+    if (device_wanted(index)) registry.add(std::make_unique<VulkanDevice>(p, index));
+    ++index;
+  }
+}
+
+// --- buffers ---
+
+std::string VulkanBufferType::name() const {
+  return device_.name();
+}
+
+size_t VulkanBufferType::alignment() const {
+  // Storage-buffer bindings start at multiples of this; 64 keeps every dtype's rows aligned.
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(device_.physical(), &props);
+  return std::max<size_t>(64, props.limits.minStorageBufferOffsetAlignment);
+}
+
+size_t VulkanBufferType::max_size() const {
+  VkPhysicalDeviceMaintenance3Properties m3{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &m3;
+  vkGetPhysicalDeviceProperties2(device_.physical(), &props);
+  return m3.maxMemoryAllocationSize;
+}
+
+Device& VulkanBufferType::device() const {
+  return device_;
+}
+
+std::unique_ptr<Buffer> VulkanBufferType::allocate(size_t size) {
+  SD_CHECK(size <= max_size(),
+           "[%s] cannot allocate %.1f MiB in one buffer: the device's largest allocation is "
+           "%.1f MiB",
+           device_.name().c_str(), static_cast<double>(size) / (1 << 20),
+           static_cast<double>(max_size()) / (1 << 20));
+  const char* env = std::getenv("SD_VULKAN_STAGING");
+  const bool allow_mapping = !(env && std::strcmp(env, "1") == 0);
+  return std::make_unique<VulkanBuffer>(*this, device_.context(), size,
+                                        base_token(device_.index(), device_.next_buffer_id()),
+                                        allow_mapping);
+}
+
+VulkanBuffer::VulkanBuffer(BufferType& type, VulkanContext& ctx, size_t size, void* base,
+                           bool allow_mapping)
+    : Buffer(type, size), ctx_(ctx), base_(base) {
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = std::max<size_t>(4, (size + 3) / 4 * 4);  // fills write whole words
+  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
+               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  check_vk(vkCreateBuffer(ctx_.device(), &info, nullptr, &buffer_), "vkCreateBuffer", ctx_.name());
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(ctx_.device(), buffer_, &req);
+  bool host_visible = false;
+  try {
+    memory_ = ctx_.allocate(req, allow_mapping, host_visible);
+  } catch (...) {
+    vkDestroyBuffer(ctx_.device(), buffer_, nullptr);
+    throw;
+  }
+  vkBindBufferMemory(ctx_.device(), buffer_, memory_, 0);
+  if (host_visible) {
+    void* p = nullptr;
+    check_vk(vkMapMemory(ctx_.device(), memory_, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory",
+             ctx_.name());
+    mapped_ = static_cast<uint8_t*>(p);
+  }
+}
+
+VulkanBuffer::~VulkanBuffer() {
+  if (mapped_) vkUnmapMemory(ctx_.device(), memory_);
+  vkDestroyBuffer(ctx_.device(), buffer_, nullptr);
+  vkFreeMemory(ctx_.device(), memory_, nullptr);
+}
+
+size_t VulkanBuffer::offset_of(const Tensor& t) const {
+  return static_cast<size_t>(static_cast<const char*>(t.data) - static_cast<const char*>(base_));
+}
+
+void VulkanBuffer::copy(size_t buffer_offset, void* host, size_t size, bool to_device) const {
+  SD_CHECK(buffer_offset + size <= this->size(),
+           "[%s] copy of %zu bytes at %zu runs past a buffer of %zu bytes", ctx_.name().c_str(),
+           size, buffer_offset, this->size());
+  if (mapped_) {
+    if (to_device)
+      std::memcpy(mapped_ + buffer_offset, host, size);
+    else
+      std::memcpy(host, mapped_ + buffer_offset, size);
+    return;
+  }
+  // Staging: copies of whole words, so the ends are read and rewritten around the bytes.
+  VkDevice device = ctx_.device();
+  const size_t chunk = std::min(kStagingChunk, (size + 8 + 3) / 4 * 4);
+  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+  info.size = chunk;
+  info.usage = VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  VkBuffer staging;
+  check_vk(vkCreateBuffer(device, &info, nullptr, &staging), "vkCreateBuffer", ctx_.name());
+  VkMemoryRequirements req;
+  vkGetBufferMemoryRequirements(device, staging, &req);
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  try {
+    memory = ctx_.allocate_host(req);
+  } catch (...) {
+    vkDestroyBuffer(device, staging, nullptr);
+    throw;
+  }
+  vkBindBufferMemory(device, staging, memory, 0);
+  void* p = nullptr;
+  vkMapMemory(device, memory, 0, VK_WHOLE_SIZE, 0, &p);
+  auto* bytes = static_cast<uint8_t*>(p);
+  const size_t padded_size = (this->size() + 3) / 4 * 4;
+  size_t done = 0;
+  try {
+    while (done < size) {
+      const size_t start = buffer_offset + done;
+      const size_t word_start = start / 4 * 4;
+      const size_t lead = start - word_start;
+      const size_t n = std::min(size - done, chunk - 8);
+      const size_t word_end = std::min(padded_size, (start + n + 3) / 4 * 4);
+      const VkBufferCopy from_device{word_start, 0, word_end - word_start};
+      ctx_.run_now(
+          [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, buffer_, staging, 1, &from_device); });
+      if (to_device) {
+        std::memcpy(bytes + lead, static_cast<const uint8_t*>(host) + done, n);
+        const VkBufferCopy back{0, word_start, word_end - word_start};
+        ctx_.run_now(
+            [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, staging, buffer_, 1, &back); });
+      } else {
+        std::memcpy(static_cast<uint8_t*>(host) + done, bytes + lead, n);
+      }
+      done += n;
+    }
+  } catch (...) {
+    vkUnmapMemory(device, memory);
+    vkDestroyBuffer(device, staging, nullptr);
+    vkFreeMemory(device, memory, nullptr);
+    throw;
+  }
+  vkUnmapMemory(device, memory);
+  vkDestroyBuffer(device, staging, nullptr);
+  vkFreeMemory(device, memory, nullptr);
+}
+
+void VulkanBuffer::set(Tensor& t, const void* data, size_t offset, size_t size) {
+  copy(offset_of(t) + offset, const_cast<void*>(data), size, true);
+}
+
+void VulkanBuffer::get(const Tensor& t, void* data, size_t offset, size_t size) const {
+  copy(offset_of(t) + offset, data, size, false);
+}
+
+void VulkanBuffer::clear(uint8_t value) {
+  if (mapped_) {
+    std::memset(mapped_, value, size());
+    return;
+  }
+  const uint32_t word = 0x01010101u * value;
+  ctx_.run_now([&](VkCommandBuffer cmd) { vkCmdFillBuffer(cmd, buffer_, 0, VK_WHOLE_SIZE, word); });
+}
+
+// --- the device ---
+
+VulkanDevice::VulkanDevice(VkPhysicalDevice physical, int index)
+    : physical_(physical),
+      index_(index),
+      name_("Vulkan" + std::to_string(index)),
+      buffer_type_(*this) {
+  VkPhysicalDeviceProperties props;
+  vkGetPhysicalDeviceProperties(physical_, &props);
+  kind_ = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceKind::Software : DeviceKind::Gpu;
+  description_ = props.deviceName;
+  if (kind_ == DeviceKind::Software) description_ += " (software, runs on the CPU)";
+  max_binding_ = props.limits.maxStorageBufferRange;
+  VkPhysicalDeviceMemoryProperties mem;
+  vkGetPhysicalDeviceMemoryProperties(physical_, &mem);
+  for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
+    if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      heap_bytes_ = std::max<size_t>(heap_bytes_, mem.memoryHeaps[i].size);
+}
+
+VulkanDevice::~VulkanDevice() = default;
+
+DeviceMemory VulkanDevice::memory() const {
+  DeviceMemory m{heap_bytes_, heap_bytes_};
+  if (!has_device_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) return m;
+  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+  VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+  props.pNext = &budget;
+  vkGetPhysicalDeviceMemoryProperties2(physical_, &props);
+  for (uint32_t i = 0; i < props.memoryProperties.memoryHeapCount; ++i) {
+    const VkMemoryHeap& heap = props.memoryProperties.memoryHeaps[i];
+    if (!(heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) || heap.size != heap_bytes_) continue;
+    const size_t used = budget.heapUsage[i], limit = budget.heapBudget[i];
+    m.free = limit > used ? limit - used : 0;
+    break;
+  }
+  return m;
+}
+
+DeviceCaps VulkanDevice::caps() const {
+  DeviceCaps c;
+  c.host_addressable = false;
+  c.async_copy = false;
+  c.host_pinned_buffers = false;
+  return c;
+}
+
+VulkanContext& VulkanDevice::context() {
+  if (!context_) context_ = std::make_unique<VulkanContext>(physical_, name_);
+  return *context_;
+}
+
+std::unique_ptr<Backend> VulkanDevice::create_backend(const BackendOptions&) {
+  return std::make_unique<VulkanBackend>(*this);
+}
+
+bool VulkanDevice::supports_op(const Tensor& node) const {
+  return op_supported(node, max_binding_);
+}
+
+}  // namespace sd::vulkan

@@ -1,0 +1,106 @@
+// Vulkan devices: every physical device with a compute queue is Vulkan0, Vulkan1, ... in the
+// loader's order. Buffers live in device-local memory; host copies go through a mapping
+// where that memory is host-visible and through a staging buffer where not. A software
+// device (Mesa's lavapipe: Vulkan on the CPU) is listed as such and never picked by `auto`
+// or `gpu`; it is how the Vulkan path is tested without a GPU.
+#pragma once
+
+#include <vulkan/vulkan.h>
+
+#include <memory>
+#include <string>
+
+#include "backend/backend.h"
+
+namespace sd {
+class DeviceRegistry;
+}
+
+namespace sd::vulkan {
+
+class VulkanContext;
+class VulkanDevice;
+
+class VulkanBufferType final : public BufferType {
+ public:
+  explicit VulkanBufferType(VulkanDevice& device) : device_(device) {}
+  std::string name() const override;
+  size_t alignment() const override;
+  size_t max_size() const override;
+  bool is_host() const override { return false; }
+  Device& device() const override;
+  std::unique_ptr<Buffer> allocate(size_t size) override;
+
+ private:
+  VulkanDevice& device_;
+};
+
+class VulkanBuffer final : public Buffer {
+ public:
+  VulkanBuffer(BufferType& type, VulkanContext& ctx, size_t size, void* base, bool allow_mapping);
+  ~VulkanBuffer() override;
+
+  void* base() override { return base_; }
+  bool is_host() const override { return false; }
+  void set(Tensor& t, const void* data, size_t offset, size_t size) override;
+  void get(const Tensor& t, void* data, size_t offset, size_t size) const override;
+  void clear(uint8_t value) override;
+
+  VkBuffer handle() const { return buffer_; }
+  // Bytes from the start of this buffer to the first byte of `t`.
+  size_t offset_of(const Tensor& t) const;
+  bool mapped() const { return mapped_ != nullptr; }
+
+ private:
+  void copy(size_t buffer_offset, void* host, size_t size, bool to_device) const;
+
+  VulkanContext& ctx_;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  void* base_;                 // a token address, never dereferenced
+  uint8_t* mapped_ = nullptr;  // the memory itself, where it is host-visible
+};
+
+class VulkanDevice final : public Device {
+ public:
+  VulkanDevice(VkPhysicalDevice physical, int index);
+  int index() const { return index_; }
+  ~VulkanDevice() override;
+
+  std::string name() const override { return name_; }
+  std::string description() const override { return description_; }
+  DeviceKind kind() const override { return kind_; }
+  DeviceMemory memory() const override;
+  DeviceCaps caps() const override;
+  BufferType& buffer_type() override { return buffer_type_; }
+  std::unique_ptr<Backend> create_backend(const BackendOptions& options) override;
+  bool supports_op(const Tensor& node) const override;
+
+  // The opened device, made on first use.
+  VulkanContext& context();
+  VkPhysicalDevice physical() const { return physical_; }
+  uint64_t next_buffer_id() { return ++buffers_made_; }
+
+ private:
+  VkPhysicalDevice physical_;
+  int index_;
+  std::string name_;
+  std::string description_;
+  DeviceKind kind_;
+  size_t heap_bytes_ = 0;
+  size_t max_binding_ = 0;
+  VulkanBufferType buffer_type_;
+  std::unique_ptr<VulkanContext> context_;
+  uint64_t buffers_made_ = 0;
+};
+
+// Adds every Vulkan device this machine has to `registry`. Quietly adds none where there is
+// no Vulkan loader or driver, or where SD_VULKAN_DEVICES is "none"; a comma-separated list
+// of indices (SD_VULKAN_DEVICES=0,2) keeps only those devices.
+void register_vulkan_devices(DeviceRegistry& registry);
+
+// Validation messages of severity "error" seen since the process started, when the
+// validation layers are on (SD_VULKAN_VALIDATION=1). Tests assert there are none.
+int validation_errors();
+
+}  // namespace sd::vulkan

@@ -1,0 +1,55 @@
+#include "backend/vulkan/vulkan_ops.h"
+
+#include <algorithm>
+
+#include "tensor/dtype.h"
+
+namespace sd::vulkan {
+
+namespace {
+
+bool shader_readable(DType type) {
+  return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::I32;
+}
+
+// Shaders index with 32-bit words.
+bool fits_32_bits(const Tensor& t) {
+  for (int d = 0; d < 4; ++d)
+    if (t.ne[d] < 0 || t.ne[d] > INT32_MAX || t.nb[d] > INT32_MAX) return false;
+  return t.nelements() <= INT32_MAX;
+}
+
+}  // namespace
+
+size_t tensor_extent(const Tensor& t) {
+  if (t.nelements() == 0) return 0;
+  size_t last = 0;
+  for (int d = 0; d < 4; ++d) last += static_cast<size_t>(t.ne[d] - 1) * t.nb[d];
+  return last + type_size(t.type);
+}
+
+uint32_t groups_for(int64_t count, uint32_t per_group) {
+  const int64_t groups = (count + per_group - 1) / per_group;
+  return static_cast<uint32_t>(std::clamp<int64_t>(groups, 1, 65535));
+}
+
+const VulkanOp* find_op(Op op) {
+  for (auto group : {elementwise_op, layout_op, norm_op, linalg_op})
+    if (const VulkanOp* found = group(op)) return found;
+  return nullptr;
+}
+
+bool op_supported(const Tensor& node, size_t max_binding) {
+  const VulkanOp* op = find_op(node.op);
+  if (!op) return false;
+  auto usable = [&](const Tensor& t) {
+    // A binding starts at most 63 bytes before the tensor (buffer alignment).
+    return shader_readable(t.type) && fits_32_bits(t) && tensor_extent(t) + 64 <= max_binding;
+  };
+  if (!usable(node)) return false;
+  for (const Tensor* s : node.src)
+    if (s && !usable(*s)) return false;
+  return op->supports(node);
+}
+
+}  // namespace sd::vulkan

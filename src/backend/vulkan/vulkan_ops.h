@@ -1,0 +1,46 @@
+// Which shader computes each op and how it is dispatched. Each group of ops (elementwise,
+// layout, normalization, linear algebra, ...) lives in its own vulkan_ops_*.cpp and answers
+// for the ops it knows; an op no group knows is unsupported, which check_supported() names
+// before any work starts.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "tensor/tensor.h"
+
+namespace sd::vulkan {
+
+struct Dispatch {
+  const char* shader = nullptr;
+  uint32_t groups[3] = {1, 1, 1};
+  uint32_t extra = 0;  // NodeWords::extra: what the shader needs beyond the node's params
+};
+
+struct VulkanOp {
+  // Whether the shader handles this node's dtypes and shapes (all tensors are already known
+  // to be f32, f16, bf16 or i32 and to fit one storage binding).
+  bool (*supports)(const Tensor& node);
+  Dispatch (*plan)(const Tensor& node);
+};
+
+// Each group returns its entry for `op`, or null where the op is not one of its own.
+const VulkanOp* elementwise_op(Op op);  // vulkan_ops_elementwise.cpp
+const VulkanOp* layout_op(Op op);       // vulkan_ops_layout.cpp
+const VulkanOp* norm_op(Op op);         // vulkan_ops_norm.cpp
+const VulkanOp* linalg_op(Op op);       // vulkan_ops_linalg.cpp
+
+// The entry for `op` from whichever group knows it; null when none does.
+const VulkanOp* find_op(Op op);
+
+// Whether this device can compute `node`: an op some group knows, dtypes the shaders read,
+// and every tensor within one storage binding of `max_binding` bytes.
+bool op_supported(const Tensor& node, size_t max_binding);
+
+// Bytes from a tensor's first element to one past its last.
+size_t tensor_extent(const Tensor& t);
+
+// Workgroups for a grid-stride loop over `count` items, `per_group` items per group.
+uint32_t groups_for(int64_t count, uint32_t per_group);
+
+}  // namespace sd::vulkan
