@@ -34,7 +34,7 @@ uint32_t groups_for(int64_t count, uint32_t per_group) {
 }
 
 const VulkanOp* find_op(Op op) {
-  for (auto group : {elementwise_op, layout_op, norm_op, linalg_op})
+  for (auto group : {elementwise_op, layout_op, norm_op, linalg_op, attention_op})
     if (const VulkanOp* found = group(op)) return found;
   return nullptr;
 }

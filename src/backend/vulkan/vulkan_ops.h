@@ -28,7 +28,8 @@ struct VulkanOp {
 const VulkanOp* elementwise_op(Op op);  // vulkan_ops_elementwise.cpp
 const VulkanOp* layout_op(Op op);       // vulkan_ops_layout.cpp
 const VulkanOp* norm_op(Op op);         // vulkan_ops_norm.cpp
-const VulkanOp* linalg_op(Op op);       // vulkan_ops_linalg.cpp
+const VulkanOp* linalg_op(Op op);       // vulkan_ops_linalg.cpp: matmul, conv2d
+const VulkanOp* attention_op(Op op);    // vulkan_ops_attention.cpp
 
 // The entry for `op` from whichever group knows it; null when none does.
 const VulkanOp* find_op(Op op);
