@@ -34,7 +34,8 @@ FitPlan plan_auto_fit(const std::vector<ModuleSize>& modules, const DeviceRegist
   std::map<Device*, size_t> left;
   std::map<Device*, size_t> budget;
   for (const auto& d : registry.devices()) {
-    if (d->kind() == DeviceKind::Cpu) continue;
+    // Software devices compute on the same cores as the CPU: nothing to offload to.
+    if (d->kind() == DeviceKind::Cpu || d->kind() == DeviceKind::Software) continue;
     budget[d.get()] = fit_budget(*d, budgets);
     left[d.get()] = budget[d.get()];
   }

@@ -51,17 +51,12 @@ BackendManager::BackendManager(std::string_view backend_spec, std::string_view p
 BackendManager::~BackendManager() = default;
 
 Device& BackendManager::resolve(const std::string& name, const char* flag, Module m) const {
-  const auto& devices = registry_.devices();
-  SD_CHECK(!devices.empty(), "no devices are registered");
+  if (is_default_device_name(name)) return registry_.default_device();
   auto first_gpu = [&]() -> Device* {
-    for (const auto& d : devices)
+    for (const auto& d : registry_.devices())
       if (d->kind() == DeviceKind::Gpu) return d.get();
     return nullptr;
   };
-  if (is_default_device_name(name)) {
-    Device* gpu = first_gpu();
-    return gpu ? *gpu : *devices.front();
-  }
   std::string lower;
   for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   if (lower == "gpu") {

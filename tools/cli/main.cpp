@@ -297,7 +297,9 @@ int main(int argc, char** argv) {
     }
     set_log_style(a.cli.verbose, a.cli.color);
     resolve_and_validate(a);
-    log_message(SD_LOG_DEBUG, "%s, %s", version_line().c_str(), sd_get_system_info());
+    // The system info lists every device, which loads the GPU drivers: only when asked.
+    if (a.cli.verbose)
+      log_message(SD_LOG_DEBUG, "%s, %s", version_line().c_str(), sd_get_system_info());
     sd_set_log_callback(on_log, nullptr);
     sd_set_progress_callback(on_progress, nullptr);
     switch (a.cli.mode) {

@@ -5,84 +5,20 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
 #include "backend/registry.h"
 #include "backend/vulkan/vulkan_backend.h"
 #include "backend/vulkan/vulkan_context.h"
+#include "backend/vulkan/vulkan_instance.h"
 #include "backend/vulkan/vulkan_ops.h"
 #include "tensor/error.h"
 
 namespace sd::vulkan {
 
 namespace {
-
-std::atomic<int> g_validation_errors{0};
-
-VKAPI_ATTR VkBool32 VKAPI_CALL on_validation_message(
-    VkDebugUtilsMessageSeverityFlagBitsEXT severity, VkDebugUtilsMessageTypeFlagsEXT,
-    const VkDebugUtilsMessengerCallbackDataEXT* data, void*) {
-  if (severity & VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT) {
-    ++g_validation_errors;
-    std::fprintf(stderr, "[Vulkan validation] %s\n", data->pMessage);
-  }
-  return VK_FALSE;
-}
-
-bool has_layer(const char* name) {
-  uint32_t count = 0;
-  vkEnumerateInstanceLayerProperties(&count, nullptr);
-  std::vector<VkLayerProperties> layers(count);
-  vkEnumerateInstanceLayerProperties(&count, layers.data());
-  for (const auto& l : layers)
-    if (std::strcmp(l.layerName, name) == 0) return true;
-  return false;
-}
-
-// The process's Vulkan instance, or null where there is no loader or driver. Kept for the
-// life of the process, like the device registry that holds its devices.
-VkInstance instance() {
-  static VkInstance made = [] {
-    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
-    app.pApplicationName = "stable-diffusion";
-    app.apiVersion = VK_API_VERSION_1_1;
-    VkInstanceCreateInfo info{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
-    info.pApplicationInfo = &app;
-    const char* env = std::getenv("SD_VULKAN_VALIDATION");
-    const bool validate = env && std::strcmp(env, "1") == 0;
-    const char* layer = "VK_LAYER_KHRONOS_validation";
-    const char* extension = VK_EXT_DEBUG_UTILS_EXTENSION_NAME;
-    const bool layer_found = validate && has_layer(layer);
-    if (validate && !layer_found)
-      std::fprintf(stderr,
-                   "SD_VULKAN_VALIDATION=1: the validation layer is not installed (Debian: "
-                   "vulkan-validationlayers); running without it\n");
-    if (layer_found) {
-      info.enabledLayerCount = 1;
-      info.ppEnabledLayerNames = &layer;
-      info.enabledExtensionCount = 1;
-      info.ppEnabledExtensionNames = &extension;
-    }
-    VkInstance inst = VK_NULL_HANDLE;
-    if (vkCreateInstance(&info, nullptr, &inst) != VK_SUCCESS) return VkInstance{VK_NULL_HANDLE};
-    if (layer_found) {
-      auto create = reinterpret_cast<PFN_vkCreateDebugUtilsMessengerEXT>(
-          vkGetInstanceProcAddr(inst, "vkCreateDebugUtilsMessengerEXT"));
-      VkDebugUtilsMessengerCreateInfoEXT m{VK_STRUCTURE_TYPE_DEBUG_UTILS_MESSENGER_CREATE_INFO_EXT};
-      m.messageSeverity = VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT |
-                          VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT;
-      m.messageType = VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT |
-                      VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT |
-                      VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT;
-      m.pfnUserCallback = on_validation_message;
-      VkDebugUtilsMessengerEXT messenger;
-      if (create) create(inst, &m, nullptr, &messenger);
-    }
-    return inst;
-  }();
-  return made;
-}
 
 // SD_VULKAN_DEVICES: unset keeps every device, "none" none, "0,2" those indices.
 bool device_wanted(int index) {
@@ -93,16 +29,6 @@ bool device_wanted(int index) {
   std::string item;
   while (std::getline(list, item, ','))
     if (!item.empty() && std::atoi(item.c_str()) == index) return true;
-  return false;
-}
-
-bool has_compute_queue(VkPhysicalDevice physical) {
-  uint32_t count = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, nullptr);
-  std::vector<VkQueueFamilyProperties> families(count);
-  vkGetPhysicalDeviceQueueFamilyProperties(physical, &count, families.data());
-  for (const auto& f : families)
-    if (f.queueFlags & VK_QUEUE_COMPUTE_BIT) return true;
   return false;
 }
 
@@ -128,24 +54,17 @@ constexpr size_t kStagingChunk = size_t{64} << 20;
 
 }  // namespace
 
-int validation_errors() {
-  return g_validation_errors.load();
-}
-
 void register_vulkan_devices(DeviceRegistry& registry) {
   const char* env = std::getenv("SD_VULKAN_DEVICES");
   if (env && std::strcmp(env, "none") == 0) return;
-  VkInstance inst = instance();
-  if (!inst) return;
-  uint32_t count = 0;
-  if (vkEnumeratePhysicalDevices(inst, &count, nullptr) != VK_SUCCESS) return;
-  std::vector<VkPhysicalDevice> physical(count);
-  vkEnumeratePhysicalDevices(inst, &count, physical.data());
-  int index = 0;
-  for (VkPhysicalDevice p : physical) {
-    if (!has_compute_queue(p)) continue;
-    if (device_wanted(index)) registry.add(std::make_unique<VulkanDevice>(p, index));
-    ++index;
+  // Held only while the devices are read: the driver unloads again when this returns.
+  std::shared_ptr<VulkanInstance> instance = acquire_instance();
+  if (!instance) return;
+  const std::vector<VkPhysicalDevice> devices = instance->compute_devices();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const int index = static_cast<int>(i);
+    if (device_wanted(index))
+      registry.add(std::make_unique<VulkanDevice>(*instance, devices[i], index));
   }
 }
 
@@ -157,18 +76,11 @@ std::string VulkanBufferType::name() const {
 
 size_t VulkanBufferType::alignment() const {
   // Storage-buffer bindings start at multiples of this; 64 keeps every dtype's rows aligned.
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(device_.physical(), &props);
-  return std::max<size_t>(64, props.limits.minStorageBufferOffsetAlignment);
+  return std::max<size_t>(64, device_.min_binding_alignment());
 }
 
 size_t VulkanBufferType::max_size() const {
-  VkPhysicalDeviceMaintenance3Properties m3{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
-  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
-  props.pNext = &m3;
-  vkGetPhysicalDeviceProperties2(device_.physical(), &props);
-  return m3.maxMemoryAllocationSize;
+  return device_.max_allocation();
 }
 
 Device& VulkanBufferType::device() const {
@@ -309,19 +221,27 @@ void VulkanBuffer::clear(uint8_t value) {
 
 // --- the device ---
 
-VulkanDevice::VulkanDevice(VkPhysicalDevice physical, int index)
-    : physical_(physical),
-      index_(index),
+VulkanDevice::VulkanDevice(VulkanInstance& instance, VkPhysicalDevice physical, int index)
+    : index_(index),
+      uuid_(device_uuid(physical)),
       name_("Vulkan" + std::to_string(index)),
       buffer_type_(*this) {
-  VkPhysicalDeviceProperties props;
-  vkGetPhysicalDeviceProperties(physical_, &props);
-  kind_ = props.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceKind::Software : DeviceKind::Gpu;
-  description_ = props.deviceName;
+  (void)instance;
+  VkPhysicalDeviceMaintenance3Properties m3{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  props.pNext = &m3;
+  vkGetPhysicalDeviceProperties2(physical, &props);
+  const VkPhysicalDeviceProperties& p = props.properties;
+  kind_ = p.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? DeviceKind::Software : DeviceKind::Gpu;
+  description_ = p.deviceName;
   if (kind_ == DeviceKind::Software) description_ += " (software, runs on the CPU)";
-  max_binding_ = props.limits.maxStorageBufferRange;
+  max_binding_ = p.limits.maxStorageBufferRange;
+  min_binding_alignment_ = p.limits.minStorageBufferOffsetAlignment;
+  max_allocation_ = m3.maxMemoryAllocationSize;
+  has_memory_budget_ = has_device_extension(physical, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME);
   VkPhysicalDeviceMemoryProperties mem;
-  vkGetPhysicalDeviceMemoryProperties(physical_, &mem);
+  vkGetPhysicalDeviceMemoryProperties(physical, &mem);
   for (uint32_t i = 0; i < mem.memoryHeapCount; ++i)
     if (mem.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       heap_bytes_ = std::max<size_t>(heap_bytes_, mem.memoryHeaps[i].size);
@@ -329,21 +249,36 @@ VulkanDevice::VulkanDevice(VkPhysicalDevice physical, int index)
 
 VulkanDevice::~VulkanDevice() = default;
 
+template <typename F>
+void VulkanDevice::with_physical(F&& f) const {
+  std::shared_ptr<VulkanInstance> instance = instance_ ? instance_ : acquire_instance();
+  SD_CHECK(instance, "[%s] the Vulkan driver is gone", name_.c_str());
+  for (VkPhysicalDevice p : instance->compute_devices()) {
+    if (device_uuid(p) == uuid_) {
+      f(p);
+      return;
+    }
+  }
+  fail("[%s] the device is no longer there", name_.c_str());
+}
+
 DeviceMemory VulkanDevice::memory() const {
   DeviceMemory m{heap_bytes_, heap_bytes_};
-  if (!has_device_extension(physical_, VK_EXT_MEMORY_BUDGET_EXTENSION_NAME)) return m;
-  VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
-  VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
-  props.pNext = &budget;
-  vkGetPhysicalDeviceMemoryProperties2(physical_, &props);
-  for (uint32_t i = 0; i < props.memoryProperties.memoryHeapCount; ++i) {
-    const VkMemoryHeap& heap = props.memoryProperties.memoryHeaps[i];
-    if (!(heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) || heap.size != heap_bytes_) continue;
-    const size_t used = budget.heapUsage[i], limit = budget.heapBudget[i];
-    m.free = limit > used ? limit - used : 0;
-    break;
-  }
+  if (!has_memory_budget_) return m;
+  with_physical([&](VkPhysicalDevice physical) {
+    VkPhysicalDeviceMemoryBudgetPropertiesEXT budget{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_BUDGET_PROPERTIES_EXT};
+    VkPhysicalDeviceMemoryProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MEMORY_PROPERTIES_2};
+    props.pNext = &budget;
+    vkGetPhysicalDeviceMemoryProperties2(physical, &props);
+    for (uint32_t i = 0; i < props.memoryProperties.memoryHeapCount; ++i) {
+      const VkMemoryHeap& heap = props.memoryProperties.memoryHeaps[i];
+      if (!(heap.flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) || heap.size != heap_bytes_) continue;
+      const size_t used = budget.heapUsage[i], limit = budget.heapBudget[i];
+      m.free = limit > used ? limit - used : 0;
+      break;
+    }
+  });
   return m;
 }
 
@@ -356,7 +291,12 @@ DeviceCaps VulkanDevice::caps() const {
 }
 
 VulkanContext& VulkanDevice::context() {
-  if (!context_) context_ = std::make_unique<VulkanContext>(physical_, name_);
+  std::lock_guard<std::mutex> lock(context_mutex_);
+  if (context_) return *context_;
+  instance_ = acquire_instance();
+  with_physical([&](VkPhysicalDevice physical) {
+    context_ = std::make_unique<VulkanContext>(physical, name_);
+  });
   return *context_;
 }
 

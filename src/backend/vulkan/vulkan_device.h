@@ -8,9 +8,11 @@
 #include <vulkan/vulkan.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backend/backend.h"
+#include "backend/vulkan/vulkan_instance.h"
 
 namespace sd {
 class DeviceRegistry;
@@ -63,8 +65,9 @@ class VulkanBuffer final : public Buffer {
 
 class VulkanDevice final : public Device {
  public:
-  VulkanDevice(VkPhysicalDevice physical, int index);
-  int index() const { return index_; }
+  // `physical` is valid only while `instance` is held: what the device needs later is
+  // read now, and the device is found again by its UUID when it is first used.
+  VulkanDevice(VulkanInstance& instance, VkPhysicalDevice physical, int index);
   ~VulkanDevice() override;
 
   std::string name() const override { return name_; }
@@ -76,21 +79,32 @@ class VulkanDevice final : public Device {
   std::unique_ptr<Backend> create_backend(const BackendOptions& options) override;
   bool supports_op(const Tensor& node) const override;
 
+  int index() const { return index_; }
+  size_t min_binding_alignment() const { return min_binding_alignment_; }
+  size_t max_allocation() const { return max_allocation_; }
   // The opened device, made on first use.
   VulkanContext& context();
-  VkPhysicalDevice physical() const { return physical_; }
   uint64_t next_buffer_id() { return ++buffers_made_; }
 
  private:
-  VkPhysicalDevice physical_;
+  // Calls f(physical device) with an instance held for the call.
+  template <typename F>
+  void with_physical(F&& f) const;
+
   int index_;
+  DeviceUuid uuid_;
   std::string name_;
   std::string description_;
   DeviceKind kind_;
   size_t heap_bytes_ = 0;
   size_t max_binding_ = 0;
+  size_t min_binding_alignment_ = 0;
+  size_t max_allocation_ = 0;
+  bool has_memory_budget_ = false;
   VulkanBufferType buffer_type_;
+  std::shared_ptr<VulkanInstance> instance_;  // held from the first use on
   std::unique_ptr<VulkanContext> context_;
+  std::mutex context_mutex_;
   uint64_t buffers_made_ = 0;
 };
 
@@ -98,9 +112,5 @@ class VulkanDevice final : public Device {
 // no Vulkan loader or driver, or where SD_VULKAN_DEVICES is "none"; a comma-separated list
 // of indices (SD_VULKAN_DEVICES=0,2) keeps only those devices.
 void register_vulkan_devices(DeviceRegistry& registry);
-
-// Validation messages of severity "error" seen since the process started, when the
-// validation layers are on (SD_VULKAN_VALIDATION=1). Tests assert there are none.
-int validation_errors();
 
 }  // namespace sd::vulkan

@@ -7,6 +7,7 @@
 
 #include "backend/registry.h"
 #include "backend/vulkan/vulkan_device.h"
+#include "backend/vulkan/vulkan_instance.h"
 #include "test_support.h"
 
 namespace sd::vulkan::test {
