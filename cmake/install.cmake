@@ -48,6 +48,9 @@ endforeach()
 # What linking the static archive needs besides it: the system libraries, linked shared
 # (they bring their own dependencies).
 set(SD_PC_LIBS_PRIVATE "-ldnnl -lhwy -lgrpc++ -lgrpc -lgpr -labsl_synchronization -lprotobuf -lwebp -lxxhash -lpng -ljpeg -lz -lpcre2-8 -licuuc -fopenmp -lstdc++ -lm")
+if(SD_HAVE_VULKAN)
+  string(PREPEND SD_PC_LIBS_PRIVATE "-lvulkan ")
+endif()
 configure_file(${PROJECT_SOURCE_DIR}/cmake/stable-diffusion.pc.in
                ${PROJECT_BINARY_DIR}/stable-diffusion.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/stable-diffusion.pc DESTINATION ${SD_PC_DIR})
