@@ -113,10 +113,13 @@ TEST(VulkanAttention, OddLengthsAndHeadSizes) {
                      });
 }
 
-// The shader's largest heads: 8-key tiles, 32 output dims per thread.
-TEST(VulkanAttention, LargestSupportedHead) {
+// Each variant's largest heads (8-key tiles), and the VAEs' single 512-dim head over an 8x8
+// latent, with a head just past the narrow variant's.
+TEST(VulkanAttention, LargestSupportedHeads) {
   SD_REQUIRE_VULKAN(device);
-  expect_cases_match(*device, {{256, 256, 19, 21, 1, 1, true, Layout::Contiguous}});
+  expect_cases_match(*device, {{256, 256, 19, 21, 1, 1, true, Layout::Contiguous},
+                               {512, 512, 64, 64, 1, 2, false, Layout::Contiguous},
+                               {257, 300, 7, 13, 2, 1, true, Layout::Contiguous}});
 }
 
 TEST(VulkanAttention, MasksHideKeysAndWholeRows) {
@@ -191,8 +194,12 @@ TEST(VulkanAttention, HeadsBeyondTheShaderAreDeclined) {
     return attention(ctx, q, k, v, nullptr, 1.0f);
   };
   EXPECT_TRUE(op->supports(*node(256, 256, 5)));
-  EXPECT_FALSE(op->supports(*node(257, 64, 5)));
-  EXPECT_FALSE(op->supports(*node(64, 257, 5)));
+  EXPECT_TRUE(op->supports(*node(512, 512, 5)));
+  EXPECT_FALSE(op->supports(*node(513, 64, 5)));
+  EXPECT_FALSE(op->supports(*node(64, 513, 5)));
+  // The wide variant takes 4 queries per workgroup.
+  EXPECT_TRUE(op->supports(*node(300, 300, 4 * 65535)));
+  EXPECT_FALSE(op->supports(*node(300, 300, 4 * 65535 + 1)));
   // More query blocks of 16 than one dispatch dimension holds.
   EXPECT_TRUE(op->supports(*node(8, 8, 16 * 65535)));
   EXPECT_FALSE(op->supports(*node(8, 8, 16 * 65535 + 1)));

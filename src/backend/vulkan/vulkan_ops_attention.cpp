@@ -1,5 +1,8 @@
-// Fused attention (tensor/ops/attention.h): shaders/attention.comp, one workgroup per block
-// of queries, head and batch, keys and values streamed through shared memory in tiles.
+// Fused attention (tensor/ops/attention.h): shaders/attention_body.glsl in two sizes, one
+// workgroup per block of queries, head and batch, keys and values streamed through shared
+// memory in tiles.
+#include <algorithm>
+
 #include "backend/vulkan/vulkan_ops.h"
 #include "tensor/ops/attention.h"
 
@@ -7,11 +10,26 @@ namespace sd::vulkan {
 
 namespace {
 
-// Must match attention.comp's QUERY_ROWS and MAX_HEAD_DIM: the shader's shared tiles and
-// per-thread accumulators are sized for heads of up to 256 dims.
-constexpr int64_t kQueriesPerGroup = 16;
-constexpr int64_t kMaxHeadDim = 256;
+// The shader variants, smallest first: each one's ATTENTION_QUERY_ROWS and
+// ATTENTION_MAX_HEAD_DIM (its shared tiles and per-thread accumulators are sized for them).
+struct AttentionShape {
+  const char* shader;
+  int64_t queries_per_group;
+  int64_t max_head_dim;
+};
+constexpr AttentionShape kShapes[] = {
+    {"attention", 16, 256},      // diffusion nets and text encoders
+    {"attention_wide", 4, 512},  // the VAEs' single-head attention
+};
 constexpr int64_t kMaxGroups = 65535;  // per dispatch dimension
+
+// The smallest variant that holds the node's heads; null where none does.
+const AttentionShape* shape_for(const Tensor& node) {
+  const int64_t dim = std::max(node.src[0]->ne[0], node.src[2]->ne[0]);
+  for (const AttentionShape& s : kShapes)
+    if (dim <= s.max_head_dim) return &s;
+  return nullptr;
+}
 
 bool is_f32(const Tensor* t) {
   return t && t->type == DType::F32;
@@ -27,20 +45,22 @@ bool supports_attention(const Tensor& node) {
   if (mask && (!is_f32(mask) || mask->ne[0] != k->ne[1] || mask->ne[1] != q->ne[1] ||
                mask->ne[2] != 1 || mask->ne[3] != 1))
     return false;
-  const int64_t head_dim = q->ne[0], value_dim = v->ne[0];
-  if (head_dim < 1 || head_dim > kMaxHeadDim || value_dim > kMaxHeadDim) return false;
+  const AttentionShape* shape = shape_for(node);
+  if (q->ne[0] < 1 || !shape) return false;
   // Both precisions are computed in f32: bf16 only permits rounding, it does not ask for it.
   const AttentionPrecision precision = attention_precision(&node);
   if (precision != AttentionPrecision::F32 && precision != AttentionPrecision::BF16) return false;
-  const int64_t query_blocks = (q->ne[1] + kQueriesPerGroup - 1) / kQueriesPerGroup;
+  const int64_t query_blocks = (q->ne[1] + shape->queries_per_group - 1) / shape->queries_per_group;
   return query_blocks <= kMaxGroups && q->ne[2] <= kMaxGroups && q->ne[3] <= kMaxGroups;
 }
 
 Dispatch plan_attention(const Tensor& node) {
   const Tensor* q = node.src[0];
+  const AttentionShape& shape = *shape_for(node);
   Dispatch d;
-  d.shader = "attention";
-  d.groups[0] = static_cast<uint32_t>((q->ne[1] + kQueriesPerGroup - 1) / kQueriesPerGroup);
+  d.shader = shape.shader;
+  d.groups[0] =
+      static_cast<uint32_t>((q->ne[1] + shape.queries_per_group - 1) / shape.queries_per_group);
   d.groups[1] = static_cast<uint32_t>(q->ne[2]);  // heads
   d.groups[2] = static_cast<uint32_t>(q->ne[3]);  // batch
   return d;
