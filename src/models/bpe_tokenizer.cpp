@@ -16,7 +16,7 @@
 #include <sstream>
 
 #include "models/byte_level.h"
-#include "models/cache_folder.h"
+#include "tensor/cache_folder.h"
 #include "tensor/error.h"
 
 namespace sd::models {

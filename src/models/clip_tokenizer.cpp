@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "models/byte_level.h"
-#include "models/cache_folder.h"
+#include "tensor/cache_folder.h"
 #include "tensor/error.h"
 
 namespace sd::models {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "models/cache_folder.h"
+#include "tensor/cache_folder.h"
 #include "models/prompt_attention.h"
 #include "tensor/error.h"
 

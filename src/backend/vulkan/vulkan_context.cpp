@@ -1,8 +1,14 @@
 #include "backend/vulkan/vulkan_context.h"
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <vector>
 
 #include "backend/vulkan/vulkan_shaders.h"
+#include "tensor/cache_folder.h"
 #include "tensor/error.h"
 
 namespace sd::vulkan {
@@ -88,12 +94,59 @@ VulkanContext::VulkanContext(VkPhysicalDevice physical, const std::string& name)
   layout_info.pPushConstantRanges = &push;
   check_vk(vkCreatePipelineLayout(device_, &layout_info, nullptr, &pipeline_layout_),
            "vkCreatePipelineLayout", name_);
+
+  // The driver checks the saved data's header (its own UUID) and ignores what is not its own.
+  static const char* hex = "0123456789abcdef";
+  std::string uuid;
+  for (uint8_t b : props.pipelineCacheUUID) uuid += {hex[b >> 4], hex[b & 15]};
+  pipeline_cache_path_ = cache_folder_path("vulkan/" + uuid + ".bin");
+  std::vector<char> saved;
+  if (!pipeline_cache_path_.empty()) {
+    std::ifstream in(pipeline_cache_path_, std::ios::binary);
+    saved.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  VkPipelineCacheCreateInfo cache_info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  cache_info.initialDataSize = saved.size();
+  cache_info.pInitialData = saved.empty() ? nullptr : saved.data();
+  if (vkCreatePipelineCache(device_, &cache_info, nullptr, &pipeline_cache_) != VK_SUCCESS) {
+    cache_info.initialDataSize = 0;
+    cache_info.pInitialData = nullptr;
+    check_vk(vkCreatePipelineCache(device_, &cache_info, nullptr, &pipeline_cache_),
+             "vkCreatePipelineCache", name_);
+  }
+}
+
+void VulkanContext::save_pipeline_cache() const {
+  if (pipeline_cache_path_.empty()) return;
+  size_t size = 0;
+  // Some drivers (lavapipe) keep nothing: then there is nothing to write.
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, nullptr) != VK_SUCCESS || size == 0)
+    return;
+  std::vector<char> data(size);
+  if (vkGetPipelineCacheData(device_, pipeline_cache_, &size, data.data()) != VK_SUCCESS) return;
+  // Written beside and renamed over the old file: a reader never sees half of one. A cache
+  // that cannot be written only costs the next run its compile time.
+  std::error_code ec;
+  const std::filesystem::path path(pipeline_cache_path_);
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const std::string tmp = pipeline_cache_path_ + ".tmp" + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out.write(data.data(), static_cast<std::streamsize>(size));
+    if (!out) {
+      std::filesystem::remove(tmp, ec);
+      return;
+    }
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) std::filesystem::remove(tmp, ec);
 }
 
 VulkanContext::~VulkanContext() {
   if (!device_) return;
   vkDeviceWaitIdle(device_);
   for (auto& [name, pipeline] : pipelines_) vkDestroyPipeline(device_, pipeline, nullptr);
+  vkDestroyPipelineCache(device_, pipeline_cache_, nullptr);
   vkDestroyPipelineLayout(device_, pipeline_layout_, nullptr);
   vkDestroyDescriptorSetLayout(device_, set_layout_, nullptr);
   vkDestroyFence(device_, fence_, nullptr);

@@ -63,6 +63,12 @@ class VulkanContext {
   VkFence fence_ = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout pipeline_layout_ = VK_NULL_HANDLE;
+  void save_pipeline_cache() const;
+
+  // Compiled pipelines kept across runs (a software device spends most of a small run
+  // compiling them): the user cache folder's vulkan/<driver's cache UUID>.bin.
+  VkPipelineCache pipeline_cache_ = VK_NULL_HANDLE;
+  std::string pipeline_cache_path_;
   std::map<std::string, VkPipeline> pipelines_;
   std::mutex pipelines_mutex_;
   std::mutex queue_mutex_;

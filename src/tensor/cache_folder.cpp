@@ -1,9 +1,9 @@
-#include "models/cache_folder.h"
+#include "tensor/cache_folder.h"
 
 #include <cstdlib>
 #include <filesystem>
 
-namespace sd::models {
+namespace sd {
 
 std::string cache_folder_path(const std::string& relative) {
   std::filesystem::path cache;
@@ -17,4 +17,4 @@ std::string cache_folder_path(const std::string& relative) {
   return (cache / "sd-engine" / relative).string();
 }
 
-}  // namespace sd::models
+}  // namespace sd
