@@ -2,13 +2,18 @@
 // device never loads a driver.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "backend/backend_manager.h"
 #include "backend/cpu/cpu_device.h"
 #include "backend/registry.h"
 #include "backend/vulkan/vulkan_device.h"
+#include "backend/vulkan/vulkan_test_util.h"
 #include "tensor/error.h"
+#include "tensor/ops/cast.h"
+#include "tensor/ops/elementwise.h"
 
 namespace sd::vulkan {
 namespace {
@@ -65,6 +70,44 @@ TEST(VulkanDevice, SoftwareDevicesAreNotPickedByGpu) {
   for (const auto& d : registry.devices()) gpu |= d->kind() == DeviceKind::Gpu;
   if (!software || gpu) GTEST_SKIP() << "needs a software Vulkan device and no GPU";
   EXPECT_THROW(BackendManager("gpu", "", {}, registry), Error);
+}
+
+// Memory the host cannot map (a discrete GPU without resizable BAR) is reached through a
+// staging buffer: partial copies at any byte offset keep the bytes around them.
+TEST(VulkanDevice, StagedCopiesReachEveryByte) {
+  SD_REQUIRE_VULKAN(device);
+  setenv("SD_VULKAN_STAGING", "1", 1);
+  std::unique_ptr<Buffer> buffer = device->buffer_type().allocate(1001);
+  unsetenv("SD_VULKAN_STAGING");
+  ASSERT_FALSE(static_cast<VulkanBuffer&>(*buffer).mapped());
+  Context ctx;
+  Tensor* t = ctx.new_tensor(DType::F16, make_shape({500}), "bytes");
+  bind_tensor(*t, *buffer, 0);
+  std::vector<uint8_t> whole(1000), part{1, 2, 3, 4, 5};
+  for (size_t i = 0; i < whole.size(); ++i) whole[i] = static_cast<uint8_t>(i * 7 + 1);
+  tensor_set(*t, whole.data());
+  tensor_set(*t, part.data(), 3, part.size());  // starts and ends inside a word
+  std::copy(part.begin(), part.end(), whole.begin() + 3);
+  std::vector<uint8_t> back(1000);
+  tensor_get(*t, back.data());
+  EXPECT_EQ(back, whole);
+  std::vector<uint8_t> middle(9);
+  tensor_get(*t, middle.data(), 501, middle.size());
+  EXPECT_TRUE(std::equal(middle.begin(), middle.end(), whole.begin() + 501));
+}
+
+// A whole graph with its inputs, outputs and intermediates in staged memory.
+TEST(VulkanDevice, GraphsComputeInStagedMemory) {
+  SD_REQUIRE_VULKAN(device);
+  setenv("SD_VULKAN_STAGING", "1", 1);
+  sd::test::GraphCase c;
+  c.build = [](Context& ctx) {
+    Tensor* a = ctx.new_tensor(DType::F16, make_shape({33, 7}), "a");
+    Tensor* b = ctx.new_tensor(DType::F32, make_shape({33, 1}), "b");
+    return std::vector<Tensor*>{add(ctx, a, b), cast(ctx, a, DType::BF16)};
+  };
+  test::expect_matches_reference(*device, c, 0, 0);
+  unsetenv("SD_VULKAN_STAGING");
 }
 
 }  // namespace
