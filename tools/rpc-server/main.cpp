@@ -26,7 +26,8 @@ Serves this machine's devices to remote clients (sd-cli --rpc-servers HOST:PORT)
 
   -H, --host HOST        address to listen on (default: 127.0.0.1, this machine only)
   -p, --port PORT        port (default: 50052; 0 picks a free one)
-  -d, --device NAMES     devices to serve, comma-separated (default: all, see --list-devices)
+  -d, --device NAMES     devices to serve, comma-separated (default: all but software
+                         ones such as lavapipe; see --list-devices)
   -t, --threads N        compute threads per client (default: all cores)
   -m, --mem MiB          most memory clients may hold per device (default: 90% of it)
   -c, --cache-dir DIR    keep uploaded weights on disk too, so they survive a restart

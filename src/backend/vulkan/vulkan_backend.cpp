@@ -24,7 +24,27 @@ ShaderType shader_type(DType t) {
       return ShaderType::BF16;
     case DType::I32:
       return ShaderType::I32;
-    default:
+    case DType::Q4_0:
+      return ShaderType::Q4_0;
+    case DType::Q4_1:
+      return ShaderType::Q4_1;
+    case DType::Q5_0:
+      return ShaderType::Q5_0;
+    case DType::Q5_1:
+      return ShaderType::Q5_1;
+    case DType::Q8_0:
+      return ShaderType::Q8_0;
+    case DType::Q2_K:
+      return ShaderType::Q2_K;
+    case DType::Q3_K:
+      return ShaderType::Q3_K;
+    case DType::Q4_K:
+      return ShaderType::Q4_K;
+    case DType::Q5_K:
+      return ShaderType::Q5_K;
+    case DType::Q6_K:
+      return ShaderType::Q6_K;
+    default:  // f32; q8_K never reaches a shader (op_supported turns it away)
       return ShaderType::F32;
   }
 }
@@ -104,10 +124,11 @@ VulkanBackend::Binding VulkanBackend::bind(const Tensor& t) const {
   const size_t offset = b->offset_of(t);
   const size_t align = std::max<size_t>(4, limits.minStorageBufferOffsetAlignment);
   const size_t start = offset / align * align;
-  const size_t padded = (b->size() + 3) / 4 * 4;
-  SD_CHECK(offset <= b->size(), "[%s] tensor '%s' lies outside its buffer", device_.name().c_str(),
-           t.name.c_str());
-  const size_t range = std::min<size_t>(padded - start, limits.maxStorageBufferRange) / 4 * 4;
+  // A binding may reach past the buffer into the rest of its block: nothing reads there.
+  const size_t block_bytes = b->handle_size();
+  SD_CHECK(offset <= block_bytes, "[%s] tensor '%s' lies outside its buffer",
+           device_.name().c_str(), t.name.c_str());
+  const size_t range = std::min<size_t>(block_bytes - start, limits.maxStorageBufferRange) / 4 * 4;
   SD_CHECK(offset - start + tensor_extent(t) <= range,
            "[%s] tensor '%s' (%zu bytes) is larger than one storage binding of this device "
            "(%u bytes); compute this module on another device with --backend",

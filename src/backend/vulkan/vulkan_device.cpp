@@ -95,61 +95,41 @@ std::unique_ptr<Buffer> VulkanBufferType::allocate(size_t size) {
            static_cast<double>(max_size()) / (1 << 20));
   const char* env = std::getenv("SD_VULKAN_STAGING");
   const bool allow_mapping = !(env && std::strcmp(env, "1") == 0);
-  return std::make_unique<VulkanBuffer>(*this, device_.context(), size,
-                                        base_token(device_.index(), device_.next_buffer_id()),
-                                        allow_mapping);
+  return std::make_unique<VulkanBuffer>(*this, device_.pool(allow_mapping), size,
+                                        base_token(device_.index(), device_.next_buffer_id()));
 }
 
-VulkanBuffer::VulkanBuffer(BufferType& type, VulkanContext& ctx, size_t size, void* base,
-                           bool allow_mapping)
-    : Buffer(type, size), ctx_(ctx), base_(base) {
-  VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
-  info.size = std::max<size_t>(4, (size + 3) / 4 * 4);  // fills write whole words
-  info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-               VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  check_vk(vkCreateBuffer(ctx_.device(), &info, nullptr, &buffer_), "vkCreateBuffer", ctx_.name());
-  VkMemoryRequirements req;
-  vkGetBufferMemoryRequirements(ctx_.device(), buffer_, &req);
-  bool host_visible = false;
-  try {
-    memory_ = ctx_.allocate(req, allow_mapping, host_visible);
-  } catch (...) {
-    vkDestroyBuffer(ctx_.device(), buffer_, nullptr);
-    throw;
-  }
-  vkBindBufferMemory(ctx_.device(), buffer_, memory_, 0);
-  if (host_visible) {
-    void* p = nullptr;
-    check_vk(vkMapMemory(ctx_.device(), memory_, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory",
-             ctx_.name());
-    mapped_ = static_cast<uint8_t*>(p);
-  }
-}
+VulkanBuffer::VulkanBuffer(BufferType& type, VulkanMemoryPool& pool, size_t size, void* base)
+    : Buffer(type, size),
+      pool_(pool),
+      ctx_(static_cast<VulkanDevice&>(type.device()).context()),
+      range_(pool.allocate(size, type.alignment())),
+      base_(base) {}
 
 VulkanBuffer::~VulkanBuffer() {
-  if (mapped_) vkUnmapMemory(ctx_.device(), memory_);
-  vkDestroyBuffer(ctx_.device(), buffer_, nullptr);
-  vkFreeMemory(ctx_.device(), memory_, nullptr);
+  pool_.release(range_);
 }
 
 size_t VulkanBuffer::offset_of(const Tensor& t) const {
-  return static_cast<size_t>(static_cast<const char*>(t.data) - static_cast<const char*>(base_));
+  return range_.offset +
+         static_cast<size_t>(static_cast<const char*>(t.data) - static_cast<const char*>(base_));
 }
 
-void VulkanBuffer::copy(size_t buffer_offset, void* host, size_t size, bool to_device) const {
-  SD_CHECK(buffer_offset + size <= this->size(),
+void VulkanBuffer::copy(size_t offset, void* host, size_t size, bool to_device) const {
+  SD_CHECK(offset >= range_.offset && offset + size <= range_.offset + this->size(),
            "[%s] copy of %zu bytes at %zu runs past a buffer of %zu bytes", ctx_.name().c_str(),
-           size, buffer_offset, this->size());
-  if (mapped_) {
+           size, offset - range_.offset, this->size());
+  if (uint8_t* mapped = range_.block->mapped) {
     if (to_device)
-      std::memcpy(mapped_ + buffer_offset, host, size);
+      std::memcpy(mapped + offset, host, size);
     else
-      std::memcpy(host, mapped_ + buffer_offset, size);
+      std::memcpy(host, mapped + offset, size);
     return;
   }
-  // Staging: copies of whole words, so the ends are read and rewritten around the bytes.
+  // Staging. Copies move whole words: where the bytes start or end inside a word, the word
+  // is read first so the bytes around them are written back unchanged.
   VkDevice device = ctx_.device();
+  VkBuffer buffer = range_.block->buffer;
   const size_t chunk = std::min(kStagingChunk, (size + 8 + 3) / 4 * 4);
   VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
   info.size = chunk;
@@ -169,23 +149,24 @@ void VulkanBuffer::copy(size_t buffer_offset, void* host, size_t size, bool to_d
   void* p = nullptr;
   vkMapMemory(device, memory, 0, VK_WHOLE_SIZE, 0, &p);
   auto* bytes = static_cast<uint8_t*>(p);
-  const size_t padded_size = (this->size() + 3) / 4 * 4;
   size_t done = 0;
   try {
     while (done < size) {
-      const size_t start = buffer_offset + done;
+      const size_t start = offset + done;
       const size_t word_start = start / 4 * 4;
       const size_t lead = start - word_start;
       const size_t n = std::min(size - done, chunk - 8);
-      const size_t word_end = std::min(padded_size, (start + n + 3) / 4 * 4);
-      const VkBufferCopy from_device{word_start, 0, word_end - word_start};
-      ctx_.run_now(
-          [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, buffer_, staging, 1, &from_device); });
+      const size_t word_end = (start + n + 3) / 4 * 4;  // within the block: sizes are words
+      const bool whole_words = lead == 0 && (start + n) % 4 == 0;
+      if (!to_device || !whole_words) {
+        const VkBufferCopy from_device{word_start, 0, word_end - word_start};
+        ctx_.run_now(
+            [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, buffer, staging, 1, &from_device); });
+      }
       if (to_device) {
         std::memcpy(bytes + lead, static_cast<const uint8_t*>(host) + done, n);
         const VkBufferCopy back{0, word_start, word_end - word_start};
-        ctx_.run_now(
-            [&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, staging, buffer_, 1, &back); });
+        ctx_.run_now([&](VkCommandBuffer cmd) { vkCmdCopyBuffer(cmd, staging, buffer, 1, &back); });
       } else {
         std::memcpy(static_cast<uint8_t*>(host) + done, bytes + lead, n);
       }
@@ -211,12 +192,15 @@ void VulkanBuffer::get(const Tensor& t, void* data, size_t offset, size_t size) 
 }
 
 void VulkanBuffer::clear(uint8_t value) {
-  if (mapped_) {
-    std::memset(mapped_, value, size());
+  if (uint8_t* mapped = range_.block->mapped) {
+    std::memset(mapped + range_.offset, value, size());
     return;
   }
+  // Ranges start at multiples of 64 and span whole words.
   const uint32_t word = 0x01010101u * value;
-  ctx_.run_now([&](VkCommandBuffer cmd) { vkCmdFillBuffer(cmd, buffer_, 0, VK_WHOLE_SIZE, word); });
+  ctx_.run_now([&](VkCommandBuffer cmd) {
+    vkCmdFillBuffer(cmd, range_.block->buffer, range_.offset, range_.size, word);
+  });
 }
 
 // --- the device ---
@@ -288,6 +272,14 @@ DeviceCaps VulkanDevice::caps() const {
   c.async_copy = false;
   c.host_pinned_buffers = false;
   return c;
+}
+
+VulkanMemoryPool& VulkanDevice::pool(bool mapped) {
+  VulkanContext& ctx = context();
+  std::lock_guard<std::mutex> lock(context_mutex_);
+  std::unique_ptr<VulkanMemoryPool>& p = pools_[mapped ? 1 : 0];
+  if (!p) p = std::make_unique<VulkanMemoryPool>(ctx, mapped);
+  return *p;
 }
 
 VulkanContext& VulkanDevice::context() {

@@ -13,6 +13,7 @@
 
 #include "backend/backend.h"
 #include "backend/vulkan/vulkan_instance.h"
+#include "backend/vulkan/vulkan_memory_pool.h"
 
 namespace sd {
 class DeviceRegistry;
@@ -39,7 +40,7 @@ class VulkanBufferType final : public BufferType {
 
 class VulkanBuffer final : public Buffer {
  public:
-  VulkanBuffer(BufferType& type, VulkanContext& ctx, size_t size, void* base, bool allow_mapping);
+  VulkanBuffer(BufferType& type, VulkanMemoryPool& pool, size_t size, void* base);
   ~VulkanBuffer() override;
 
   void* base() override { return base_; }
@@ -48,19 +49,21 @@ class VulkanBuffer final : public Buffer {
   void get(const Tensor& t, void* data, size_t offset, size_t size) const override;
   void clear(uint8_t value) override;
 
-  VkBuffer handle() const { return buffer_; }
-  // Bytes from the start of this buffer to the first byte of `t`.
+  // The VkBuffer this buffer is a range of, and that VkBuffer's size.
+  VkBuffer handle() const { return range_.block->buffer; }
+  size_t handle_size() const { return range_.block->size; }
+  // Bytes from the start of the VkBuffer to the first byte of `t`.
   size_t offset_of(const Tensor& t) const;
-  bool mapped() const { return mapped_ != nullptr; }
+  bool mapped() const { return range_.block->mapped != nullptr; }
 
  private:
-  void copy(size_t buffer_offset, void* host, size_t size, bool to_device) const;
+  // Copies [offset, offset + size) of the VkBuffer from or to host memory.
+  void copy(size_t offset, void* host, size_t size, bool to_device) const;
 
+  VulkanMemoryPool& pool_;
   VulkanContext& ctx_;
-  VkBuffer buffer_ = VK_NULL_HANDLE;
-  VkDeviceMemory memory_ = VK_NULL_HANDLE;
-  void* base_;                 // a token address, never dereferenced
-  uint8_t* mapped_ = nullptr;  // the memory itself, where it is host-visible
+  MemoryRange range_;
+  void* base_;  // a token address, never dereferenced
 };
 
 class VulkanDevice final : public Device {
@@ -84,6 +87,8 @@ class VulkanDevice final : public Device {
   size_t max_allocation() const { return max_allocation_; }
   // The opened device, made on first use.
   VulkanContext& context();
+  // Where buffers come from: host-visible device memory where `mapped` and the device has it.
+  VulkanMemoryPool& pool(bool mapped);
   uint64_t next_buffer_id() { return ++buffers_made_; }
 
  private:
@@ -104,6 +109,7 @@ class VulkanDevice final : public Device {
   VulkanBufferType buffer_type_;
   std::shared_ptr<VulkanInstance> instance_;  // held from the first use on
   std::unique_ptr<VulkanContext> context_;
+  std::unique_ptr<VulkanMemoryPool> pools_[2];  // [mapped]
   std::mutex context_mutex_;
   uint64_t buffers_made_ = 0;
 };

@@ -96,6 +96,40 @@ TEST(VulkanDevice, StagedCopiesReachEveryByte) {
   EXPECT_TRUE(std::equal(middle.begin(), middle.end(), whole.begin() + 501));
 }
 
+// A model's thousands of small weights share a few device allocations; a large one gets its
+// own; freed ranges are reused.
+TEST(VulkanDevice, SmallBuffersShareBlocks) {
+  SD_REQUIRE_VULKAN(device);
+  BufferType& type = device->buffer_type();
+  std::vector<std::unique_ptr<Buffer>> small;
+  for (int i = 0; i < 500; ++i) small.push_back(type.allocate(1000 + 13 * i));
+  std::vector<std::pair<size_t, size_t>> ranges;  // (start, end) within the shared VkBuffer
+  VkBuffer shared = static_cast<VulkanBuffer&>(*small[0]).handle();
+  for (auto& b : small) {
+    auto& vb = static_cast<VulkanBuffer&>(*b);
+    EXPECT_EQ(vb.handle(), shared) << "500 buffers of about 4 KiB fit one block";
+    Tensor t;
+    t.data = b->base();
+    const size_t start = vb.offset_of(t);
+    EXPECT_EQ(start % type.alignment(), 0u);
+    ranges.push_back({start, start + b->size()});
+  }
+  std::sort(ranges.begin(), ranges.end());
+  for (size_t i = 1; i < ranges.size(); ++i) EXPECT_LE(ranges[i - 1].second, ranges[i].first);
+
+  std::unique_ptr<Buffer> large = type.allocate(VulkanMemoryPool::kBlockBytes / 2);
+  EXPECT_NE(static_cast<VulkanBuffer&>(*large).handle(), shared);
+
+  // A freed range is found again by the next request of its size.
+  Tensor t;
+  t.data = small[10]->base();
+  const size_t freed_at = static_cast<VulkanBuffer&>(*small[10]).offset_of(t);
+  small[10].reset();
+  std::unique_ptr<Buffer> again = type.allocate(1000);
+  t.data = again->base();
+  EXPECT_EQ(static_cast<VulkanBuffer&>(*again).offset_of(t), freed_at);
+}
+
 // A whole graph with its inputs, outputs and intermediates in staged memory.
 TEST(VulkanDevice, GraphsComputeInStagedMemory) {
   SD_REQUIRE_VULKAN(device);

@@ -256,8 +256,10 @@ TEST(VulkanLinalg, SupportsDeclinesWhatTheShadersDoNotHandle) {
   Context ctx;
   constexpr size_t kBinding = size_t{1} << 30;
   Tensor* x = ctx.new_tensor(DType::F32, {64, 5}, "x");
-  // Block-quantized weights are not in these shaders.
-  Tensor* q_matmul = matmul(ctx, ctx.new_tensor(DType::Q8_0, {64, 10}, "q"), x);
+  // Block-quantized weights run (vulkan_quant_test.cpp), but not q8_K, the CPU's activation
+  // type, which no shader decodes.
+  Tensor* q_matmul = matmul(ctx, ctx.new_tensor(DType::Q8_K, {256, 10}, "q"),
+                            ctx.new_tensor(DType::F32, {256, 5}, "x256"));
   EXPECT_FALSE(linalg_op(Op::MatMul)->supports(*q_matmul));
   EXPECT_FALSE(op_supported(*q_matmul, kBinding));
   EXPECT_TRUE(op_supported(*matmul(ctx, ctx.new_tensor(DType::BF16, {64, 10}, "w"), x), kBinding));

@@ -8,8 +8,24 @@
 
 namespace sd::vulkan {
 
-// Dtype codes the shaders understand.
-enum class ShaderType : uint32_t { F32 = 0, F16 = 1, BF16 = 2, I32 = 3 };
+// Dtype codes the shaders understand: the scalar types (shaders/common.glsl) and the GGUF
+// block types, decoded by shaders/dequant.glsl.
+enum class ShaderType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  BF16 = 2,
+  I32 = 3,
+  Q4_0 = 4,
+  Q4_1 = 5,
+  Q5_0 = 6,
+  Q5_1 = 7,
+  Q8_0 = 8,
+  Q2_K = 9,
+  Q3_K = 10,
+  Q4_K = 11,
+  Q5_K = 12,
+  Q6_K = 13,
+};
 
 struct TensorWords {
   uint32_t offset;  // bytes from the start of the binding to element (0,0,0,0)

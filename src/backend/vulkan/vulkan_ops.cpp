@@ -8,7 +8,7 @@ namespace sd::vulkan {
 
 namespace {
 
-bool shader_readable(DType type) {
+bool scalar_type(DType type) {
   return type == DType::F32 || type == DType::F16 || type == DType::BF16 || type == DType::I32;
 }
 
@@ -23,9 +23,26 @@ bool fits_32_bits(const Tensor& t) {
 
 size_t tensor_extent(const Tensor& t) {
   if (t.nelements() == 0) return 0;
+  // A block row's nb[0] steps over blocks, not elements: its extent is the row's bytes.
+  const bool blocks = is_quantized(t.type);
   size_t last = 0;
-  for (int d = 0; d < 4; ++d) last += static_cast<size_t>(t.ne[d] - 1) * t.nb[d];
-  return last + type_size(t.type);
+  for (int d = blocks ? 1 : 0; d < 4; ++d) last += static_cast<size_t>(t.ne[d] - 1) * t.nb[d];
+  return last + (blocks ? row_size(t.type, t.ne[0]) : type_size(t.type));
+}
+
+bool shader_block_type(DType t) {
+  return is_quantized(t) && t != DType::Q8_K;
+}
+
+bool block_rows(const Tensor& t) {
+  return shader_block_type(t.type) && t.rows_contiguous() && t.ne[0] % block_size(t.type) == 0;
+}
+
+bool scalar_types_only(const Tensor& node) {
+  if (!scalar_type(node.type)) return false;
+  for (const Tensor* s : node.src)
+    if (s && !scalar_type(s->type)) return false;
+  return true;
 }
 
 uint32_t groups_for(int64_t count, uint32_t per_group) {
@@ -43,8 +60,10 @@ bool op_supported(const Tensor& node, size_t max_binding) {
   const VulkanOp* op = find_op(node.op);
   if (!op) return false;
   auto usable = [&](const Tensor& t) {
-    // A binding starts at most 63 bytes before the tensor (buffer alignment).
-    return shader_readable(t.type) && fits_32_bits(t) && tensor_extent(t) + 64 <= max_binding;
+    // A binding starts at most 63 bytes before the tensor (buffer alignment). Block types
+    // pass here; each op's supports() decides whether its shader decodes them.
+    const bool readable = scalar_type(t.type) || shader_block_type(t.type);
+    return readable && fits_32_bits(t) && tensor_extent(t) + 64 <= max_binding;
   };
   if (!usable(node)) return false;
   for (const Tensor* s : node.src)

@@ -18,8 +18,9 @@ struct Dispatch {
 };
 
 struct VulkanOp {
-  // Whether the shader handles this node's dtypes and shapes (all tensors are already known
-  // to be f32, f16, bf16 or i32 and to fit one storage binding).
+  // Whether the shader handles this node's dtypes and shapes. All tensors are already known
+  // to fit one storage binding and to be f32, f16, bf16, i32 or a block type of
+  // shader_block_type(): only ops whose shaders decode blocks may accept the last.
   bool (*supports)(const Tensor& node);
   Dispatch (*plan)(const Tensor& node);
 };
@@ -38,8 +39,20 @@ const VulkanOp* find_op(Op op);
 // and every tensor within one storage binding of `max_binding` bytes.
 bool op_supported(const Tensor& node, size_t max_binding);
 
-// Bytes from a tensor's first element to one past its last.
+// Bytes from a tensor's first element to one past its last (for block types: past the
+// last row's last block).
 size_t tensor_extent(const Tensor& t);
+
+// The block types shaders/dequant.glsl decodes: the GGUF weight types (all but q8_K).
+bool shader_block_type(DType t);
+
+// A tensor dequant.glsl can read: a block type it knows, each row whole blocks packed one
+// after another (rows and batches may lie anywhere).
+bool block_rows(const Tensor& t);
+
+// Whether the node and all its sources are scalar types (f32, f16, bf16, i32): what the
+// shaders that read elements with common.glsl's decode() need.
+bool scalar_types_only(const Tensor& node);
 
 // Workgroups for a grid-stride loop over `count` items, `per_group` items per group.
 uint32_t groups_for(int64_t count, uint32_t per_group);

@@ -8,8 +8,10 @@ namespace {
 
 constexpr uint32_t kThreads = 256;  // local_size_x of binary.comp and map.comp
 
+// binary.comp and map.comp read and write elements with decode()/store(): scalar types
+// only (a block-typed cont, cast or sum would need a block codec in the shader).
 bool any_float(const Tensor& node) {
-  return node.type != DType::I32 && node.src[0]->type != DType::I32;
+  return scalar_types_only(node) && node.type != DType::I32 && node.src[0]->type != DType::I32;
 }
 
 uint32_t binary_code(Op op) {
@@ -64,7 +66,7 @@ Dispatch plan_map(const Tensor& node) {
 }
 
 bool supports_map(const Tensor& node) {
-  if (node.op == Op::Cont) return node.type == node.src[0]->type;
+  if (node.op == Op::Cont) return scalar_types_only(node) && node.type == node.src[0]->type;
   // i32 values beyond 2^24 do not survive a trip through f32.
   return any_float(node);
 }

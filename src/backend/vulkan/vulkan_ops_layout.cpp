@@ -1,6 +1,7 @@
 // Layout ops and generators: concat, pad, get_rows, upscale, arange, timestep_embedding.
 // Each shader computes one output element per thread, reading its sources in place (views
-// and permutations included).
+// and permutations included). get_rows also reads block-quantized tables; the others take
+// scalar types only.
 #include <cmath>
 #include <cstring>
 
@@ -30,8 +31,9 @@ bool supports_concat(const Tensor& node) {
   const Tensor& b = *node.src[1];
   const int dim = node.params[0];
   if (dim < 0 || dim >= kMaxDims) return false;
-  // The shader copies bits, so all three tensors share one dtype.
-  if (a.type != node.type || b.type != node.type) return false;
+  // The shader copies bits, so all three tensors share one dtype: a scalar one, as it copies
+  // elements, not blocks.
+  if (!scalar_types_only(node) || a.type != node.type || b.type != node.type) return false;
   for (int d = 0; d < kMaxDims; ++d) {
     const int64_t want = d == dim ? a.ne[d] + b.ne[d] : a.ne[d];
     if (node.ne[d] != want || (d != dim && b.ne[d] != a.ne[d])) return false;
@@ -60,11 +62,11 @@ Dispatch plan_pad(const Tensor& node) {
 bool supports_get_rows(const Tensor& node) {
   const Tensor& table = *node.src[0];
   const Tensor& ids = *node.src[1];
-  // Block-quantized tables need a dequantizing shader; op_supported already turns them
-  // away, and so does this.
-  return node.type == DType::F32 && is_float_type(table.type) && ids.type == DType::I32 &&
-         table.ne[2] == 1 && table.ne[3] == 1 && ids.ne[2] == 1 && ids.ne[3] == 1 &&
-         node.ne[0] == table.ne[0] && node.ne[1] == ids.ne[0] && node.ne[2] == ids.ne[1];
+  // Block-quantized tables (embeddings in GGUF files) are decoded by shaders/dequant.glsl.
+  const bool table_ok = is_float_type(table.type) || block_rows(table);
+  return node.type == DType::F32 && table_ok && ids.type == DType::I32 && table.ne[2] == 1 &&
+         table.ne[3] == 1 && ids.ne[2] == 1 && ids.ne[3] == 1 && node.ne[0] == table.ne[0] &&
+         node.ne[1] == ids.ne[0] && node.ne[2] == ids.ne[1];
 }
 
 Dispatch plan_get_rows(const Tensor& node) {

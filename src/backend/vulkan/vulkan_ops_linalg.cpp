@@ -1,6 +1,6 @@
 // Linear algebra: matmul and conv2d, both as shared-memory tiled GEMMs (shaders/gemm_tile.glsl)
 // of 64 x 64 output tiles per workgroup; conv2d reads its input patches in place (implicit
-// GEMM, shaders/conv2d.comp).
+// GEMM, shaders/conv2d.comp). matmul's weights may be block-quantized.
 #include "backend/vulkan/vulkan_ops.h"
 
 #include "tensor/ops/conv2d.h"
@@ -11,9 +11,15 @@ namespace {
 
 constexpr uint32_t kTile = 64;  // output tile edge of matmul.comp and conv2d.comp
 
-// Float dtypes the fetches decode; block types are not in this round.
+// Float dtypes the fetches decode element by element.
 bool float_operand(const Tensor* t) {
   return t && (t->type == DType::F32 || t->type == DType::F16 || t->type == DType::BF16);
+}
+
+// matmul's weights may also be rows of blocks, which its fetch of A decodes
+// (shaders/dequant.glsl); conv2d reads its weights as taps, so it takes floats only.
+bool weight_operand(const Tensor* t) {
+  return float_operand(t) || (t && block_rows(*t));
 }
 
 int64_t tiles(int64_t count) {
@@ -24,7 +30,7 @@ bool supports_matmul(const Tensor& node) {
   const Tensor* a = node.src[0];
   const Tensor* b = node.src[1];
   // The shader stores f32 words, and reads a's batch slice i2 / (B2 / A2), as matmul() allows.
-  return node.type == DType::F32 && float_operand(a) && float_operand(b) && a->ne[0] == b->ne[0] &&
+  return node.type == DType::F32 && weight_operand(a) && float_operand(b) && a->ne[0] == b->ne[0] &&
          a->ne[2] > 0 && a->ne[3] > 0 && b->ne[2] % a->ne[2] == 0 && b->ne[3] % a->ne[3] == 0;
 }
 

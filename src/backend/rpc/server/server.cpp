@@ -708,9 +708,12 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>()) {
   SD_CHECK(o.port >= 0 && o.port <= 65535, "port %d is out of range (1-65535)", o.port);
   SD_CHECK(o.tls_cert_pem.empty() == o.tls_key_pem.empty(),
            "TLS needs both a certificate (--tls-cert) and its key (--tls-key)");
+  // By default every local device but software ones (lavapipe): those compute on the same
+  // cores as the CPU served beside them. -d names any device.
   if (o.devices.empty())
     for (const auto& d : DeviceRegistry::instance().devices())
-      if (d->kind() != DeviceKind::Remote) o.devices.push_back(d.get());
+      if (d->kind() != DeviceKind::Remote && d->kind() != DeviceKind::Software)
+        o.devices.push_back(d.get());
   SD_CHECK(!o.devices.empty(), "sd-rpc-server has no device to serve");
 
   watch_grpc_accept_failures();

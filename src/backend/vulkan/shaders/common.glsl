@@ -57,14 +57,16 @@ float decode(uint word, uint byte_address, uint type) {
   return uintBitsToFloat(half_bits << 16);  // bf16
 }
 
-float load_at(uint k, uint b) {
-  const uint type = t_type(k);
-  if (k == 1) return decode(S0[b >> 2], b, type);
-  if (k == 2) return decode(S1[b >> 2], b, type);
-  if (k == 3) return decode(S2[b >> 2], b, type);
-  if (k == 4) return decode(S3[b >> 2], b, type);
-  return decode(D[b >> 2], b, type);
+// Word w of slot k's binding.
+uint word_at(uint k, uint w) {
+  if (k == 1) return S0[w];
+  if (k == 2) return S1[w];
+  if (k == 3) return S2[w];
+  if (k == 4) return S3[w];
+  return D[w];
 }
+
+float load_at(uint k, uint b) { return decode(word_at(k, b >> 2), b, t_type(k)); }
 float load(uint k, uvec4 i) { return load_at(k, t_byte(k, i.x, i.y, i.z, i.w)); }
 int load_i32(uint k, uvec4 i) {
   const uint b = t_byte(k, i.x, i.y, i.z, i.w);

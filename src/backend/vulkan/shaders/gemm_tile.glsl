@@ -32,7 +32,9 @@ uint thread_y() { return gl_LocalInvocationIndex / 16u; }
 // - K_PAIRS: as K_FAST, but each thread reads two 32-bit words holding two 16-bit values each
 //   (contiguous 16-bit rows that start on a word): values 2w and 2w + 1 come from word w.
 // - ROW_FAST: the row index varies fastest (a transposed operand, or conv2d's input pixels).
-const uint K_FAST = 0, K_PAIRS = 1, ROW_FAST = 2;
+// - K_QUADS: each thread reads 4 consecutive k of one row, 4 threads per row: block-quantized
+//   rows, where 4 consecutive values share one scale and 4 consecutive bytes (dequant.glsl).
+const uint K_FAST = 0, K_PAIRS = 1, ROW_FAST = 2, K_QUADS = 3;
 
 // (k within the step, row within the tile) of fetched value r.
 uvec2 tile_slot(uint order, uint r) {
@@ -40,6 +42,10 @@ uvec2 tile_slot(uint order, uint r) {
   if (order == K_PAIRS) {
     const uint w = t + 256u * (r / 2u);  // the word: 8 per row of 16 values
     return uvec2(2u * (w % (STEP / 2u)) + r % 2u, w / (STEP / 2u));
+  }
+  if (order == K_QUADS) {
+    const uint per_row = STEP / PER_THREAD;  // threads
+    return uvec2(PER_THREAD * (t % per_row) + r, t / per_row);
   }
   const uint e = t + 256u * r;
   if (order == K_FAST) return uvec2(e % STEP, e / STEP);

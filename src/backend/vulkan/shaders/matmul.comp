@@ -2,9 +2,11 @@
 // * b[k, n, i2, i3], a workgroup per 64 x 64 tile of (m, n) (gemm_tile.glsl: m is its A side,
 // n its B side). The grid's x walks m tiles, y n tiles, z the batch slices of b, each looping
 // where there are more than the grid holds. Any strides: permuted and transposed views are
-// read in place.
+// read in place. a may be block-quantized (rows of whole blocks): its fetch decodes 4 values
+// of one row at a time (dequant.glsl).
 #version 450
 #include "common.glsl"
+#include "dequant.glsl"
 #include "gemm_tile.glsl"
 
 const uint SLOT_A = 1u, SLOT_B = 2u;
@@ -32,13 +34,25 @@ Operand operand(uint slot) {
   o.k_stride = t_nb(slot, 0);
   o.row_stride = t_nb(slot, 1);
   o.rows = t_ne(slot, 1);
-  o.order = fetch_order(o.type, t_off(slot), o.k_stride, o.row_stride,
-                        t_nb(slot, 2) | t_nb(slot, 3));
+  o.order = is_block_type(o.type) ? K_QUADS
+                                  : fetch_order(o.type, t_off(slot), o.k_stride, o.row_stride,
+                                                t_nb(slot, 2) | t_nb(slot, 3));
   o.row0 = 0u;
   return o;
 }
 
 void fetch_rows(Operand o, uint k0, out float v[PER_THREAD]) {
+  if (o.order == K_QUADS) {
+    // Only a has block types (supports_matmul), so the decode reads its slot by a constant:
+    // one binding's loads instead of a branch over four per byte read (glslc 2023.2's
+    // optimizer also crashes on the latter).
+    const uvec2 at = tile_slot(K_QUADS, 0u);
+    const uint k = k0 + at.x, row = o.row0 + at.y;
+    vec4 quad = vec4(0.0);
+    if (k < K && row < o.rows) quad = dequant_quad(SLOT_A, o.type, o.base + row * o.row_stride, k);
+    [[unroll]] for (uint r = 0u; r < PER_THREAD; ++r) v[r] = quad[r];
+    return;
+  }
   [[unroll]] for (uint r = 0u; r < PER_THREAD; ++r) {
     const uvec2 at = tile_slot(o.order, r);
     const uint k = k0 + at.x, row = o.row0 + at.y;

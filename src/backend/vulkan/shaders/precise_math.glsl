@@ -66,8 +66,8 @@ float exp_rounded(float x) {
   return ldexp(e_r, int(n));  // exact scaling by 2^n
 }
 
-// x - 2 pi k for the k that puts it in [-pi, pi]: sin and cos of the device are accurate
-// there but not necessarily for the hundreds of radians a timestep makes.
+// x - 2 pi k for the k that puts it in [-pi, pi], exact to f32: a timestep makes hundreds of
+// radians.
 float reduce_angle(float x) {
   const float TWO_PI_HI = 6.2831854820251465;      // 2 pi rounded to f32
   const float TWO_PI_LO = -1.7484556000744883e-7;  // 2 pi - TWO_PI_HI
@@ -76,4 +76,50 @@ float reduce_angle(float x) {
   exact_product(k, TWO_PI_HI, p, e);
   precise float r = ((x - p) - e) - k * TWO_PI_LO;
   return r;
+}
+
+// sin and cos of an angle in [-pi, pi] from add and multiply alone (which Vulkan rounds
+// correctly), within about an ulp: the builtins are only promised an absolute error of
+// 2^-11 there (NVIDIA's differ from the host's by 3e-7). The angle is folded into
+// [-pi/4, pi/4] by quarter turns (two-part pi/2, so the fold is exact to f32), then
+// evaluated by the classic minimax polynomials of that interval.
+float sin_poly(float r) {
+  precise float r2 = r * r;
+  precise float p = ((-1.9515295891e-4 * r2 + 8.3321608736e-3) * r2 - 1.6666654611e-1);
+  precise float s = r + r * r2 * p;
+  return s;
+}
+float cos_poly(float r) {
+  precise float r2 = r * r;
+  precise float p = ((2.443315711809948e-5 * r2 - 1.388731625493765e-3) * r2 +
+                     4.166664568298827e-2);
+  precise float c = 1.0 - 0.5 * r2 + r2 * r2 * p;
+  return c;
+}
+// The angle in [-pi/4, pi/4] and the quarter turns taken off it (mod 4).
+float fold_quarter(float x, out uint quadrant) {
+  const float HALF_PI_HI = 1.5707963705062866;     // pi/2 rounded to f32
+  const float HALF_PI_LO = -4.3711390001862426e-8; // pi/2 - HALF_PI_HI
+  const float q = round(x * 0.6366197723675814);
+  quadrant = uint(int(q) & 3);
+  float p, e;
+  exact_product(q, HALF_PI_HI, p, e);
+  precise float r = ((x - p) - e) - q * HALF_PI_LO;
+  return r;
+}
+float sin_precise(float x) {
+  uint quadrant;
+  const float r = fold_quarter(x, quadrant);
+  if (quadrant == 0u) return sin_poly(r);
+  if (quadrant == 1u) return cos_poly(r);
+  if (quadrant == 2u) return -sin_poly(r);
+  return -cos_poly(r);
+}
+float cos_precise(float x) {
+  uint quadrant;
+  const float r = fold_quarter(x, quadrant);
+  if (quadrant == 0u) return cos_poly(r);
+  if (quadrant == 1u) return -sin_poly(r);
+  if (quadrant == 2u) return -cos_poly(r);
+  return sin_poly(r);
 }

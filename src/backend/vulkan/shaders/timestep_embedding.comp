@@ -19,7 +19,7 @@ void main() {
       // host rounds it, not as the device's division and exp would.
       const float freq = exp_rounded(divide_rounded(-log_period * float(j), float(half_dim)));
       const float angle = reduce_angle(load(1, uvec4(i.y, 0, 0, 0)) * freq);
-      value = i.x < half_dim ? cos(angle) : sin(angle);
+      value = i.x < half_dim ? cos_precise(angle) : sin_precise(angle);
     }
     store(i, value);
   }
