@@ -29,7 +29,10 @@ log "GPU: Vulkan$index"
 
 SD_VULKAN_DEVICES=$index SD_VULKAN_VALIDATION=1 build/release/bin/vulkan_tests \
   > "$out/vulkan_tests.txt" 2>&1
-log "vulkan_tests: $(tail -1 "$out/vulkan_tests.txt")"
+log "vulkan_tests: $(grep -E 'PASSED|FAILED' "$out/vulkan_tests.txt" | head -3)"
+SD_VULKAN_DEVICES=$index build/release/bin/vulkan_tests --gtest_also_run_disabled_tests \
+  --gtest_filter='*VulkanBench*' > "$out/vulkan_bench.txt" 2>&1
+grep GFLOP "$out/vulkan_bench.txt" | tee -a "$out/summary.txt"
 
 model=build/fidelity/sd15_rand_f16.safetensors
 if [ ! -f "$model" ] && [ -f ../shared/tools/make_random_sd.py ]; then
