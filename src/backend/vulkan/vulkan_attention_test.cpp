@@ -200,9 +200,12 @@ TEST(VulkanAttention, HeadsBeyondTheShaderAreDeclined) {
   // The wide variant takes 4 queries per workgroup.
   EXPECT_TRUE(op->supports(*node(300, 300, 4 * 65535)));
   EXPECT_FALSE(op->supports(*node(300, 300, 4 * 65535 + 1)));
-  // More query blocks of 16 than one dispatch dimension holds.
-  EXPECT_TRUE(op->supports(*node(8, 8, 16 * 65535)));
-  EXPECT_FALSE(op->supports(*node(8, 8, 16 * 65535 + 1)));
+  // More query blocks than one dispatch dimension holds: of 64 for small heads, of 16 up to
+  // 256 dims.
+  EXPECT_TRUE(op->supports(*node(8, 8, 64 * 65535)));
+  EXPECT_FALSE(op->supports(*node(8, 8, 64 * 65535 + 1)));
+  EXPECT_TRUE(op->supports(*node(80, 80, 16 * 65535)));
+  EXPECT_FALSE(op->supports(*node(80, 80, 16 * 65535 + 1)));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// Fused attention (tensor/ops/attention.h): shaders/attention_body.glsl in two sizes, one
-// workgroup per block of queries, head and batch, keys and values streamed through shared
-// memory in tiles.
+// Fused attention (tensor/ops/attention.h): one workgroup per block of queries, head and
+// batch, keys and values streamed through shared memory in tiles; small heads by
+// shaders/attention_rows.comp (a query per thread), larger ones by attention_body.glsl in two
+// sizes (a query per 8 threads).
 #include <algorithm>
 
 #include "backend/vulkan/vulkan_ops.h"
@@ -18,7 +19,8 @@ struct AttentionShape {
   int64_t max_head_dim;
 };
 constexpr AttentionShape kShapes[] = {
-    {"attention", 16, 256},      // diffusion nets and text encoders
+    {"attention_rows", 64, 64},  // one query per thread: SDXL, SD3, SD 1.5's first level
+    {"attention", 16, 256},      // the other diffusion nets and text encoders
     {"attention_wide", 4, 512},  // the VAEs' single-head attention
 };
 constexpr int64_t kMaxGroups = 65535;  // per dispatch dimension
