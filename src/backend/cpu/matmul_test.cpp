@@ -11,6 +11,7 @@
 #include "backend/compute_buffer.h"
 #include "backend/registry.h"
 #include "host_vector_buffer.h"
+#include "matmul_case.h"
 #include "simd_test_util.h"
 #include "tensor/ops/cast.h"
 #include "tensor/ops/matmul.h"
@@ -43,33 +44,8 @@ double atol_for(DType t, int64_t K) {
   return bf16_gemm(t) ? bf16_atol(K) : f32_atol(K);
 }
 
-enum class Layout { Contiguous, TransposedB, PermutedB, TransposedA };
-
-// matmul(a, b) with a [K, M, A2, A3] of dtype `ta` and b [K, N, B2, B3] f32, built in
-// `layout` (a view of a differently shaped leaf when not contiguous).
-test::GraphCase matmul_case(DType ta, Shape sa, Shape sb, Layout layout = Layout::Contiguous) {
-  test::GraphCase c;
-  c.build = [=](Context& ctx) {
-    Tensor* a = nullptr;
-    Tensor* b = nullptr;
-    if (layout == Layout::TransposedA) {
-      a = transpose(ctx, ctx.new_tensor(ta, {sa[1], sa[0], sa[2], sa[3]}, "a_t"));
-    } else {
-      a = ctx.new_tensor(ta, sa, "a");
-    }
-    if (layout == Layout::TransposedB) {
-      b = transpose(ctx, ctx.new_tensor(DType::F32, {sb[1], sb[0], sb[2], sb[3]}, "b_t"));
-    } else if (layout == Layout::PermutedB) {
-      // [K, B2, N, B3] -> [K, N, B2, B3], as attention heads are split off a projection.
-      b = permute(ctx, ctx.new_tensor(DType::F32, {sb[0], sb[2], sb[1], sb[3]}, "b_p"),
-                  {0, 2, 1, 3});
-    } else {
-      b = ctx.new_tensor(DType::F32, sb, "b");
-    }
-    return std::vector<Tensor*>{matmul(ctx, a, b)};
-  };
-  return c;
-}
+using test::matmul_case;
+using Layout = test::MatMulLayout;
 
 TEST(CpuMatMul, F32OddSizes) {
   for (auto [K, M, N] : {std::array<int64_t, 3>{1, 1, 1},

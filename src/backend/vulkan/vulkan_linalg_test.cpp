@@ -9,6 +9,7 @@
 
 #include "backend/vulkan/vulkan_ops.h"
 #include "backend/vulkan/vulkan_test_util.h"
+#include "matmul_case.h"
 #include "tensor/ops/conv2d.h"
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/view.h"
@@ -26,30 +27,8 @@ double atol_for(int64_t reduction) {
   return 1e-6 + 3e-7 * static_cast<double>(reduction);
 }
 
-enum class Layout { Contiguous, TransposedA, TransposedB, PermutedB };
-
-// matmul(a, b) with a [K, M, A2, A3] of dtype `ta` and b [K, N, B2, B3] f32, either operand
-// possibly a view of a differently laid out leaf.
-GraphCase matmul_case(DType ta, Shape sa, Shape sb, Layout layout = Layout::Contiguous) {
-  GraphCase c;
-  c.build = [=](Context& ctx) {
-    Tensor* a = layout == Layout::TransposedA
-                    ? transpose(ctx, ctx.new_tensor(ta, {sa[1], sa[0], sa[2], sa[3]}, "a_t"))
-                    : ctx.new_tensor(ta, sa, "a");
-    Tensor* b = nullptr;
-    if (layout == Layout::TransposedB) {
-      b = transpose(ctx, ctx.new_tensor(DType::F32, {sb[1], sb[0], sb[2], sb[3]}, "b_t"));
-    } else if (layout == Layout::PermutedB) {
-      // [K, B2, N, B3] -> [K, N, B2, B3], as attention heads are split off a projection.
-      b = permute(ctx, ctx.new_tensor(DType::F32, {sb[0], sb[2], sb[1], sb[3]}, "b_p"),
-                  {0, 2, 1, 3});
-    } else {
-      b = ctx.new_tensor(DType::F32, sb, "b");
-    }
-    return std::vector<Tensor*>{matmul(ctx, a, b)};
-  };
-  return c;
-}
+using sd::test::matmul_case;
+using Layout = sd::test::MatMulLayout;
 
 TEST(VulkanLinalg, MatMulSizesOffTheTile) {
   SD_REQUIRE_VULKAN(device);
