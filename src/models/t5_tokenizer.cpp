@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "tensor/cache_folder.h"
 #include "models/prompt_attention.h"
+#include "tensor/cache_folder.h"
 #include "tensor/error.h"
 
 namespace sd::models {

@@ -1,5 +1,6 @@
 // Where the engine looks for files a user downloads once and keeps (tokenizer
-// vocabularies, compiled GPU pipelines): the sd-engine folder of the user's cache, $XDG_CACHE_HOME or ~/.cache.
+// vocabularies, compiled GPU pipelines): the sd-engine folder of the user's cache, $XDG_CACHE_HOME
+// or ~/.cache.
 #pragma once
 
 #include <string>
