@@ -66,15 +66,7 @@ VulkanBackend::VulkanBackend(VulkanDevice& device) : device_(device), ctx_(devic
   VkDevice dev = ctx_.device();
   VkCommandPoolCreateInfo pool_info{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
-  uint32_t family = 0;  // the context's compute family; it made its own pool on it
-  {
-    uint32_t count = 0;
-    vkGetPhysicalDeviceQueueFamilyProperties(ctx_.physical(), &count, nullptr);
-    std::vector<VkQueueFamilyProperties> families(count);
-    vkGetPhysicalDeviceQueueFamilyProperties(ctx_.physical(), &count, families.data());
-    while (family < count && !(families[family].queueFlags & VK_QUEUE_COMPUTE_BIT)) ++family;
-  }
-  pool_info.queueFamilyIndex = family;
+  pool_info.queueFamilyIndex = ctx_.queue_family();
   check_vk(vkCreateCommandPool(dev, &pool_info, nullptr, &pool_), "vkCreateCommandPool",
            ctx_.name());
   VkCommandBufferAllocateInfo cmd_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
@@ -143,6 +135,15 @@ void VulkanBackend::compute_nodes(const Graph& graph, size_t first, size_t end) 
   check_supported(device_, graph);
   std::vector<const Tensor*> batch;
   const bool timed = deadline_ != std::chrono::steady_clock::time_point::max();
+  // Cancellation and the deadline are checked before each submission.
+  auto submit = [&](size_t node_index) {
+    SD_CHECK(!stop_ || !stop_(), "generation cancelled");
+    SD_CHECK(!timed || std::chrono::steady_clock::now() < deadline_,
+             "[%s] compute stopped past its deadline, at node %zu of %zu", device_.name().c_str(),
+             node_index, graph.nodes.size());
+    run_batch(batch);
+    batch.clear();
+  };
   for (size_t i = first; i < end; ++i) {
     const Tensor* node = graph.nodes[i];
     if (is_view_op(node->op)) continue;
@@ -150,16 +151,9 @@ void VulkanBackend::compute_nodes(const Graph& graph, size_t first, size_t end) 
              device_.name().c_str(), node->name.c_str(), op_name(node->op).data());
     if (node->nelements() == 0) continue;
     batch.push_back(node);
-    if (batch.size() == kBatch || i + 1 == end) {
-      SD_CHECK(!stop_ || !stop_(), "generation cancelled");
-      SD_CHECK(!timed || std::chrono::steady_clock::now() < deadline_,
-               "[%s] compute stopped past its deadline, at node %zu of %zu", device_.name().c_str(),
-               i + 1, graph.nodes.size());
-      run_batch(batch);
-      batch.clear();
-    }
+    if (batch.size() == kBatch) submit(i + 1);
   }
-  if (!batch.empty()) run_batch(batch);
+  if (!batch.empty()) submit(end);
 }
 
 void VulkanBackend::run_batch(const std::vector<const Tensor*>& nodes) {

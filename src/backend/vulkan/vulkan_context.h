@@ -23,6 +23,7 @@ class VulkanContext {
 
   VkDevice device() const { return device_; }
   VkPhysicalDevice physical() const { return physical_; }
+  uint32_t queue_family() const { return queue_family_; }
   const VkPhysicalDeviceLimits& limits() const { return limits_; }
   const std::string& name() const { return name_; }
 
