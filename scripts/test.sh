@@ -24,7 +24,7 @@ mkdir -p build/fidelity
 # implementation reads the same files; ../shared/golden holds its outputs) switch on the
 # tests that compare whole generations and real tensor names with it. Without ../shared
 # those tests skip. A tiny random FLUX.1 dev (four files) comes from ../shared/tools too, and
-# a tiny Z-Image and a tiny FLUX.2 klein (three files each) from our own writers;
+# a tiny Z-Image, a tiny FLUX.2 klein and dev (three files each) from our own writers;
 # tests/golden/z_image_tiny and tests/golden/flux2_tiny hold the reference implementation's
 # images of them. Each is written once and kept.
 make_models() {
@@ -58,6 +58,12 @@ make_models() {
     /usr/bin/python3 tools/make_random_qwen_image.py --out "$qwen_dir.tmp" --seed 0 --dtype f32
     rm -rf "$qwen_dir" && mv "$qwen_dir.tmp" "$qwen_dir"
   fi
+  local flux2_dev_dir=build/fidelity/flux2_dev_tiny
+  if [ ! -f "$flux2_dev_dir/ae.safetensors" ]; then
+    echo "making $flux2_dev_dir (random weights)"
+    /usr/bin/python3 tools/make_random_flux2_dev.py --out "$flux2_dev_dir.tmp" --seed 0 --dtype f32
+    rm -rf "$flux2_dev_dir" && mv "$flux2_dev_dir.tmp" "$flux2_dev_dir"
+  fi
   local flux2_dir=build/fidelity/flux2_tiny
   if [ ! -f "$flux2_dir/ae.safetensors" ]; then
     echo "making $flux2_dir (random weights)"
@@ -84,6 +90,7 @@ fi
 [ -f build/fidelity/flux_tiny/ae.safetensors ] && export SD_TEST_FLUX_DIR=$PWD/build/fidelity/flux_tiny
 export SD_TEST_Z_IMAGE_DIR=$PWD/build/fidelity/z_image_tiny
 export SD_TEST_FLUX2_DIR=$PWD/build/fidelity/flux2_tiny
+export SD_TEST_FLUX2_DEV_DIR=$PWD/build/fidelity/flux2_dev_tiny
 export SD_TEST_QWEN_IMAGE_DIR=$PWD/build/fidelity/qwen_image_tiny
 
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
@@ -93,7 +100,7 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
-  SD_TEST_FLUX2_DIR SD_TEST_QWEN_IMAGE_DIR
+  SD_TEST_FLUX2_DIR SD_TEST_FLUX2_DEV_DIR SD_TEST_QWEN_IMAGE_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

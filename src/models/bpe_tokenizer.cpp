@@ -190,17 +190,17 @@ struct BpeTokenizer::WordCache {
   std::unordered_map<std::string, std::vector<int>> ids;
 };
 
-std::string find_bpe_tokenizer(const std::string& explicit_path, const std::string& model_dir,
-                               const std::string& llm_file) {
+std::string find_bpe_tokenizer(const BpeVocabSearch& which, const std::string& explicit_path,
+                               const std::string& model_dir, const std::string& llm_file) {
   if (!explicit_path.empty()) {
     if (file_exists(explicit_path)) return explicit_path;
-    fail("Qwen tokenizer '%s' not found (the given path must name the text encoder's %s)",
+    fail("%s tokenizer '%s' not found (the given path must name the text encoder's %s)", which.name,
          explicit_path.c_str(), kBpeTokenizerFileName);
   }
-  if (const char* env = std::getenv("SD_QWEN_TOKENIZER"); env && *env) {
+  if (const char* env = std::getenv(which.env); env && *env) {
     if (file_exists(env)) return env;
-    fail("SD_QWEN_TOKENIZER='%s': no such file (unset it or point it at the text encoder's %s)",
-         env, kBpeTokenizerFileName);
+    fail("%s='%s': no such file (unset it or point it at the text encoder's %s)", which.env, env,
+         kBpeTokenizerFileName);
   }
   namespace fs = std::filesystem;
   if (!model_dir.empty()) {
@@ -211,9 +211,10 @@ std::string find_bpe_tokenizer(const std::string& explicit_path, const std::stri
     const std::string p = (fs::path(llm_file).parent_path() / kBpeTokenizerFileName).string();
     if (file_exists(p)) return p;
   }
-  const std::string cached = cache_folder_path(std::string("qwen/") + kBpeTokenizerFileName);
+  const std::string cached =
+      cache_folder_path(std::string(which.cache_folder) + "/" + kBpeTokenizerFileName);
   if (!cached.empty() && file_exists(cached)) return cached;
-  return "";  // nothing placed: the built-in one (models/embedded_vocab.h)
+  return "";
 }
 
 BpeTokenizer::BpeTokenizer() : cache_(std::make_shared<WordCache>()) {

@@ -35,14 +35,24 @@ namespace sd::models {
 
 inline constexpr const char* kBpeTokenizerFileName = "tokenizer.json";
 
-// Finds a Qwen-family tokenizer.json. Order: `explicit_path` (a flag), the
-// SD_QWEN_TOKENIZER environment variable, `model_dir`/tokenizer/tokenizer.json (a diffusers
-// folder), a tokenizer.json next to `llm_file`, the user cache ($XDG_CACHE_HOME or
-// ~/.cache)/sd-engine/qwen/tokenizer.json. "" when none of them exists (the caller then
-// uses the built-in Qwen tokenizer, models/embedded_vocab.h); an explicit path or
-// SD_QWEN_TOKENIZER that does not exist is an sd::Error. Nothing is downloaded.
-std::string find_bpe_tokenizer(const std::string& explicit_path, const std::string& model_dir,
-                               const std::string& llm_file);
+// Which vocabulary a tokenizer search is for: its name in messages, the environment
+// variable that names its tokenizer.json, and its folder in the user cache.
+struct BpeVocabSearch {
+  const char* name;
+  const char* env;
+  const char* cache_folder;
+};
+inline constexpr BpeVocabSearch kQwenVocab{"Qwen", "SD_QWEN_TOKENIZER", "qwen"};
+inline constexpr BpeVocabSearch kMistralVocab{"Mistral", "SD_MISTRAL_TOKENIZER", "mistral"};
+
+// Finds the tokenizer.json of `which` vocabulary. Order: `explicit_path` (a flag), the
+// environment variable (SD_QWEN_TOKENIZER, ...), `model_dir`/tokenizer/tokenizer.json (a
+// diffusers folder), a tokenizer.json next to `llm_file`, the user cache ($XDG_CACHE_HOME or
+// ~/.cache)/sd-engine/<cache_folder>/tokenizer.json. "" when none of them exists (for Qwen
+// the caller then uses the built-in tokenizer, models/embedded_vocab.h); an explicit path or
+// environment variable that does not exist is an sd::Error. Nothing is downloaded.
+std::string find_bpe_tokenizer(const BpeVocabSearch& which, const std::string& explicit_path,
+                               const std::string& model_dir, const std::string& llm_file);
 
 // The tokenizer keys of a GGUF file (llama.cpp's names). The weights layer fills this from
 // io::GgufFile (models/ does not read files): tokenizer.ggml.model, .pre, .tokens, .merges

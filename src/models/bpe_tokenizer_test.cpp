@@ -458,24 +458,39 @@ TEST(BpeTokenizer, FindsThePlacedTokenizerInOrderOrNone) {
   unsetenv("SD_QWEN_TOKENIZER");
   setenv("XDG_CACHE_HOME", empty.c_str(), 1);
   // Nothing placed: "" (the built-in tokenizer is the caller's to use).
-  EXPECT_EQ(find_bpe_tokenizer("", empty.string(), (empty / "qwen3.safetensors").string()), "");
-  EXPECT_THROW(find_bpe_tokenizer((empty / "nope.json").string(), "", ""), Error);
+  EXPECT_EQ(
+      find_bpe_tokenizer(kQwenVocab, "", empty.string(), (empty / "qwen3.safetensors").string()),
+      "");
+  EXPECT_THROW(find_bpe_tokenizer(kQwenVocab, (empty / "nope.json").string(), "", ""), Error);
   setenv("SD_QWEN_TOKENIZER", (empty / "nope.json").c_str(), 1);
-  EXPECT_THROW(find_bpe_tokenizer("", "", ""), Error);
+  EXPECT_THROW(find_bpe_tokenizer(kQwenVocab, "", "", ""), Error);
   unsetenv("SD_QWEN_TOKENIZER");
   // Each place found wins over those after it in the search order.
   fs::create_directories(empty / "sd-engine" / "qwen");
   { std::ofstream(empty / "sd-engine" / "qwen" / "tokenizer.json") << "{}"; }
-  EXPECT_EQ(find_bpe_tokenizer("", "", ""), (empty / "sd-engine/qwen/tokenizer.json").string());
+  EXPECT_EQ(find_bpe_tokenizer(kQwenVocab, "", "", ""),
+            (empty / "sd-engine/qwen/tokenizer.json").string());
+  // Another vocabulary has its own cache folder and environment variable.
+  EXPECT_EQ(find_bpe_tokenizer(kMistralVocab, "", "", ""), "");
+  fs::create_directories(empty / "sd-engine" / "mistral");
+  { std::ofstream(empty / "sd-engine" / "mistral" / "tokenizer.json") << "{}"; }
+  EXPECT_EQ(find_bpe_tokenizer(kMistralVocab, "", "", ""),
+            (empty / "sd-engine/mistral/tokenizer.json").string());
+  setenv("SD_MISTRAL_TOKENIZER", (empty / "nope.json").c_str(), 1);
+  EXPECT_THROW(find_bpe_tokenizer(kMistralVocab, "", "", ""), Error);
+  EXPECT_NO_THROW(find_bpe_tokenizer(kQwenVocab, "", "", ""));
+  unsetenv("SD_MISTRAL_TOKENIZER");
   { std::ofstream(empty / "tokenizer.json") << "{}"; }
-  EXPECT_EQ(find_bpe_tokenizer("", "", (empty / "qwen3.safetensors").string()),
+  EXPECT_EQ(find_bpe_tokenizer(kQwenVocab, "", "", (empty / "qwen3.safetensors").string()),
             (empty / "tokenizer.json").string());
   fs::create_directories(empty / "tokenizer");
   { std::ofstream(empty / "tokenizer" / "tokenizer.json") << "{}"; }
-  EXPECT_EQ(find_bpe_tokenizer("", empty.string(), (empty / "qwen3.safetensors").string()),
-            (empty / "tokenizer" / "tokenizer.json").string());
+  EXPECT_EQ(
+      find_bpe_tokenizer(kQwenVocab, "", empty.string(), (empty / "qwen3.safetensors").string()),
+      (empty / "tokenizer" / "tokenizer.json").string());
   setenv("SD_QWEN_TOKENIZER", (empty / "tokenizer.json").c_str(), 1);
-  EXPECT_EQ(find_bpe_tokenizer("", empty.string(), ""), (empty / "tokenizer.json").string());
+  EXPECT_EQ(find_bpe_tokenizer(kQwenVocab, "", empty.string(), ""),
+            (empty / "tokenizer.json").string());
   fs::remove_all(empty);
   if (saved.empty())
     unsetenv("SD_QWEN_TOKENIZER");

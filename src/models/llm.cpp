@@ -58,6 +58,7 @@ LlmConfig LlmConfig::mistral_small_3_2() {
   c.kv_heads = 8;
   c.qk_norm = false;
   c.eps = 1e-5f;
+  c.rope_theta = 1e9f;
   return c;
 }
 

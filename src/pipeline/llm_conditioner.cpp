@@ -42,6 +42,10 @@ LlmConditioner::LlmConditioner(std::shared_ptr<const models::BpeTokenizer> token
              "the tokenizer has no '%s' token to pad prompts with: it is not a %s tokenizer",
              format_.pad_token.c_str(), models::llm_arch_name(config_.arch));
   }
+  for (const std::string& token : format_.special_tokens)
+    SD_CHECK(tokenizer_->token_id(token) >= 0,
+             "the tokenizer has no '%s' token: it is not the %s text encoder's tokenizer",
+             token.c_str(), models::llm_arch_name(config_.arch));
   SD_CHECK(tokenizer_->vocab_size() <= config_.vocab_size,
            "the tokenizer has %lld tokens but the --llm text encoder only %lld embeddings: the "
            "tokenizer.json does not belong to this %s file",
@@ -103,6 +107,10 @@ Conditioning LlmConditioner::encode(const std::string& prompt, int /*clip_skip*/
              static_cast<long long>(format_.drop_first), static_cast<long long>(out.tokens));
     out.context.erase(out.context.begin(), out.context.begin() + format_.drop_first * out.dim);
     out.tokens -= format_.drop_first;
+  }
+  if (out.tokens < format_.min_rows) {
+    out.context.resize(static_cast<size_t>(format_.min_rows * out.dim), 0.0f);
+    out.tokens = format_.min_rows;
   }
   return out;
 }

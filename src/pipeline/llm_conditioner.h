@@ -41,6 +41,11 @@ struct LlmPromptFormat {
   // Rows dropped from the front after the prompt weights are applied (Qwen-Image: its
   // 34-token system prompt); the weights' mean still counts them, as the reference's does.
   int64_t drop_first = 0;
+  // Outputs shorter than this many rows get zero rows appended (FLUX.2 dev: 512); the
+  // decoder itself reads only the prompt's tokens.
+  int64_t min_rows = 0;
+  // The template's special tokens: a tokenizer without them belongs to another model.
+  std::vector<std::string> special_tokens;
 };
 
 // The token ids of `prompt` in `format`, and each token's emphasis weight.

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "models/byte_level.h"
 #include "models/llm.h"
@@ -48,9 +49,8 @@ inline std::string byte_symbol(int b) {
   return models::byte_level_alphabet().symbol[static_cast<size_t>(b)];
 }
 
-// 256 byte tokens, a few merges ("a", " cat"), Qwen's <|im_start|> and <|im_end|> as added
-// tokens: 262 ids; `endoftext` adds Qwen's padding token <|endoftext|> as id 262.
-inline std::string tiny_bpe_tokenizer_json(bool endoftext = false) {
+// 256 byte tokens, a few merges ("a", " cat"), and `added` as added tokens from id 260.
+inline std::string tiny_bpe_tokenizer_json_with(const std::vector<std::string>& added) {
   auto quoted = [](const std::string& s) {
     std::string q = "\"";
     for (char ch : s) {
@@ -67,16 +67,22 @@ inline std::string tiny_bpe_tokenizer_json(bool endoftext = false) {
            ":258," + quoted(space + "a") + ":259";
   const std::string merges = "[" + quoted(space + " c") + "," + quoted("a t") + "," +
                              quoted(space + "c at") + "," + quoted(space + " a") + "]";
-  return R"({"added_tokens": [
-    {"id": 260, "content": "<|im_start|>", "special": true},
-    {"id": 261, "content": "<|im_end|>", "special": true})" +
-         std::string(endoftext ? R"(,
-    {"id": 262, "content": "<|endoftext|>", "special": true})"
-                               : "") +
-         R"(],
+  std::string tokens;
+  for (size_t i = 0; i < added.size(); ++i)
+    tokens += std::string(i ? "," : "") + "{\"id\": " + std::to_string(260 + i) +
+              ", \"content\": " + quoted(added[i]) + ", \"special\": true}";
+  return "{\"added_tokens\": [" + tokens + R"(],
   "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "use_regex": true},
   "model": {"type": "BPE", "vocab": {)" +
          vocab + "}, \"merges\": " + merges + "}}";
+}
+
+// Qwen's <|im_start|> and <|im_end|> as added tokens: 262 ids; `endoftext` adds Qwen's
+// padding token <|endoftext|> as id 262.
+inline std::string tiny_bpe_tokenizer_json(bool endoftext = false) {
+  std::vector<std::string> added = {"<|im_start|>", "<|im_end|>"};
+  if (endoftext) added.push_back("<|endoftext|>");
+  return tiny_bpe_tokenizer_json_with(added);
 }
 
 inline TinyZImageFiles write_tiny_z_image(const std::string& dir,

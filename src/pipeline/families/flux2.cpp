@@ -1,10 +1,14 @@
-// FLUX.2 klein 4B and 9B (Black Forest Labs 2025): the prompt in Qwen's chat template,
+// FLUX.2 (Black Forest Labs 2025): klein 4B and 9B read the prompt in Qwen's chat template,
 // padded to 512 tokens, through Qwen3 (4B or 8B), the hidden states after layers 9, 18 and
-// 27 side by side (pipeline/llm_conditioner.h); FLUX.1's two kinds of blocks with shared
-// modulations and SwiGLU MLPs (models/flux.h); the FLUX.2 autoencoder, 32 channels in 2x2
-// patches under batch-norm statistics (models/vae.h). Euler on FLUX.2's resolution-shifted
-// schedule, the timestep being sigma, as sd.cpp runs it. Reference images (-r) join the
-// image's tokens at image indices 10, 20, ... Dimensions from the files.
+// 27 side by side; dev reads it after Mistral's system prompt through Mistral Small 3.2,
+// the hidden states after layers 10, 20 and 30 side by side, zero rows appended up to 512
+// (pipeline/llm_conditioner.h), and has a guidance input (--guidance). Both: FLUX.1's two
+// kinds of blocks with shared modulations and SwiGLU MLPs (models/flux.h); the FLUX.2
+// autoencoder, 32 channels in 2x2 patches under batch-norm statistics (models/vae.h). Euler
+// on FLUX.2's resolution-shifted schedule, the timestep being sigma, as sd.cpp runs it.
+// Reference images (-r) join the image's tokens at image indices 10, 20, ... Dimensions
+// from the files.
+#include "io/gguf.h"
 #include "io/name_conversion.h"
 #include "pipeline/families/llm_family.h"
 #include "pipeline/families/registry.h"
@@ -24,8 +28,30 @@ const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_toke
 const std::string kVaeConvIn = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
 const std::string kVaeBatchNorm = std::string(io::kVaeRoot) + "bn.running_mean";
 
-// Hugging Face's hidden_states indices klein reads (sd.cpp's out_layers), before the norm.
+// Hugging Face's hidden_states indices each variant reads (sd.cpp's out_layers), before
+// the final norm.
 const std::vector<int> kKleinLayers = {9, 18, 27};
+const std::vector<int> kDevLayers = {10, 20, 30};
+
+// FLUX.2 dev's system prompt (black-forest-labs/flux2, as diffusers and sd.cpp write it,
+// with its line break).
+const char* const kDevSystemPrompt =
+    "You are an AI that reasons about image descriptions. You give structured responses "
+    "focusing on object relationships, object\nattribution and actions without speculation.";
+
+// sd.cpp calls a FLUX.2 transformer dev when it has a 48th single block.
+bool is_dev(const ModelFiles& files) {
+  return files.contains(std::string(io::kUnetRoot) + "single_blocks.47.linear1.weight");
+}
+
+// llama.cpp writes Llama-style decoders (Mistral) into GGUF with each head's q and k rows
+// permuted so that neighbouring channels rotate together; Hugging Face files keep halves.
+models::RopeLayout rope_layout_of(const std::string& llm_file) {
+  if (llm_file.size() < 5 || llm_file.compare(llm_file.size() - 5, 5, ".gguf") != 0)
+    return models::RopeLayout::Halves;
+  const io::GgufFile gguf = io::GgufFile::open(llm_file);
+  return gguf.find("blk.0.attn_q.weight") ? models::RopeLayout::Pairs : models::RopeLayout::Halves;
+}
 
 class Flux2 final : public LlmFamily {
  public:
@@ -33,8 +59,12 @@ class Flux2 final : public LlmFamily {
 
   void require_files(const ModelFiles& files) const override {
     SD_CHECK(files.contains(kLlmEmbeddings),
-             "FLUX.2 klein needs its Qwen3 text encoder: pass --llm FILE (qwen_3_4b.safetensors "
-             "for klein 4B, qwen_3_8b for 9B, or a Qwen3 GGUF)");
+             is_dev(files)
+                 ? "FLUX.2 dev needs its Mistral Small 3.2 text encoder: pass --llm FILE "
+                   "(Mistral-Small-3.2-24B-Instruct-2506 as a GGUF, or its language model as "
+                   "safetensors)"
+                 : "FLUX.2 klein needs its Qwen3 text encoder: pass --llm FILE "
+                   "(qwen_3_4b.safetensors for klein 4B, qwen_3_8b for 9B, or a Qwen3 GGUF)");
     SD_CHECK(files.contains(kVaeConvIn),
              "FLUX.2 needs its autoencoder: pass --vae FILE (flux2-vae.safetensors)");
     SD_CHECK(files.contains(kVaeBatchNorm),
@@ -45,27 +75,37 @@ class Flux2 final : public LlmFamily {
   }
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
-    SD_CHECK(version != ModelVersion::Flux2,
-             "FLUX.2 dev (48 single blocks, conditioned by Mistral Small 3.2) is not supported "
-             "yet; FLUX.2 klein 4B and 9B run");
-    if (version != ModelVersion::Flux2Klein) fail_unsupported(version);
+    if (version != ModelVersion::Flux2Klein && version != ModelVersion::Flux2)
+      fail_unsupported(version);
+    const bool dev = version == ModelVersion::Flux2;
     Architecture arch;
     arch.version = version;
     const ShapeOf shape_of = files.shape_of();
     arch.flux = flux_config_from_shapes(models::FluxConfig::flux2_klein(), io::kUnetRoot, shape_of);
-    arch.llm = llm_encoder_config(files, models::LlmConfig::qwen3_4b(),
-                                  "FLUX.2 klein takes Qwen3-4B (klein 4B) or Qwen3-8B (klein 9B)");
-    // Layer 27 must be a block's output before the final norm, as the model was trained.
-    SD_CHECK(arch.llm->layers > kKleinLayers.back(),
-             "the --llm encoder has %d layers; FLUX.2 klein reads the hidden states after layers "
-             "9, 18 and 27 of Qwen3's 36",
-             arch.llm->layers);
-    const int64_t text_width = arch.llm->hidden * static_cast<int64_t>(kKleinLayers.size());
+    if (dev) {
+      arch.llm = llm_encoder_config(files, models::LlmConfig::mistral_small_3_2(),
+                                    "FLUX.2 dev takes Mistral Small 3.2 (24B)");
+      arch.llm->rope_layout = rope_layout_of(files.options.llm);
+    } else {
+      arch.llm =
+          llm_encoder_config(files, models::LlmConfig::qwen3_4b(),
+                             "FLUX.2 klein takes Qwen3-4B (klein 4B) or Qwen3-8B (klein 9B)");
+    }
+    const std::vector<int>& layers = dev ? kDevLayers : kKleinLayers;
+    // The last layer read must be a block's output before the final norm, as trained.
+    SD_CHECK(arch.llm->layers > layers.back(),
+             "the --llm encoder has %d layers; FLUX.2 %s reads the hidden states after layers "
+             "%d, %d and %d of %s",
+             arch.llm->layers, dev ? "dev" : "klein", layers[0], layers[1], layers[2],
+             dev ? "Mistral Small 3.2's 40" : "Qwen3's 36");
+    const int64_t text_width = arch.llm->hidden * static_cast<int64_t>(layers.size());
     SD_CHECK(text_width == arch.flux->context_dim,
              "the --llm encoder gives %lld-wide hidden states (x3 layers = %lld) but the FLUX.2 "
-             "transformer reads %lld (klein 4B takes Qwen3-4B, klein 9B Qwen3-8B)",
+             "transformer reads %lld (%s)",
              static_cast<long long>(arch.llm->hidden), static_cast<long long>(text_width),
-             static_cast<long long>(arch.flux->context_dim));
+             static_cast<long long>(arch.flux->context_dim),
+             dev ? "dev takes Mistral Small 3.2, 5120 wide"
+                 : "klein 4B takes Qwen3-4B, klein 9B Qwen3-8B");
     arch.vae = vae_config_from_shapes(vae_config(), io::kVaeRoot, shape_of);
     return arch;
   }
@@ -73,9 +113,20 @@ class Flux2 final : public LlmFamily {
   std::unique_ptr<PromptEncoder> make_prompt_encoder(const Architecture& arch,
                                                      const ModelFiles& files,
                                                      const NetworkPlaces& places) const override {
+    LlmPromptFormat format;
+    if (arch.version == ModelVersion::Flux2) {
+      // Mistral's chat template with BFL's system prompt after the BOS token; only the
+      // prompt's tokens are read, and zero rows make the text 512 long.
+      format.before =
+          std::string("<s>[SYSTEM_PROMPT]") + kDevSystemPrompt + "[/SYSTEM_PROMPT][INST]";
+      format.after = "[/INST]";
+      format.hidden_layers = kDevLayers;
+      format.min_rows = 512;
+      format.special_tokens = {"<s>", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"};
+      return llm_prompt_encoder(arch, files, places, std::move(format), models::kMistralVocab);
+    }
     // Qwen's chat template with thinking closed, no system prompt; all 512 rows (padding
     // included) go to the transformer.
-    LlmPromptFormat format;
     format.before = "<|im_start|>user\n";
     format.after = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
     format.hidden_layers = kKleinLayers;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "models/bpe_tokenizer.h"
 #include "models/llm.h"
 #include "pipeline/families/family.h"
 #include "pipeline/llm_conditioner.h"
@@ -22,11 +23,11 @@ class LlmFamily : public Family {
  protected:
   // --clip_l, --clip_g and --t5xxl are not read: a warning says so.
   void note_unused_encoders(const ModelFiles& files) const;
-  // The --llm decoder of `arch` reading prompts in `format`, with the tokenizer found for it.
-  std::unique_ptr<PromptEncoder> llm_prompt_encoder(const Architecture& arch,
-                                                    const ModelFiles& files,
-                                                    const NetworkPlaces& places,
-                                                    LlmPromptFormat format) const;
+  // The --llm decoder of `arch` reading prompts in `format`, with the tokenizer of vocabulary
+  // `which` found for it.
+  std::unique_ptr<PromptEncoder> llm_prompt_encoder(
+      const Architecture& arch, const ModelFiles& files, const NetworkPlaces& places,
+      LlmPromptFormat format, const models::BpeVocabSearch& which = models::kQwenVocab) const;
 };
 
 // The --llm decoder as `preset` (its arch names the one expected) with every dimension from

@@ -63,24 +63,34 @@ std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files)
   return std::make_shared<const models::T5Tokenizer>(models::T5Tokenizer::from_file(vocab));
 }
 
-std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(const std::string& explicit_path,
-                                                               const std::string& model_dir,
-                                                               const std::string& llm_file) {
+std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(
+    const std::string& explicit_path, const std::string& model_dir, const std::string& llm_file,
+    const models::BpeVocabSearch& which) {
   // A tokenizer.json the user points at wins; then the one a GGUF file carries (it belongs
   // to its weights); then the folders and the cache.
-  const char* env = std::getenv("SD_QWEN_TOKENIZER");
+  const char* env = std::getenv(which.env);
   const bool pointed = !explicit_path.empty() || (env && *env);
   if (!pointed)
     if (std::optional<models::BpeGgufVocab> v = gguf_vocab(llm_file))
       return std::make_shared<const models::BpeTokenizer>(
           models::BpeTokenizer::from_gguf_metadata(*v));
-  const std::string path = models::find_bpe_tokenizer(explicit_path, model_dir, llm_file);
-  if (path.empty()) return builtin_qwen();  // none given or placed
-  return std::make_shared<const models::BpeTokenizer>(models::BpeTokenizer::from_file(path));
+  const std::string path = models::find_bpe_tokenizer(which, explicit_path, model_dir, llm_file);
+  if (!path.empty())
+    return std::make_shared<const models::BpeTokenizer>(models::BpeTokenizer::from_file(path));
+  // None given or placed.
+  if (&which == &models::kQwenVocab) return builtin_qwen();
+  fail(
+      "no %s tokenizer found: the --llm file carries none (a GGUF from llama.cpp does) and no "
+      "%s was placed. Take the one of the text encoder's Hugging Face repository (FLUX.2 dev: "
+      "black-forest-labs/FLUX.2-dev, tokenizer/tokenizer.json) and put it next to the --llm "
+      "file or in ~/.cache/sd-engine/%s/, or name it with %s",
+      which.name, models::kBpeTokenizerFileName, which.cache_folder, which.env);
 }
 
-std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files) {
-  return find_llm_tokenizer(files.options.llm_tokenizer, model_folder(files), files.options.llm);
+std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files,
+                                                          const models::BpeVocabSearch& which) {
+  return find_llm_tokenizer(files.options.llm_tokenizer, model_folder(files), files.options.llm,
+                            which);
 }
 
 }  // namespace sd::pipeline

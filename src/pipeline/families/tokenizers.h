@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "models/bpe_tokenizer.h"
 #include "models/clip_tokenizer.h"
@@ -13,15 +14,18 @@ namespace sd::pipeline {
 
 std::shared_ptr<const models::ClipTokenizer> clip_tokenizer(const ModelFiles& files);
 std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files);
-// The --llm encoder's byte-level BPE tokenizer: a tokenizer.json given or found
-// (models::find_bpe_tokenizer), else the tokenizer a GGUF --llm file carries.
-std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files);
-// The same search from paths: `explicit_path` (a flag), SD_QWEN_TOKENIZER, then the
-// tokenizer inside a GGUF `llm_file`, then `model_dir`/tokenizer/, beside `llm_file`, the
-// user cache, and last the built-in Qwen tokenizer (the one of every Qwen text encoder the
-// families read; a Mistral family will need its own).
-std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(const std::string& explicit_path,
-                                                               const std::string& model_dir,
-                                                               const std::string& llm_file);
+// The --llm encoder's byte-level BPE tokenizer of vocabulary `which` (Qwen's, Mistral's): a
+// tokenizer.json given or found (models::find_bpe_tokenizer), else the tokenizer a GGUF
+// --llm file carries.
+std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(
+    const ModelFiles& files, const models::BpeVocabSearch& which = models::kQwenVocab);
+// The same search from paths: `explicit_path` (a flag), the vocabulary's environment
+// variable, then the tokenizer inside a GGUF `llm_file`, then `model_dir`/tokenizer/, beside
+// `llm_file`, the user cache, and last, for Qwen, the built-in tokenizer (that of every Qwen
+// text encoder the families read). Mistral's is not built in: not finding one is an
+// sd::Error that says where to get it and where to put it.
+std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(
+    const std::string& explicit_path, const std::string& model_dir, const std::string& llm_file,
+    const models::BpeVocabSearch& which = models::kQwenVocab);
 
 }  // namespace sd::pipeline

@@ -1,0 +1,89 @@
+"""A minimal GGUF (version 3) writer for the random-model tools: metadata of strings,
+integers, floats and arrays of them, and f32/f16 tensors, in the layout ggml and llama.cpp
+read (ggml/docs/gguf.md): header, key/value pairs, tensor infos (dimensions innermost
+first), then the data, each tensor aligned to 32 bytes."""
+
+import os
+import struct
+
+import numpy as np
+
+GGUF_MAGIC = b"GGUF"
+GGUF_VERSION = 3
+ALIGNMENT = 32
+
+# Value types
+UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9
+# Tensor types
+GGML_F32, GGML_F16 = 0, 1
+
+
+def _string(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def _scalar(kind, v):
+    if kind == STRING:
+        return _string(v)
+    if kind == UINT32:
+        return struct.pack("<I", v)
+    if kind == INT32:
+        return struct.pack("<i", v)
+    if kind == FLOAT32:
+        return struct.pack("<f", v)
+    if kind == BOOL:
+        return struct.pack("<?", v)
+    raise ValueError(f"value type {kind}")
+
+
+def _value(v):
+    """(type, bytes) of a Python value: str, bool, int (i32), float (f32), or a list of one
+    of those."""
+    def kind_of(x):
+        if isinstance(x, str):
+            return STRING
+        if isinstance(x, bool):
+            return BOOL
+        if isinstance(x, int):
+            return INT32
+        if isinstance(x, float):
+            return FLOAT32
+        raise TypeError(f"metadata value {x!r}")
+    if isinstance(v, list):
+        kind = kind_of(v[0]) if v else INT32
+        body = struct.pack("<IQ", kind, len(v)) + b"".join(_scalar(kind, x) for x in v)
+        return ARRAY, body
+    kind = kind_of(v)
+    return kind, _scalar(kind, v)
+
+
+def write_gguf(path, metadata, tensors):
+    """metadata: {key: value}; tensors: [(name, numpy array (rows first, as torch), "f32"
+    or "f16")]. Writes path via path.tmp; returns the data size in bytes."""
+    head = GGUF_MAGIC + struct.pack("<IQQ", GGUF_VERSION, len(tensors), len(metadata) + 1)
+    for key, v in list(metadata.items()) + [("general.alignment", ALIGNMENT)]:
+        if key == "general.alignment":
+            kind, body = UINT32, struct.pack("<I", v)
+        else:
+            kind, body = _value(v)
+        head += _string(key) + struct.pack("<I", kind) + body
+    offset, blobs = 0, []
+    for name, array, dtype in tensors:
+        data = array.astype("<f4" if dtype == "f32" else "<f2").tobytes()
+        dims = list(reversed(array.shape))  # ggml's ne: innermost first
+        head += _string(name) + struct.pack("<I", len(dims))
+        head += b"".join(struct.pack("<Q", d) for d in dims)
+        head += struct.pack("<IQ", GGML_F32 if dtype == "f32" else GGML_F16, offset)
+        blobs.append(data)
+        offset += len(data)
+        offset += -offset % ALIGNMENT
+    head += b"\0" * (-len(head) % ALIGNMENT)
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(head)
+        for data in blobs:
+            f.write(data)
+            f.write(b"\0" * (-len(data) % ALIGNMENT))
+    os.replace(tmp, path)
+    return offset
