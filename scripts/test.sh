@@ -97,6 +97,14 @@ export SD_TEST_QWEN_IMAGE_DIR=$PWD/build/fidelity/qwen_image_tiny
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
 # tools/ do the same by default, see tools/omp_wait_policy.cpp).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
+# A fresh build has no record of how long each test takes, so ctest would run them in
+# order and leave the longest ones running alone at the end: seed its record
+# (tests/test_costs.txt) so that they start first.
+costs=build/release/Testing/Temporary/CTestCostData.txt
+if [ ! -f "$costs" ]; then
+  mkdir -p "$(dirname "$costs")"
+  { grep -v '^#' tests/test_costs.txt; echo "---"; } > "$costs"
+fi
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \

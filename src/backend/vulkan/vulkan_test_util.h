@@ -5,12 +5,21 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "backend/registry.h"
 #include "backend/vulkan/vulkan_device.h"
 #include "backend/vulkan/vulkan_instance.h"
 #include "test_support.h"
 
 namespace sd::vulkan::test {
+
+// The validation layers check every call of these tests, unless SD_VULKAN_VALIDATION is set
+// otherwise (set before the instance is made, on first use of a device).
+inline const bool kValidationLayersOn = [] {
+  setenv("SD_VULKAN_VALIDATION", "1", /*overwrite=*/0);
+  return true;
+}();
 
 inline Device* first_vulkan_device() {
   for (const auto& d : DeviceRegistry::instance().devices())
