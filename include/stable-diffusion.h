@@ -517,6 +517,13 @@ SD_API char* sd_img_gen_params_to_str(const sd_img_gen_params_t* sd_img_gen_para
 SD_API bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* sd_img_gen_params,
                            sd_image_t** images_out, int* num_images_out);
 
+/* Checks a request against the loaded model as generate_image does before any work, without
+ * generating (and without its warnings): NULL when generate_image would take it, else the
+ * reason, which the caller frees with free(). Safe to call from another thread while a
+ * generation runs (sd-server checks requests before queueing them). */
+SD_API char* sd_img_gen_params_check(sd_ctx_t* sd_ctx,
+                                     const sd_img_gen_params_t* sd_img_gen_params);
+
 enum sd_cancel_mode_t {
   SD_CANCEL_ALL,         /* stop as soon as possible */
   SD_CANCEL_NEW_LATENTS, /* finish the image being sampled, start no more */

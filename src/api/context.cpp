@@ -263,112 +263,135 @@ sd::sampling::CacheOptions cache_options(const sd_cache_params_t& c) {
   return o;
 }
 
+namespace {
+
+// A C request as the pipeline's, with the images it points at (not copyable: the request
+// points into it).
+struct PipelineRequest {
+  sd::pipeline::ImageRequest request;
+  sd::io::Image init, mask, control;
+  std::vector<sd::io::Image> refs;
+  PipelineRequest() = default;
+  PipelineRequest(const PipelineRequest&) = delete;
+  PipelineRequest& operator=(const PipelineRequest&) = delete;
+};
+
+// Checks the C parameters and builds the pipeline's request from them. `quiet`: no
+// warnings about ignored flags (a check, not a run).
+void to_pipeline_request(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, PipelineRequest& out,
+                         bool quiet) {
+  SD_CHECK(sd_ctx && sd_ctx->sd, "no model context (new_sd_ctx failed or was not called)");
+  SD_CHECK(p, "missing parameters");
+  SD_CHECK(p->lora_count == 0 || p->loras, "lora_count is %u but no LoRAs are given",
+           p->lora_count);
+  SD_CHECK(p->ref_images_count >= 0 && (p->ref_images_count == 0 || p->ref_images),
+           "ref_images_count is %d but no reference images are given", p->ref_images_count);
+  SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
+  SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
+  const sd_sample_params_t& s = p->sample_params;
+  if (!quiet) sd::api::warn_ignored_flags(*p);
+
+  sd::pipeline::ImageRequest& r = out.request;
+  for (uint32_t i = 0; i < p->lora_count; ++i) {
+    const sd_lora_t& l = p->loras[i];
+    SD_CHECK(l.path && *l.path, "LoRA %u has no file path", i);
+    SD_CHECK(!l.is_high_noise,
+             "LoRA '%s' targets a high-noise diffusion model, which SD 1.x/2.x do not have",
+             l.path);
+    r.loras.push_back({l.path, l.multiplier});
+  }
+  r.prompt = p->prompt ? p->prompt : "";
+  r.negative_prompt = p->negative_prompt ? p->negative_prompt : "";
+  r.clip_skip = p->clip_skip;
+  r.width = p->width;
+  r.height = p->height;
+  r.steps = s.sample_steps;
+  r.cfg_scale = s.guidance.txt_cfg;
+  if (std::isfinite(s.guidance.img_cfg)) r.img_cfg_scale = s.guidance.img_cfg;
+  r.guidance = s.guidance.distilled_guidance;
+  if (std::isfinite(s.flow_shift)) r.flow_shift = s.flow_shift;
+  if (s.sample_method != SAMPLE_METHOD_COUNT)
+    r.method = sd::sampling::parse_sample_method(sd_sample_method_name(s.sample_method));
+  if (s.scheduler != SCHEDULER_COUNT)
+    r.scheduler = sd::sampling::parse_scheduler(sd_scheduler_name(s.scheduler));
+  if (s.custom_sigmas && s.custom_sigmas_count > 0)
+    r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
+  if (std::isfinite(s.eta)) r.eta = s.eta;
+  r.timestep_shift = s.shifted_timestep;
+  r.seed = p->seed;
+  r.rng = sd_ctx->rng;
+  r.sampler_rng = sd_ctx->sampler_rng;
+  r.batch_count = p->batch_count;
+  r.strength = p->strength;
+  if (has_image(p->init_image)) {
+    out.init = to_image(p->init_image, "init image");
+    r.init_image = &out.init;
+    if (has_image(p->mask_image)) {
+      out.mask = to_image(p->mask_image, "mask image");
+      r.mask = &out.mask;
+    }
+  }
+  if (has_image(p->control_image)) {
+    out.control = to_image(p->control_image, "control image");
+    r.control_image = &out.control;
+  }
+  r.control_strength = p->control_strength;
+  for (int i = 0; i < p->ref_images_count; ++i)
+    out.refs.push_back(
+        to_image(p->ref_images[i], ("reference image " + std::to_string(i + 1)).c_str()));
+  for (const sd::io::Image& ref : out.refs) r.ref_images.push_back(&ref);
+  {
+    std::vector<std::string> unused;
+    r.ref_options = sd::pipeline::parse_reference_image_args(
+        p->ref_image_args ? p->ref_image_args : "", &unused);
+    if (!quiet)
+      for (const std::string& key : unused)
+        sd::api::log(SD_LOG_WARN, "--ref-image-args '%s' is not used by this build; ignored",
+                     key.c_str());
+  }
+  if (p->vae_tiling_params.enabled) {
+    sd::models::TilingParams t;
+    t.tile_size_x = p->vae_tiling_params.tile_size_x;
+    t.tile_size_y = p->vae_tiling_params.tile_size_y;
+    t.target_overlap = p->vae_tiling_params.target_overlap;
+    t.rel_size_x = p->vae_tiling_params.rel_size_x;
+    t.rel_size_y = p->vae_tiling_params.rel_size_y;
+    r.vae_tiling = t;
+  }
+  r.cache = cache_options(p->cache);
+  r.hires = hires_options(p->hires);
+  if (s.extra_sample_args && *s.extra_sample_args) {
+    sd::sampling::GuidanceExtras extras = sd::sampling::parse_guidance_extras(s.extra_sample_args);
+    r.apg = extras.apg;
+    r.guidance_schedule = std::move(extras.schedule);
+    if (!quiet)
+      for (const std::string& key : extras.unknown)
+        sd::api::log(SD_LOG_WARN, "--extra-sample-args '%s' is not used by this build; ignored",
+                     key.c_str());
+  }
+  r.skip_layer.scale = s.guidance.slg.scale;
+  r.skip_layer.layers.assign(
+      s.guidance.slg.layers,
+      s.guidance.slg.layers + (s.guidance.slg.layers ? s.guidance.slg.layer_count : 0));
+  r.skip_layer.start = s.guidance.slg.layer_start;
+  r.skip_layer.end = s.guidance.slg.layer_end;
+}
+
+}  // namespace
+
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t** images_out,
                     int* num_images_out) {
   if (images_out) *images_out = nullptr;
   if (num_images_out) *num_images_out = 0;
   return sd::api::c_boundary("generate_image", false, [&] {
-    SD_CHECK(sd_ctx && sd_ctx->sd, "no model context (new_sd_ctx failed or was not called)");
     SD_CHECK(p && images_out && num_images_out, "missing parameters or output pointers");
-    SD_CHECK(p->lora_count == 0 || p->loras, "lora_count is %u but no LoRAs are given",
-             p->lora_count);
-    SD_CHECK(p->ref_images_count >= 0 && (p->ref_images_count == 0 || p->ref_images),
-             "ref_images_count is %d but no reference images are given", p->ref_images_count);
-    SD_CHECK(p->pm_params.id_images_count == 0, "PhotoMaker is not supported by this build");
-    SD_CHECK(!p->circular_x && !p->circular_y, "--circular is not supported by this build yet");
-    const sd_sample_params_t& s = p->sample_params;
-    sd::api::warn_ignored_flags(*p);
-
-    sd::pipeline::ImageRequest r;
-    for (uint32_t i = 0; i < p->lora_count; ++i) {
-      const sd_lora_t& l = p->loras[i];
-      SD_CHECK(l.path && *l.path, "LoRA %u has no file path", i);
-      SD_CHECK(!l.is_high_noise,
-               "LoRA '%s' targets a high-noise diffusion model, which SD 1.x/2.x do not have",
-               l.path);
-      r.loras.push_back({l.path, l.multiplier});
-    }
-    r.prompt = p->prompt ? p->prompt : "";
-    r.negative_prompt = p->negative_prompt ? p->negative_prompt : "";
-    r.clip_skip = p->clip_skip;
-    r.width = p->width;
-    r.height = p->height;
-    r.steps = s.sample_steps;
-    r.cfg_scale = s.guidance.txt_cfg;
-    if (std::isfinite(s.guidance.img_cfg)) r.img_cfg_scale = s.guidance.img_cfg;
-    r.guidance = s.guidance.distilled_guidance;
-    if (std::isfinite(s.flow_shift)) r.flow_shift = s.flow_shift;
-    if (s.sample_method != SAMPLE_METHOD_COUNT)
-      r.method = sd::sampling::parse_sample_method(sd_sample_method_name(s.sample_method));
-    if (s.scheduler != SCHEDULER_COUNT)
-      r.scheduler = sd::sampling::parse_scheduler(sd_scheduler_name(s.scheduler));
-    if (s.custom_sigmas && s.custom_sigmas_count > 0)
-      r.custom_sigmas.assign(s.custom_sigmas, s.custom_sigmas + s.custom_sigmas_count);
-    if (std::isfinite(s.eta)) r.eta = s.eta;
-    r.timestep_shift = s.shifted_timestep;
-    r.seed = p->seed;
-    r.rng = sd_ctx->rng;
-    r.sampler_rng = sd_ctx->sampler_rng;
+    PipelineRequest request;
+    to_pipeline_request(sd_ctx, p, request, /*quiet=*/false);
+    sd::pipeline::ImageRequest& r = request.request;
     if (r.seed < 0) {
       std::srand(static_cast<unsigned>(std::time(nullptr)));
       r.seed = std::rand();
     }
-    r.batch_count = p->batch_count;
-    r.strength = p->strength;
-    sd::io::Image init, mask;
-    if (has_image(p->init_image)) {
-      init = to_image(p->init_image, "init image");
-      r.init_image = &init;
-      if (has_image(p->mask_image)) {
-        mask = to_image(p->mask_image, "mask image");
-        r.mask = &mask;
-      }
-    }
-    sd::io::Image control;
-    if (has_image(p->control_image)) {
-      control = to_image(p->control_image, "control image");
-      r.control_image = &control;
-    }
-    r.control_strength = p->control_strength;
-    std::vector<sd::io::Image> refs;
-    for (int i = 0; i < p->ref_images_count; ++i)
-      refs.push_back(
-          to_image(p->ref_images[i], ("reference image " + std::to_string(i + 1)).c_str()));
-    for (const sd::io::Image& ref : refs) r.ref_images.push_back(&ref);
-    {
-      std::vector<std::string> unused;
-      r.ref_options = sd::pipeline::parse_reference_image_args(
-          p->ref_image_args ? p->ref_image_args : "", &unused);
-      for (const std::string& key : unused)
-        sd::api::log(SD_LOG_WARN, "--ref-image-args '%s' is not used by this build; ignored",
-                     key.c_str());
-    }
-    if (p->vae_tiling_params.enabled) {
-      sd::models::TilingParams t;
-      t.tile_size_x = p->vae_tiling_params.tile_size_x;
-      t.tile_size_y = p->vae_tiling_params.tile_size_y;
-      t.target_overlap = p->vae_tiling_params.target_overlap;
-      t.rel_size_x = p->vae_tiling_params.rel_size_x;
-      t.rel_size_y = p->vae_tiling_params.rel_size_y;
-      r.vae_tiling = t;
-    }
-    r.cache = cache_options(p->cache);
-    r.hires = hires_options(p->hires);
-    if (s.extra_sample_args && *s.extra_sample_args) {
-      sd::sampling::GuidanceExtras extras =
-          sd::sampling::parse_guidance_extras(s.extra_sample_args);
-      r.apg = extras.apg;
-      r.guidance_schedule = std::move(extras.schedule);
-      for (const std::string& key : extras.unknown)
-        sd::api::log(SD_LOG_WARN, "--extra-sample-args '%s' is not used by this build; ignored",
-                     key.c_str());
-    }
-    r.skip_layer.scale = s.guidance.slg.scale;
-    r.skip_layer.layers.assign(
-        s.guidance.slg.layers,
-        s.guidance.slg.layers + (s.guidance.slg.layers ? s.guidance.slg.layer_count : 0));
-    r.skip_layer.start = s.guidance.slg.layer_start;
-    r.skip_layer.end = s.guidance.slg.layer_end;
     r.progress = [](int step, int steps, double seconds) {
       sd::api::progress(step, steps, static_cast<float>(seconds));
     };
@@ -417,6 +440,23 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     *num_images_out = static_cast<int>(images.size());
     return true;
   });
+}
+
+char* sd_img_gen_params_check(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p) {
+  std::string problem;
+  try {
+    PipelineRequest request;
+    to_pipeline_request(sd_ctx, p, request, /*quiet=*/true);
+    sd_ctx->sd->check(request.request);
+    return nullptr;
+  } catch (const std::exception& e) {
+    problem = e.what();
+  } catch (...) {
+    problem = "the request could not be checked";
+  }
+  char* text = static_cast<char*>(std::malloc(problem.size() + 1));
+  if (text) std::memcpy(text, problem.c_str(), problem.size() + 1);
+  return text;
 }
 
 // The context's model decides (pipeline::StableDiffusion::default_scheduler); without one,

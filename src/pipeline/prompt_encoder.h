@@ -15,6 +15,8 @@ class PromptEncoder {
   virtual ~PromptEncoder() = default;
   // clip_skip <= 0: the encoder's default.
   virtual Conditioning encode(const std::string& prompt, int clip_skip) = 0;
+  // The largest clip_skip the encoders take (their CLIP layers); 0: clip_skip is ignored.
+  virtual int max_clip_skip() const { return 0; }
   // Every weight the encoders read, with its shape (graph built, nothing computed).
   virtual std::vector<nn::ParamDecl> parameters() const = 0;
   // How weights were streamed within a --max-vram budget since the last release().

@@ -18,6 +18,11 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
            "image size %dx%d: width and height must be positive multiples of 8 (-W, -H)", r.width,
            r.height);
   SD_CHECK(r.steps > 0 || !r.custom_sigmas.empty(), "--steps must be at least 1 (got %d)", r.steps);
+  if (const int layers = text->max_clip_skip(); layers > 0)
+    SD_CHECK(r.clip_skip <= layers,
+             "--clip-skip %d is more than the text encoder's %d layers (use 1..%d, or -1 for "
+             "the model's default)",
+             r.clip_skip, layers, layers);
   SD_CHECK(r.batch_count >= 1 && r.batch_count <= kMaxBatchCount,
            "batch count %d is outside [1, %d]: every image of a batch is kept until the batch "
            "ends; generate more in several runs",
@@ -131,6 +136,12 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
            "--hires does not work with inpainting and instruct-pix2pix models; generate, then "
            "run img2img on the upscaled image");
   return r;
+}
+
+void StableDiffusion::check(const ImageRequest& request) const {
+  ImageRequest quiet = request;
+  quiet.warn = nullptr;
+  impl_->validate(quiet);
 }
 
 void StableDiffusion::Impl::check_references(ImageRequest& r) const {

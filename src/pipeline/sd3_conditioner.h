@@ -7,6 +7,7 @@
 // Without a T5 file its tokens are zeros, as in the reference.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,6 +50,9 @@ class Sd3Conditioner final : public PromptEncoder {
                  Backend& backend);
 
   Conditioning encode(const std::string& prompt, int clip_skip) override;
+  int max_clip_skip() const override {
+    return std::min(clip_l_.config().layers, clip_g_.config().layers);
+  }
   std::vector<nn::ParamDecl> parameters() const override;
   std::string streaming_report() const override { return runner_.streaming_report(); }
   void release() override { runner_.release(); }

@@ -37,6 +37,10 @@ class StableDiffusion {
   // One image per batch entry (seeds seed, seed + 1, ...), at the hires target size when
   // the highres fix is on. Throws sd::Error for invalid requests before any work is done.
   std::vector<io::Image> generate(const ImageRequest& request);
+  // The checks generate makes before any work, alone (no warnings): throws sd::Error for an
+  // invalid request. Reads only what the model was opened with, so a thread may check
+  // requests while another generates.
+  void check(const ImageRequest& request) const;
 
   // A ControlNet for the following requests (replacing one loaded before), or none. Throws
   // sd::Error naming the file when it does not fit this model; the old one stays then.

@@ -5,6 +5,7 @@
 // the pooled vector of the first window.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -48,6 +49,9 @@ class TextConditioner final : public PromptEncoder {
   // The context for one prompt. clip_skip <= 0 takes the config's default (SD1: 1,
   // SD2: 2).
   Conditioning encode(const std::string& prompt, int clip_skip = 0) override;
+  int max_clip_skip() const override {
+    return second_ ? std::min(config_.layers, second_->config.layers) : config_.layers;
+  }
 
   // The windows and weights encode() feeds the encoder (for tests and debugging).
   models::TokenChunks tokenize(const std::string& prompt);

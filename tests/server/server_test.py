@@ -367,6 +367,15 @@ try:
                      {"sample_params": {"custom_sigmas": sigmas}}, 400, "custom_sigmas")
         expect_error(server, "POST", "/sdcpp/v1/img_gen",
                      {"sample_params": {"custom_sigmas": sigmas}}, 400, text)
+    # What only the loaded model can tell, refused before queueing as sd-cli refuses it: a
+    # clip_skip past the text encoder's layers, a step cache for transformers on a UNet.
+    expect_error(server, "POST", "/sdcpp/v1/img_gen", {"clip_skip": 64}, 400,
+                 "clip_skip 64 is more than the text encoder's")
+    expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "clip_skip": 13}, 400,
+                 "clip_skip 13 is more than the text encoder's")
+    for mode in ("easycache", "dbcache", "taylorseer", "cache-dit"):
+        expect_error(server, "POST", "/sdcpp/v1/img_gen", {"cache_mode": mode}, 400,
+                     f"cache_mode {mode} does not work on")
     expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100000, "height": 64},
                  400, "--max-image-side")
     expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100, "height": 64},

@@ -88,6 +88,19 @@ void Generator::cancel() {
   if (ctx_) sd_cancel_generation(ctx_, SD_CANCEL_ALL);
 }
 
+std::string Generator::check(const GenRequest& request) const {
+  // to_c_params points into the options it is called on: a copy of this request's.
+  cli::GenerationOptions generation = request.generation;
+  cli::InputImages images = request.images;
+  sd_img_gen_params_t params = generation.to_c_params();
+  cli::attach_input_images(images, params);
+  char* problem = sd_img_gen_params_check(ctx_, &params);
+  if (!problem) return "";
+  std::string text = problem;
+  std::free(problem);
+  return text;
+}
+
 JobResult Generator::run(GenRequest& r, const JobReporter& report) {
   cli::GenerationOptions& g = r.generation;
   // Resolved here as sd-cli resolves them, so the embedded parameters name what was used.

@@ -35,6 +35,9 @@ class Generator {
   Generator(const cli::Arguments& args, preview_t live_preview);
 
   JobResult run(GenRequest& request, const JobReporter& report);
+  // Why the loaded model would refuse `request` ("" when it takes it): the checks a run
+  // makes before any work. Any thread, also while another request runs.
+  std::string check(const GenRequest& request) const;
   // Stops the generation in progress at its next model call; any thread.
   void cancel();
 

@@ -326,6 +326,21 @@ void check_work(const cli::GenerationOptions& g, const RequestContext& rc) {
 
 }  // namespace
 
+std::string flags_to_fields(std::string message) {
+  static const std::pair<const char*, const char*> kFields[] = {
+      {"--width", "width"},           {"--height", "height"},
+      {"--steps", "steps"},           {"--strength", "strength"},
+      {"--cfg-scale", "cfg scale"},   {"--batch-count", "batch count"},
+      {"--hires-", "hires "},         {"--cache-option", "cache_option"},
+      {"--cache-mode", "cache_mode"}, {"--sigmas", "custom_sigmas"},
+      {"--clip-skip", "clip_skip"}};
+  for (const auto& [flag, field] : kFields) {
+    for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))
+      message.replace(at, std::strlen(flag), field);
+  }
+  return message;
+}
+
 GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
   cli::GenerationOptions& g = d.g;
   // Checked before the engine sees them: a size or count a client can set never reaches
@@ -367,19 +382,7 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
   try {
     cli::resolve_and_validate_generation(g, context, cli::Mode::ImgGen);
   } catch (const Error& e) {
-    // sd-cli's messages name flags; a client sends fields.
-    std::string message = e.what();
-    static const std::pair<const char*, const char*> kFields[] = {
-        {"--width", "width"},           {"--height", "height"},
-        {"--steps", "steps"},           {"--strength", "strength"},
-        {"--cfg-scale", "cfg scale"},   {"--batch-count", "batch count"},
-        {"--hires-", "hires "},         {"--cache-option", "cache_option"},
-        {"--cache-mode", "cache_mode"}, {"--sigmas", "custom_sigmas"}};
-    for (const auto& [flag, field] : kFields) {
-      for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))
-        message.replace(at, std::strlen(flag), field);
-    }
-    throw BadRequest("invalid request: " + message);
+    throw BadRequest("invalid request: " + flags_to_fields(e.what()));
   }
   check_work(g, rc);
   for (const auto& [name, multiplier] : d.loras) {

@@ -53,6 +53,9 @@ struct RequestDraft {
 
 RequestDraft new_draft(const RequestContext& rc);
 GenRequest finish_request(RequestDraft draft, const RequestContext& rc);
+// sd-cli's and the engine's messages name flags (--cfg-scale, --clip-skip); a client sends
+// fields: the flags a request can set become their field names.
+std::string flags_to_fields(std::string message);
 
 // An image sent as base64 or a data URL; BadRequest naming `field` when it is not one, or
 // when a side is over `max_side`.

@@ -119,6 +119,12 @@ Work make_work(ServerState& s, GenRequest request) {
 
 // Submits and, for the synchronous APIs, waits. Returns nullopt after answering an error.
 std::optional<JobState> submit(ServerState& s, GenRequest request, Response& res, bool wait) {
+  // What only the loaded model can tell (a clip_skip past its text encoder's layers, a step
+  // cache for another kind of network) is refused before queueing too.
+  if (const std::string problem = s.generator->check(request); !problem.empty()) {
+    send_error(res, 400, "invalid_request", "invalid request: " + flags_to_fields(problem));
+    return std::nullopt;
+  }
   JobQueue::Submitted submitted = s.queue->submit("img_gen", make_work(s, std::move(request)));
   if (submitted.refusal == JobQueue::Refusal::Full) {
     res.set_header("Retry-After", retry_after(s));
