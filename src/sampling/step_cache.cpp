@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 
 #include "sampling/cache_dit.h"
 #include "sampling/easycache.h"
@@ -146,6 +147,7 @@ std::string cache_modes_for(bool unet) {
 }
 
 void parse_cache_options(CacheMode mode, const std::string& text, CacheOptions& options) {
+  std::set<std::string> given;
   size_t start = 0;
   while (start < text.size()) {
     size_t end = text.find(',', start);
@@ -159,6 +161,7 @@ void parse_cache_options(CacheMode mode, const std::string& text, CacheOptions& 
     auto it = keys.find(key);
     SD_CHECK(it != keys.end(), "--cache-option '%s': %s has no option '%s'; its options: %s",
              item.c_str(), cache_mode_name(mode), key.c_str(), key_list(mode).c_str());
+    SD_CHECK(given.insert(key).second, "--cache-option: '%s' is given twice", key.c_str());
     it->second(options, key, value);
   }
   check_cache_options(options);

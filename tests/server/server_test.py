@@ -373,6 +373,10 @@ try:
                  "clip_skip 64 is more than the text encoder's")
     expect_error(server, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "clip_skip": 13}, 400,
                  "clip_skip 13 is more than the text encoder's")
+    for option, text in (("threshold=1,threshold=2", "'threshold' is given twice"),
+                         ("=1", "has no option ''")):
+        expect_error(server, "POST", "/sdcpp/v1/img_gen",
+                     {"cache_mode": "ucache", "cache_option": option}, 400, text)
     for mode in ("easycache", "dbcache", "taylorseer", "cache-dit"):
         expect_error(server, "POST", "/sdcpp/v1/img_gen", {"cache_mode": mode}, 400,
                      f"cache_mode {mode} does not work on")
