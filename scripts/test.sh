@@ -100,11 +100,13 @@ export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 # A fresh build has no record of how long each test takes, so ctest would run them in
 # order and leave the longest ones running alone at the end: seed its record
 # (tests/test_costs.txt) so that they start first.
-costs=build/release/Testing/Temporary/CTestCostData.txt
-if [ ! -f "$costs" ]; then
+seed_test_costs() {
+  local costs=build/$1/Testing/Temporary/CTestCostData.txt
+  [ -f "$costs" ] && return
   mkdir -p "$(dirname "$costs")"
   { grep -v '^#' tests/test_costs.txt; echo "---"; } > "$costs"
-fi
+}
+seed_test_costs release
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
@@ -117,5 +119,6 @@ if [ "$sanitize" = 1 ]; then
   # memory to the end of the process, and lavapipe under ASan was seen to hang two
   # processes at once. vulkan_tests' sanitizer settings in tests/CMakeLists.txt are ready
   # for when it is turned on.
+  seed_test_costs debug-sanitize
   SD_VULKAN_DEVICES=none ASAN_OPTIONS=detect_leaks=1 ctest --preset debug-sanitize -j "$jobs" "${args[@]}"
 fi
