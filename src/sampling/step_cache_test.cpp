@@ -53,9 +53,9 @@ TEST(CacheOptions, ParsedStrictlyPerMode) {
   EXPECT_NE(parse_error(CacheMode::UCache, "=1").find("has no option ''"), std::string::npos);
   EXPECT_NE(parse_error(CacheMode::UCache, "threshold=1,,end=0.9").find("'' is not key=value"),
             std::string::npos);
-  EXPECT_NE(parse_error(CacheMode::UCache, "threshold=1,threshold=2")
-                .find("'threshold' is given twice"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error(CacheMode::UCache, "threshold=1,threshold=2").find("'threshold' is given twice"),
+      std::string::npos);
   EXPECT_NE(parse_error(CacheMode::UCache, "threshold=abc").find("'abc' is not a number"),
             std::string::npos);
   EXPECT_NE(parse_error(CacheMode::UCache, "start=0.9,end=0.5").find("0 <= start < end <= 1"),
