@@ -28,10 +28,26 @@ const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_toke
 const std::string kVaeConvIn = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
 const std::string kVaeBatchNorm = std::string(io::kVaeRoot) + "bn.running_mean";
 
-// Hugging Face's hidden_states indices each variant reads (sd.cpp's out_layers), before
-// the final norm.
-const std::vector<int> kKleinLayers = {9, 18, 27};
-const std::vector<int> kDevLayers = {10, 20, 30};
+// What tells the variants' text encoders apart: the decoder each takes, and the Hugging
+// Face hidden_states indices it reads (sd.cpp's out_layers), before the final norm.
+struct TextEncoderVariant {
+  const char* name;
+  models::LlmConfig (*preset)();
+  std::vector<int> layers;
+  const char* takes;        // for messages: the --llm file expected
+  const char* layer_count;  // the released decoder's layers, for messages
+  const char* width;        // the released decoder(s) and width, for messages
+};
+const TextEncoderVariant kKlein{
+    "klein",      models::LlmConfig::qwen3_4b,
+    {9, 18, 27},  "FLUX.2 klein takes Qwen3-4B (klein 4B) or Qwen3-8B (klein 9B)",
+    "Qwen3's 36", "klein 4B takes Qwen3-4B, klein 9B Qwen3-8B"};
+const TextEncoderVariant kDev{"dev",
+                              models::LlmConfig::mistral_small_3_2,
+                              {10, 20, 30},
+                              "FLUX.2 dev takes Mistral Small 3.2 (24B)",
+                              "Mistral Small 3.2's 40",
+                              "dev takes Mistral Small 3.2, 5120 wide"};
 
 // FLUX.2 dev's system prompt (black-forest-labs/flux2, as diffusers and sd.cpp write it,
 // with its line break).
@@ -78,34 +94,24 @@ class Flux2 final : public LlmFamily {
     if (version != ModelVersion::Flux2Klein && version != ModelVersion::Flux2)
       fail_unsupported(version);
     const bool dev = version == ModelVersion::Flux2;
+    const TextEncoderVariant& te = dev ? kDev : kKlein;
     Architecture arch;
     arch.version = version;
     const ShapeOf shape_of = files.shape_of();
     arch.flux = flux_config_from_shapes(models::FluxConfig::flux2_klein(), io::kUnetRoot, shape_of);
-    if (dev) {
-      arch.llm = llm_encoder_config(files, models::LlmConfig::mistral_small_3_2(),
-                                    "FLUX.2 dev takes Mistral Small 3.2 (24B)");
-      arch.llm->rope_layout = rope_layout_of(files.options.llm);
-    } else {
-      arch.llm =
-          llm_encoder_config(files, models::LlmConfig::qwen3_4b(),
-                             "FLUX.2 klein takes Qwen3-4B (klein 4B) or Qwen3-8B (klein 9B)");
-    }
-    const std::vector<int>& layers = dev ? kDevLayers : kKleinLayers;
+    arch.llm = llm_encoder_config(files, te.preset(), te.takes);
+    if (dev) arch.llm->rope_layout = rope_layout_of(files.options.llm);
     // The last layer read must be a block's output before the final norm, as trained.
-    SD_CHECK(arch.llm->layers > layers.back(),
+    SD_CHECK(arch.llm->layers > te.layers.back(),
              "the --llm encoder has %d layers; FLUX.2 %s reads the hidden states after layers "
              "%d, %d and %d of %s",
-             arch.llm->layers, dev ? "dev" : "klein", layers[0], layers[1], layers[2],
-             dev ? "Mistral Small 3.2's 40" : "Qwen3's 36");
-    const int64_t text_width = arch.llm->hidden * static_cast<int64_t>(layers.size());
+             arch.llm->layers, te.name, te.layers[0], te.layers[1], te.layers[2], te.layer_count);
+    const int64_t text_width = arch.llm->hidden * static_cast<int64_t>(te.layers.size());
     SD_CHECK(text_width == arch.flux->context_dim,
              "the --llm encoder gives %lld-wide hidden states (x3 layers = %lld) but the FLUX.2 "
              "transformer reads %lld (%s)",
              static_cast<long long>(arch.llm->hidden), static_cast<long long>(text_width),
-             static_cast<long long>(arch.flux->context_dim),
-             dev ? "dev takes Mistral Small 3.2, 5120 wide"
-                 : "klein 4B takes Qwen3-4B, klein 9B Qwen3-8B");
+             static_cast<long long>(arch.flux->context_dim), te.width);
     arch.vae = vae_config_from_shapes(vae_config(), io::kVaeRoot, shape_of);
     return arch;
   }
@@ -120,7 +126,7 @@ class Flux2 final : public LlmFamily {
       format.before =
           std::string("<s>[SYSTEM_PROMPT]") + kDevSystemPrompt + "[/SYSTEM_PROMPT][INST]";
       format.after = "[/INST]";
-      format.hidden_layers = kDevLayers;
+      format.hidden_layers = kDev.layers;
       format.min_rows = 512;
       format.special_tokens = {"<s>", "[SYSTEM_PROMPT]", "[/SYSTEM_PROMPT]", "[INST]", "[/INST]"};
       return llm_prompt_encoder(arch, files, places, std::move(format), models::kMistralVocab);
@@ -129,7 +135,7 @@ class Flux2 final : public LlmFamily {
     // included) go to the transformer.
     format.before = "<|im_start|>user\n";
     format.after = "<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n";
-    format.hidden_layers = kKleinLayers;
+    format.hidden_layers = kKlein.layers;
     format.min_tokens = 512;
     format.pad_token = "<|endoftext|>";
     return llm_prompt_encoder(arch, files, places, std::move(format));
