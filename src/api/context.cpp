@@ -422,6 +422,8 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     std::vector<sd::io::Image> images = sd_ctx->sd->generate(r);
     const std::string traffic = sd::rpc::rpc_traffic_report(sd::DeviceRegistry::instance());
     if (!traffic.empty()) sd::api::log(SD_LOG_INFO, "RPC traffic so far, %s", traffic.c_str());
+    const std::string peaks = sd::peak_memory_report(sd::DeviceRegistry::instance());
+    if (!peaks.empty()) sd::api::log(SD_LOG_INFO, "device memory at most: %s", peaks.c_str());
     auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
     SD_CHECK(out, "out of memory for %zu images", images.size());
     for (size_t i = 0; i < images.size(); ++i) {

@@ -118,6 +118,9 @@ class Device {
   virtual std::unique_ptr<Backend> create_backend(const BackendOptions& options) = 0;
   // Whether this device can compute `node` (op, dtypes, layout).
   virtual bool supports_op(const Tensor& node) const = 0;
+  // The most device memory this process held on the device at once, in bytes; 0 where the
+  // device does not count it (the CPU's is the process's RSS).
+  virtual size_t peak_memory_used() const { return 0; }
 };
 
 class Backend {

@@ -94,4 +94,15 @@ std::string DeviceRegistry::names() const {
   return s;
 }
 
+std::string peak_memory_report(const DeviceRegistry& registry) {
+  std::string report;
+  for (const auto& d : registry.found()) {
+    const size_t peak = d->peak_memory_used();
+    if (peak == 0) continue;
+    report += (report.empty() ? "" : ", ") + d->name() + " " +
+              std::to_string((peak + (1 << 20) - 1) >> 20) + " MiB";
+  }
+  return report;
+}
+
 }  // namespace sd

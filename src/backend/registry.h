@@ -25,6 +25,9 @@ class DeviceRegistry {
   void add_source(std::function<void(DeviceRegistry&)> discover);
   // Every device, running the sources not yet run.
   const std::vector<std::unique_ptr<Device>>& devices() const;
+  // The devices found so far, running no source: for reports after a run, which must not
+  // load a driver the run did not use.
+  const std::vector<std::unique_ptr<Device>>& found() const { return devices_; }
   // The device `auto` picks: the first GPU added without a source, else the first device.
   // Devices from sources (Vulkan) are picked by name or by `gpu` only.
   Device& default_device() const;
@@ -44,5 +47,9 @@ class DeviceRegistry {
   mutable std::vector<std::function<void(DeviceRegistry&)>> sources_;
   mutable std::recursive_mutex sources_mutex_;
 };
+
+// "Vulkan0 1234 MiB, ..." for each device found so far that counts its memory and held
+// some; empty when none did.
+std::string peak_memory_report(const DeviceRegistry& registry);
 
 }  // namespace sd

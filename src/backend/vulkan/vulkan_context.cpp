@@ -184,7 +184,16 @@ VkDeviceMemory VulkanContext::allocate(const VkMemoryRequirements& req, bool pre
            "[%s] cannot allocate %.1f MiB of device memory (VkResult %d); place some modules "
            "elsewhere with --backend, or keep weights off the device with --params-backend",
            name_.c_str(), static_cast<double>(req.size) / (1 << 20), static_cast<int>(r));
+  const size_t now = device_bytes_ += req.size;
+  size_t peak = peak_device_bytes_.load();
+  while (now > peak && !peak_device_bytes_.compare_exchange_weak(peak, now)) {
+  }
   return memory;
+}
+
+void VulkanContext::free_device_memory(VkDeviceMemory memory, size_t bytes) {
+  vkFreeMemory(device_, memory, nullptr);
+  device_bytes_ -= bytes;
 }
 
 VkDeviceMemory VulkanContext::allocate_host(const VkMemoryRequirements& req) {

@@ -6,6 +6,7 @@
 
 #include <vulkan/vulkan.h>
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +34,11 @@ class VulkanContext {
   VkDeviceMemory allocate(const VkMemoryRequirements& req, bool prefer_mapped, bool& host_visible);
   // Host-visible, coherent memory for staging and parameters.
   VkDeviceMemory allocate_host(const VkMemoryRequirements& req);
+  // Frees what allocate() gave, `bytes` being its requirement's size.
+  void free_device_memory(VkDeviceMemory memory, size_t bytes);
+  // The bytes allocate() has handed out and not yet seen freed, and the most at once.
+  size_t device_bytes() const { return device_bytes_.load(); }
+  size_t peak_device_bytes() const { return peak_device_bytes_.load(); }
 
   // The pipeline of a named shader, built on first use.
   VkPipeline pipeline(const std::string& shader);
@@ -73,6 +79,8 @@ class VulkanContext {
   std::map<std::string, VkPipeline> pipelines_;
   std::mutex pipelines_mutex_;
   std::mutex queue_mutex_;
+  std::atomic<size_t> device_bytes_{0};
+  std::atomic<size_t> peak_device_bytes_{0};
 };
 
 template <typename F>

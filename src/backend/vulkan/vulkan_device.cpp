@@ -274,6 +274,11 @@ DeviceCaps VulkanDevice::caps() const {
   return c;
 }
 
+size_t VulkanDevice::peak_memory_used() const {
+  std::lock_guard<std::mutex> lock(context_mutex_);
+  return context_ ? context_->peak_device_bytes() : 0;
+}
+
 VulkanMemoryPool& VulkanDevice::pool(bool mapped) {
   VulkanContext& ctx = context();
   std::lock_guard<std::mutex> lock(context_mutex_);

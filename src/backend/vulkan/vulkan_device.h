@@ -81,6 +81,7 @@ class VulkanDevice final : public Device {
   BufferType& buffer_type() override { return buffer_type_; }
   std::unique_ptr<Backend> create_backend(const BackendOptions& options) override;
   bool supports_op(const Tensor& node) const override;
+  size_t peak_memory_used() const override;
 
   int index() const { return index_; }
   size_t min_binding_alignment() const { return min_binding_alignment_; }
@@ -110,7 +111,7 @@ class VulkanDevice final : public Device {
   std::shared_ptr<VulkanInstance> instance_;  // held from the first use on
   std::unique_ptr<VulkanContext> context_;
   std::unique_ptr<VulkanMemoryPool> pools_[2];  // [mapped]
-  std::mutex context_mutex_;
+  mutable std::mutex context_mutex_;
   uint64_t buffers_made_ = 0;
 };
 

@@ -9,6 +9,7 @@
 #include "backend/backend_manager.h"
 #include "backend/cpu/cpu_device.h"
 #include "backend/registry.h"
+#include "backend/vulkan/vulkan_context.h"
 #include "backend/vulkan/vulkan_device.h"
 #include "backend/vulkan/vulkan_test_util.h"
 #include "tensor/error.h"
@@ -51,6 +52,8 @@ TEST(VulkanDevice, AutoPicksNoVulkanDeviceAndLoadsNoDriver) {
   BackendManager automatic("auto", "", {}, registry);
   EXPECT_EQ(automatic.compute_device(Module::Diffusion).name(), "CPU");
   EXPECT_FALSE(discovered) << "resolving auto ran the Vulkan discovery";
+  EXPECT_EQ(peak_memory_report(registry), "");
+  EXPECT_FALSE(discovered) << "the report after a run ran the Vulkan discovery";
   if (!registry.find("vulkan0")) GTEST_SKIP() << "no Vulkan device here";
   EXPECT_TRUE(discovered);
   // Still the CPU once the devices are known: Vulkan devices are picked by name.
@@ -128,6 +131,30 @@ TEST(VulkanDevice, SmallBuffersShareBlocks) {
   std::unique_ptr<Buffer> again = type.allocate(1000);
   t.data = again->base();
   EXPECT_EQ(static_cast<VulkanBuffer&>(*again).offset_of(t), freed_at);
+}
+
+// The peak counts memory held at once: a freed block lowers what is held, not the peak,
+// and the report names the device with its peak.
+TEST(VulkanDevice, PeakMemoryCountsWhatWasHeldAtOnce) {
+  SD_REQUIRE_VULKAN(device);
+  VulkanContext& ctx = static_cast<VulkanDevice&>(*device).context();
+  const size_t bytes = VulkanMemoryPool::kBlockBytes;  // a block of its own
+  const size_t held = ctx.device_bytes();
+  {
+    std::unique_ptr<Buffer> one = device->buffer_type().allocate(bytes);
+    EXPECT_GE(ctx.device_bytes(), held + bytes);
+    EXPECT_GE(device->peak_memory_used(), ctx.device_bytes());
+  }
+  EXPECT_EQ(ctx.device_bytes(), held) << "a freed block is no longer held";
+  {
+    std::unique_ptr<Buffer> a = device->buffer_type().allocate(bytes);
+    std::unique_ptr<Buffer> b = device->buffer_type().allocate(bytes);
+    EXPECT_GE(device->peak_memory_used(), held + 2 * bytes);
+  }
+  EXPECT_GE(device->peak_memory_used(), held + 2 * bytes) << "the peak stays";
+  const std::string report = peak_memory_report(DeviceRegistry::instance());
+  EXPECT_NE(report.find(device->name() + " "), std::string::npos) << report;
+  EXPECT_NE(report.find(" MiB"), std::string::npos) << report;
 }
 
 // A whole graph with its inputs, outputs and intermediates in staged memory.

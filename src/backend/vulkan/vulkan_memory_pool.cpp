@@ -11,7 +11,7 @@ MemoryBlock::~MemoryBlock() {
   VkDevice device = ctx->device();
   if (mapped) vkUnmapMemory(device, memory);
   vkDestroyBuffer(device, buffer, nullptr);
-  vkFreeMemory(device, memory, nullptr);
+  if (memory != VK_NULL_HANDLE) ctx->free_device_memory(memory, memory_bytes);
 }
 
 std::shared_ptr<MemoryBlock> VulkanMemoryPool::new_block(size_t size) {
@@ -38,6 +38,7 @@ std::shared_ptr<MemoryBlock> VulkanMemoryPool::new_block(size_t size) {
   // From here the block owns both and frees them however this ends.
   block->buffer = buffer;
   block->memory = memory;
+  block->memory_bytes = req.size;
   check_vk(vkBindBufferMemory(ctx_.device(), buffer, memory, 0), "vkBindBufferMemory", ctx_.name());
   if (host_visible) {
     void* p = nullptr;

@@ -25,6 +25,7 @@ struct MemoryBlock {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   uint8_t* mapped = nullptr;      // where the memory is host-visible
   size_t size = 0;                // bytes of the VkBuffer
+  size_t memory_bytes = 0;        // bytes of the VkDeviceMemory (the driver may round up)
   std::map<size_t, size_t> free;  // offset -> bytes of each free range, coalesced
   size_t used = 0;
   ~MemoryBlock();

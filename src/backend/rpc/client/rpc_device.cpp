@@ -196,7 +196,7 @@ std::vector<std::string> add_rpc_servers(DeviceRegistry& registry, const std::st
 std::string rpc_traffic_report(const DeviceRegistry& registry) {
   std::string report;
   const Connection* last = nullptr;
-  for (const auto& d : registry.devices()) {
+  for (const auto& d : registry.found()) {
     auto* rpc = dynamic_cast<RpcDevice*>(d.get());
     if (!rpc || &rpc->connection() == last) continue;
     last = &rpc->connection();
