@@ -39,6 +39,14 @@ def main():
         flops = 4 * 4096 * 4096 * 40 * 8 * 2
         print(f"torch attention 4096 tokens 8x40 x2 {name}: "
               f"{tflops(flops, lambda: F.scaled_dot_product_attention(q, k, v)):.1f} TFLOP/s")
+        q, k, v = (torch.randn(1, 24, 4608, 128, device=dev, dtype=dtype) for _ in range(3))
+        flops = 4 * 4608 * 4608 * 128 * 24
+        print(f"torch attention 4608 tokens 24x128 {name}: "
+              f"{tflops(flops, lambda: F.scaled_dot_product_attention(q, k, v)):.1f} TFLOP/s")
+        q, k, v = (torch.randn(1, 1, 4096, 512, device=dev, dtype=dtype) for _ in range(3))
+        flops = 4 * 4096 * 4096 * 512
+        print(f"torch attention 4096 tokens 1x512 {name}: "
+              f"{tflops(flops, lambda: F.scaled_dot_product_attention(q, k, v)):.1f} TFLOP/s")
 
 
 if __name__ == "__main__":

@@ -10,8 +10,11 @@
 # machine without the project's libraries), else a build made here. Everything goes to
 # ${OUT:-build/gpu_check}; summary.txt is the short form. Each part has a time limit and
 # the whole stays under about 8 minutes on an H200. Safe where there is no GPU: it says so
-# and stops.
+# and stops. `--quick`: the op tests, the kernels, and SD 1.5 and FLUX on the GPU only
+# (about 3 minutes).
 set -uo pipefail
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
 cd "$(dirname "$0")/.."
 out=${OUT:-build/gpu_check}
 mkdir -p "$out"
@@ -75,7 +78,7 @@ make_model() {  # name, command...
 }
 make_model sd15.safetensors python3 "$shared/tools/make_random_sd.py" --arch sd15 --dtype f16 \
   --seed 1 --out "$models/sd15.safetensors" &
-make_model sdxl.safetensors python3 "$shared/tools/make_random_sd.py" --arch sdxl --dtype f16 \
+[ $quick = 1 ] || make_model sdxl.safetensors python3 "$shared/tools/make_random_sd.py" --arch sdxl --dtype f16 \
   --seed 1 --out "$models/sdxl.safetensors" &
 make_model flux python3 "$shared/tools/make_random_flux.py" --out "$models/flux" --hidden 3072 \
   --double 2 --single 4 --seed 1 &
@@ -89,15 +92,19 @@ gtest() {
   log "$name (validation on): rc $rc, $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$name.txt" | tr '\n' ' ')"
 }
 gtest vulkan_tests 120 "$bin/vulkan_tests"
-gtest conformance_on_$gpu 120 "$bin/api_tests" --gtest_filter='*OnAVulkanDevice*'
-grep -E "dB against the CPU" "$out/conformance_on_$gpu.txt" >> "$out/summary.txt"
+if [ $quick = 0 ]; then
+  gtest conformance_on_$gpu 120 "$bin/api_tests" --gtest_filter='*OnAVulkanDevice*'
+  grep -E "dB against the CPU" "$out/conformance_on_$gpu.txt" >> "$out/summary.txt"
+fi
 timeout 60 "$bin/vulkan_tests" --gtest_also_run_disabled_tests --gtest_filter='*VulkanBench*' \
   > "$out/vulkan_bench.txt" 2>&1
 grep GFLOP "$out/vulkan_bench.txt" | tee -a "$out/summary.txt"
 if python3 -c "import torch; assert torch.cuda.is_available()" 2> /dev/null; then
   timeout 60 python3 bench/torch_kernels.py 2>&1 | tee -a "$out/summary.txt"
-  timeout 60 python3 bench/torch_unet.py --arch sd15 --size 512 2>&1 | tee -a "$out/summary.txt"
-  timeout 60 python3 bench/torch_unet.py --arch sdxl --size 1024 2>&1 | tee -a "$out/summary.txt"
+  if [ $quick = 0 ]; then
+    timeout 60 python3 bench/torch_unet.py --arch sd15 --size 512 2>&1 | tee -a "$out/summary.txt"
+    timeout 60 python3 bench/torch_unet.py --arch sdxl --size 1024 2>&1 | tee -a "$out/summary.txt"
+  fi
 else
   log "no PyTorch with CUDA here: no PyTorch figures"
 fi
@@ -117,16 +124,17 @@ generate() {
   local sampling decoding per_step memory
   sampling=$(grep -oE 'sampling image 1/1 completed, taking [0-9.]+s' "$out/run_$name.txt" | grep -oE '[0-9.]+s$')
   decoding=$(grep -oE 'decoding completed, taking [0-9.]+s' "$out/run_$name.txt" | grep -oE '[0-9.]+s$')
-  per_step=$(tr '\r' '\n' < "$out/run_$name.txt" | grep -oE '[0-9.]+s/it' | tail -1)
+  per_step=$(tr '\r' '\n' < "$out/run_$name.txt" | grep -oE '[0-9.]+(s/it|it/s)' | tail -1)
   memory=$(grep -oE 'device memory at most: .*' "$out/run_$name.txt")
   log "$name: rc $rc, ${wall} s wall, sampling ${sampling:-?} ($steps steps, last ${per_step:-?}), VAE ${decoding:-?}, ${memory:-no device memory figure}"
 }
 if [ -f "$models/sd15.safetensors" ]; then
   generate sd15_512_f16_$gpu 20 90 -m "$models/sd15.safetensors" -W 512 -H 512 --backend "$gpu"
-  generate sd15_512_f16_cpu 3 90 -m "$models/sd15.safetensors" -W 512 -H 512 --backend cpu
-  timeout 60 "$cli" -M convert -m "$models/sd15.safetensors" --type q8_0 \
-    -o "$models/sd15_q8_0.gguf" > "$out/convert_q8_0.txt" 2>&1 &&
+  [ $quick = 1 ] || generate sd15_512_f16_cpu 3 90 -m "$models/sd15.safetensors" -W 512 -H 512 --backend cpu
+  if [ $quick = 0 ] && timeout 60 "$cli" -M convert -m "$models/sd15.safetensors" --type q8_0 \
+    -o "$models/sd15_q8_0.gguf" > "$out/convert_q8_0.txt" 2>&1; then
     generate sd15_512_q8_0_$gpu 20 90 -m "$models/sd15_q8_0.gguf" -W 512 -H 512 --backend "$gpu"
+  fi
 fi
 [ -f "$models/sdxl.safetensors" ] &&
   generate sdxl_1024_f16_$gpu 8 120 -m "$models/sdxl.safetensors" -W 1024 -H 1024 --backend "$gpu"

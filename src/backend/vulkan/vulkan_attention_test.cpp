@@ -100,17 +100,22 @@ void expect_cases_match(Device& device, std::initializer_list<AttnCase> cases) {
 
 TEST(VulkanAttention, OddLengthsAndHeadSizes) {
   SD_REQUIRE_VULKAN(device);
-  expect_cases_match(*device,
-                     {
-                         // D, Dv, Lq, Lk, H, N, mask, layout
-                         {8, 8, 1, 1, 1, 1, false, Layout::Contiguous},
-                         {8, 8, 7, 77, 3, 2, false, Layout::Contiguous},
-                         {40, 40, 77, 7, 2, 2, false, Layout::Contiguous},  // SD1.5 head size
-                         {64, 64, 130, 77, 2, 1, false, Layout::Contiguous},
-                         {128, 128, 17, 130, 2, 2, false, Layout::Contiguous},
-                         {40, 24, 33, 45, 2, 1, false, Layout::Contiguous},  // Dv != D
-                         {13, 70, 5, 9, 1, 2, false, Layout::Contiguous},    // Dv > D
-                     });
+  expect_cases_match(
+      *device,
+      {
+          // D, Dv, Lq, Lk, H, N, mask, layout
+          {8, 8, 1, 1, 1, 1, false, Layout::Contiguous},
+          {8, 8, 7, 77, 3, 2, false, Layout::Contiguous},
+          {40, 40, 77, 7, 2, 2, false, Layout::Contiguous},  // SD1.5 head size
+          {64, 64, 130, 77, 2, 1, false, Layout::Contiguous},
+          {128, 128, 17, 130, 2, 2, false, Layout::Contiguous},
+          {40, 24, 33, 45, 2, 1, false, Layout::Contiguous},  // Dv != D
+          {13, 70, 5, 9, 1, 2, false, Layout::Contiguous},    // Dv > D
+                                                            // Heads of the one-query-per-thread
+                                                            // shader that are not whole vec4s
+          {37, 22, 70, 45, 2, 1, false, Layout::Contiguous},
+          {6, 10, 9, 33, 1, 1, true, Layout::Contiguous},
+      });
 }
 
 // Each variant's largest heads (8-key tiles), and the VAEs' single 512-dim head over an 8x8
@@ -197,15 +202,17 @@ TEST(VulkanAttention, HeadsBeyondTheShaderAreDeclined) {
   EXPECT_TRUE(op->supports(*node(512, 512, 5)));
   EXPECT_FALSE(op->supports(*node(513, 64, 5)));
   EXPECT_FALSE(op->supports(*node(64, 513, 5)));
-  // The wide variant takes 4 queries per workgroup.
-  EXPECT_TRUE(op->supports(*node(300, 300, 4 * 65535)));
-  EXPECT_FALSE(op->supports(*node(300, 300, 4 * 65535 + 1)));
-  // More query blocks than one dispatch dimension holds: of 64 for small heads, of 16 up to
-  // 256 dims.
+  // The widest variant takes 8 queries per workgroup.
+  EXPECT_TRUE(op->supports(*node(300, 300, 8 * 65535)));
+  EXPECT_FALSE(op->supports(*node(300, 300, 8 * 65535 + 1)));
+  // More query blocks than one dispatch dimension holds: of 64 queries up to 64 dims, of
+  // 32 up to 128, of 16 up to 256.
   EXPECT_TRUE(op->supports(*node(8, 8, 64 * 65535)));
   EXPECT_FALSE(op->supports(*node(8, 8, 64 * 65535 + 1)));
-  EXPECT_TRUE(op->supports(*node(80, 80, 16 * 65535)));
-  EXPECT_FALSE(op->supports(*node(80, 80, 16 * 65535 + 1)));
+  EXPECT_TRUE(op->supports(*node(80, 80, 32 * 65535)));
+  EXPECT_FALSE(op->supports(*node(80, 80, 32 * 65535 + 1)));
+  EXPECT_TRUE(op->supports(*node(200, 200, 16 * 65535)));
+  EXPECT_FALSE(op->supports(*node(200, 200, 16 * 65535 + 1)));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // Fused attention (tensor/ops/attention.h): one workgroup per block of queries, head and
-// batch, keys and values streamed through shared memory in tiles; small heads by
-// shaders/attention_rows.comp (a query per thread), larger ones by attention_body.glsl in two
-// sizes (a query per 8 threads).
+// batch, keys and values streamed through shared memory in tiles, by
+// shaders/attention_rows_body.glsl: 1, 2, 4 or 8 threads per query, the query's dims and
+// its output held in their registers, 64 dims each.
 #include <algorithm>
 
 #include "backend/vulkan/vulkan_ops.h"
@@ -11,17 +11,18 @@ namespace sd::vulkan {
 
 namespace {
 
-// The shader variants, smallest first: each one's ATTENTION_QUERY_ROWS and
-// ATTENTION_MAX_HEAD_DIM (its shared tiles and per-thread accumulators are sized for them).
+// The shader variants, smallest first: each one's queries per workgroup and largest head
+// (its shared tiles and per-thread accumulators are sized for them).
 struct AttentionShape {
   const char* shader;
   int64_t queries_per_group;
   int64_t max_head_dim;
 };
 constexpr AttentionShape kShapes[] = {
-    {"attention_rows", 64, 64},  // one query per thread: SDXL, SD3, SD 1.5's first level
-    {"attention", 16, 256},      // the other diffusion nets and text encoders
-    {"attention_wide", 4, 512},  // the VAEs' single-head attention
+    {"attention_rows", 64, 64},    // one thread per query: SDXL, SD3, SD 1.5's first level
+    {"attention_rows2", 32, 128},  // two: FLUX, SD3.5, the LLM-conditioned DiTs
+    {"attention_rows4", 16, 256},  // four: SD 1.5's deeper levels, text encoders
+    {"attention_rows8", 8, 512},   // eight: the VAEs' single-head attention
 };
 constexpr int64_t kMaxGroups = 65535;  // per dispatch dimension
 
