@@ -69,38 +69,57 @@ VulkanBackend::VulkanBackend(VulkanDevice& device) : device_(device), ctx_(devic
   pool_info.queueFamilyIndex = ctx_.queue_family();
   check_vk(vkCreateCommandPool(dev, &pool_info, nullptr, &pool_), "vkCreateCommandPool",
            ctx_.name());
-  VkCommandBufferAllocateInfo cmd_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  cmd_info.commandPool = pool_;
-  cmd_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  cmd_info.commandBufferCount = 1;
-  check_vk(vkAllocateCommandBuffers(dev, &cmd_info, &cmd_), "vkAllocateCommandBuffers",
-           ctx_.name());
+  for (Frame& f : frames_) {
+    VkCommandBufferAllocateInfo cmd_info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    cmd_info.commandPool = pool_;
+    cmd_info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cmd_info.commandBufferCount = 1;
+    check_vk(vkAllocateCommandBuffers(dev, &cmd_info, &f.cmd), "vkAllocateCommandBuffers",
+             ctx_.name());
 
-  VkDescriptorPoolSize sizes{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBatch * kBindings};
-  VkDescriptorPoolCreateInfo desc_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
-  desc_info.maxSets = kBatch;
-  desc_info.poolSizeCount = 1;
-  desc_info.pPoolSizes = &sizes;
-  check_vk(vkCreateDescriptorPool(dev, &desc_info, nullptr, &descriptors_),
-           "vkCreateDescriptorPool", ctx_.name());
+    VkDescriptorPoolSize sizes{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBatch * kBindings};
+    VkDescriptorPoolCreateInfo desc_info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+    desc_info.maxSets = kBatch;
+    desc_info.poolSizeCount = 1;
+    desc_info.pPoolSizes = &sizes;
+    check_vk(vkCreateDescriptorPool(dev, &desc_info, nullptr, &f.descriptors),
+             "vkCreateDescriptorPool", ctx_.name());
 
-  make_host_buffer(ctx_, kBatch * sizeof(NodeWords), params_, params_memory_);
-  void* p = nullptr;
-  check_vk(vkMapMemory(dev, params_memory_, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory", ctx_.name());
-  params_mapped_ = static_cast<NodeWords*>(p);
+    make_host_buffer(ctx_, kBatch * sizeof(NodeWords), f.params, f.params_memory);
+    void* p = nullptr;
+    check_vk(vkMapMemory(dev, f.params_memory, 0, VK_WHOLE_SIZE, 0, &p), "vkMapMemory",
+             ctx_.name());
+    f.params_mapped = static_cast<NodeWords*>(p);
+    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    check_vk(vkCreateFence(dev, &fence_info, nullptr, &f.fence), "vkCreateFence", ctx_.name());
+  }
   make_host_buffer(ctx_, 16, unused_, unused_memory_);
 }
 
 VulkanBackend::~VulkanBackend() {
   VkDevice dev = ctx_.device();
   vkDeviceWaitIdle(dev);
-  vkUnmapMemory(dev, params_memory_);
-  vkDestroyBuffer(dev, params_, nullptr);
-  vkFreeMemory(dev, params_memory_, nullptr);
+  for (Frame& f : frames_) {
+    if (f.params_mapped) vkUnmapMemory(dev, f.params_memory);
+    vkDestroyBuffer(dev, f.params, nullptr);
+    vkFreeMemory(dev, f.params_memory, nullptr);
+    vkDestroyDescriptorPool(dev, f.descriptors, nullptr);
+    vkDestroyFence(dev, f.fence, nullptr);
+  }
   vkDestroyBuffer(dev, unused_, nullptr);
   vkFreeMemory(dev, unused_memory_, nullptr);
-  vkDestroyDescriptorPool(dev, descriptors_, nullptr);
   vkDestroyCommandPool(dev, pool_, nullptr);
+}
+
+void VulkanBackend::wait(Frame& frame) {
+  if (!frame.in_flight) return;
+  frame.in_flight = false;
+  check_vk(vkWaitForFences(ctx_.device(), 1, &frame.fence, VK_TRUE, UINT64_MAX), "vkWaitForFences",
+           ctx_.name());
+}
+
+void VulkanBackend::wait_all() {
+  for (Frame& f : frames_) wait(f);
 }
 
 Device& VulkanBackend::device() {
@@ -144,30 +163,44 @@ void VulkanBackend::compute_nodes(const Graph& graph, size_t first, size_t end) 
     run_batch(batch);
     batch.clear();
   };
-  for (size_t i = first; i < end; ++i) {
-    const Tensor* node = graph.nodes[i];
-    if (is_view_op(node->op)) continue;
-    SD_CHECK(node->data, "[%s] tensor '%s' (%s) has no memory; allocate the graph first",
-             device_.name().c_str(), node->name.c_str(), op_name(node->op).data());
-    if (node->nelements() == 0) continue;
-    batch.push_back(node);
-    if (batch.size() == kBatch) submit(i + 1);
+  try {
+    for (size_t i = first; i < end; ++i) {
+      const Tensor* node = graph.nodes[i];
+      if (is_view_op(node->op)) continue;
+      SD_CHECK(node->data, "[%s] tensor '%s' (%s) has no memory; allocate the graph first",
+               device_.name().c_str(), node->name.c_str(), op_name(node->op).data());
+      if (node->nelements() == 0) continue;
+      batch.push_back(node);
+      if (batch.size() == kBatch) submit(i + 1);
+    }
+    if (!batch.empty()) submit(end);
+  } catch (...) {
+    // The caller frees what the batches in flight read and write: let them finish first.
+    for (Frame& f : frames_) {
+      if (f.in_flight) vkWaitForFences(ctx_.device(), 1, &f.fence, VK_TRUE, UINT64_MAX);
+      f.in_flight = false;
+    }
+    throw;
   }
-  if (!batch.empty()) submit(end);
+  wait_all();  // the results are read once this returns
 }
 
 void VulkanBackend::run_batch(const std::vector<const Tensor*>& nodes) {
   VkDevice dev = ctx_.device();
-  check_vk(vkResetDescriptorPool(dev, descriptors_, 0), "vkResetDescriptorPool", ctx_.name());
-  check_vk(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer", ctx_.name());
+  Frame& frame = frames_[next_frame_];
+  next_frame_ = 1 - next_frame_;
+  wait(frame);  // the batch before last is done with this frame's records and descriptors
+  VkCommandBuffer cmd = frame.cmd;
+  check_vk(vkResetDescriptorPool(dev, frame.descriptors, 0), "vkResetDescriptorPool", ctx_.name());
+  check_vk(vkResetCommandBuffer(cmd, 0), "vkResetCommandBuffer", ctx_.name());
   VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check_vk(vkBeginCommandBuffer(cmd_, &begin), "vkBeginCommandBuffer", ctx_.name());
+  check_vk(vkBeginCommandBuffer(cmd, &begin), "vkBeginCommandBuffer", ctx_.name());
 
   VkMemoryBarrier between{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   between.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   between.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT | VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &between, 0, nullptr, 0,
                        nullptr);
   between.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -177,10 +210,10 @@ void VulkanBackend::run_batch(const std::vector<const Tensor*>& nodes) {
     SD_CHECK(op, "[%s] has no shader for %s", device_.name().c_str(), op_name(node.op).data());
     const Dispatch d = op->plan(node);
 
-    NodeWords& words = params_mapped_[n];
+    NodeWords& words = frame.params_mapped[n];
     std::memset(&words, 0, sizeof words);
     VkDescriptorBufferInfo infos[kBindings];
-    infos[0] = {params_, 0, VK_WHOLE_SIZE};
+    infos[0] = {frame.params, 0, VK_WHOLE_SIZE};
     const Tensor* slots[kTensorSlots] = {&node, node.src[0], node.src[1], node.src[2], node.src[3]};
     for (int k = 0; k < kTensorSlots; ++k) {
       if (!slots[k]) {
@@ -204,7 +237,7 @@ void VulkanBackend::run_batch(const std::vector<const Tensor*>& nodes) {
 
     VkDescriptorSetLayout layout = ctx_.set_layout();
     VkDescriptorSetAllocateInfo alloc{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
-    alloc.descriptorPool = descriptors_;
+    alloc.descriptorPool = frame.descriptors;
     alloc.descriptorSetCount = 1;
     alloc.pSetLayouts = &layout;
     VkDescriptorSet set = VK_NULL_HANDLE;
@@ -220,13 +253,13 @@ void VulkanBackend::run_batch(const std::vector<const Tensor*>& nodes) {
     }
     vkUpdateDescriptorSets(dev, kBindings, writes, 0, nullptr);
 
-    vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_.pipeline(d.shader));
-    vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_.pipeline_layout(), 0, 1,
-                            &set, 0, nullptr);
-    vkCmdPushConstants(cmd_, ctx_.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
+    vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_.pipeline(d.shader));
+    vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, ctx_.pipeline_layout(), 0, 1, &set,
+                            0, nullptr);
+    vkCmdPushConstants(cmd, ctx_.pipeline_layout(), VK_SHADER_STAGE_COMPUTE_BIT, 0,
                        sizeof(uint32_t), &n);
-    vkCmdDispatch(cmd_, d.groups[0], d.groups[1], d.groups[2]);
-    vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+    vkCmdDispatch(cmd, d.groups[0], d.groups[1], d.groups[2]);
+    vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                          VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &between, 0, nullptr, 0,
                          nullptr);
   }
@@ -234,11 +267,13 @@ void VulkanBackend::run_batch(const std::vector<const Tensor*>& nodes) {
   VkMemoryBarrier to_host{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   to_host.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
   to_host.dstAccessMask = VK_ACCESS_HOST_READ_BIT | VK_ACCESS_TRANSFER_READ_BIT;
-  vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
                        VK_PIPELINE_STAGE_HOST_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &to_host,
                        0, nullptr, 0, nullptr);
-  check_vk(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer", ctx_.name());
-  ctx_.submit_and_wait(cmd_);
+  check_vk(vkEndCommandBuffer(cmd), "vkEndCommandBuffer", ctx_.name());
+  check_vk(vkResetFences(dev, 1, &frame.fence), "vkResetFences", ctx_.name());
+  ctx_.submit(cmd, frame.fence);
+  frame.in_flight = true;
 }
 
 }  // namespace sd::vulkan

@@ -267,14 +267,12 @@ void VulkanContext::end_one_off(VkCommandBuffer cmd) {
   check_vk(r, "vkQueueSubmit", name_);
 }
 
-void VulkanContext::submit_and_wait(VkCommandBuffer cmd) {
+void VulkanContext::submit(VkCommandBuffer cmd, VkFence fence) {
   VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   submit.commandBufferCount = 1;
   submit.pCommandBuffers = &cmd;
   std::lock_guard<std::mutex> lock(queue_mutex_);
-  check_vk(vkResetFences(device_, 1, &fence_), "vkResetFences", name_);
-  check_vk(vkQueueSubmit(queue_, 1, &submit, fence_), "vkQueueSubmit", name_);
-  check_vk(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", name_);
+  check_vk(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit", name_);
 }
 
 }  // namespace sd::vulkan

@@ -48,8 +48,8 @@ class VulkanContext {
   // Runs `record` in a one-off command buffer on the queue and waits for it.
   template <typename F>
   void run_now(F&& record);
-  // Submits a recorded command buffer and waits for it (one queue, one submission at a time).
-  void submit_and_wait(VkCommandBuffer cmd);
+  // Submits a recorded command buffer; `fence` is signalled when it has run.
+  void submit(VkCommandBuffer cmd, VkFence fence);
   VkCommandPool command_pool() const { return command_pool_; }
   std::mutex& queue_mutex() { return queue_mutex_; }
 

@@ -7,12 +7,14 @@
 #include <vector>
 
 #include "backend/backend_manager.h"
+#include "backend/compute_buffer.h"
 #include "backend/cpu/cpu_device.h"
 #include "backend/registry.h"
 #include "backend/vulkan/vulkan_context.h"
 #include "backend/vulkan/vulkan_device.h"
 #include "backend/vulkan/vulkan_test_util.h"
 #include "tensor/error.h"
+#include "tensor/graph.h"
 #include "tensor/ops/cast.h"
 #include "tensor/ops/elementwise.h"
 
@@ -155,6 +157,31 @@ TEST(VulkanDevice, PeakMemoryCountsWhatWasHeldAtOnce) {
   const std::string report = peak_memory_report(DeviceRegistry::instance());
   EXPECT_NE(report.find(device->name() + " "), std::string::npos) << report;
   EXPECT_NE(report.find(" MiB"), std::string::npos) << report;
+}
+
+// A graph longer than one batch of dispatches, stopped between batches while the first is
+// in flight: the error comes out, and the same backend then computes the graph whole.
+TEST(VulkanDevice, StoppingBetweenBatchesLeavesTheBackendUsable) {
+  SD_REQUIRE_VULKAN(device);
+  Context ctx;
+  Tensor* x = ctx.new_tensor(DType::F32, make_shape({1000}), "x");
+  Tensor* y = x;
+  for (int i = 0; i < 600; ++i) y = add(ctx, y, x);  // 601 x, past two batches of 256
+  Graph graph = Graph::build({y});
+  ComputeBuffer memory(device->buffer_type());
+  memory.allocate(graph);
+  std::vector<float> ones(1000, 1.0f);
+  tensor_set(*x, ones.data());
+  auto backend = device->create_backend(BackendOptions{});
+  int checks = 0;
+  backend->set_stop([&] { return ++checks > 1; });
+  EXPECT_THROW(backend->compute(graph), Error);
+  backend->set_stop(nullptr);
+  backend->compute(graph);
+  std::vector<float> out(1000);
+  tensor_get(*y, out.data());
+  EXPECT_EQ(out.front(), 601.0f);
+  EXPECT_EQ(out.back(), 601.0f);
 }
 
 // A whole graph with its inputs, outputs and intermediates in staged memory.
