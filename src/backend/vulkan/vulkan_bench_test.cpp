@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 
@@ -85,37 +86,30 @@ TEST(VulkanBench, DISABLED_Conv3x3Sd15UnetBlock) {
   });
 }
 
-TEST(VulkanBench, DISABLED_AttentionSd15Self) {
-  // SD 1.5's first self-attention: 4096 tokens, 8 heads of 40, batch 2.
-  const int64_t D = 40, L = 4096, heads = 8, N = 2;
-  report("attention 4096 tokens, 8x40, x2", 4.0 * L * L * D * heads * N, [&](Context& ctx) {
-    Tensor* q = ctx.new_tensor(DType::F32, make_shape({D, L, heads, N}), "q");
-    Tensor* k = ctx.new_tensor(DType::F32, make_shape({D, L, heads, N}), "k");
-    Tensor* v = ctx.new_tensor(DType::F32, make_shape({D, L, heads, N}), "v");
-    return attention(ctx, q, k, v, nullptr, 0.158f);
+// Self-attention of `tokens` queries and keys, `heads` heads of `dim`, `batch` sequences.
+void report_attention(const char* what, int64_t dim, int64_t tokens, int64_t heads, int64_t batch) {
+  const double flops = 4.0 * tokens * tokens * dim * heads * batch;
+  report(what, flops, [&](Context& ctx) {
+    Tensor* q = ctx.new_tensor(DType::F32, make_shape({dim, tokens, heads, batch}), "q");
+    Tensor* k = ctx.new_tensor(DType::F32, make_shape({dim, tokens, heads, batch}), "k");
+    Tensor* v = ctx.new_tensor(DType::F32, make_shape({dim, tokens, heads, batch}), "v");
+    return attention(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(dim)));
   });
+}
+
+TEST(VulkanBench, DISABLED_AttentionSd15Self) {
+  // SD 1.5's first self-attention: 4096 tokens, 8 heads of 40, batch 2 (cfg).
+  report_attention("attention 4096 tokens, 8x40, x2", 40, 4096, 8, 2);
 }
 
 TEST(VulkanBench, DISABLED_AttentionFluxJoint) {
   // FLUX.1's joint attention at 1024x1024: 4096 image + 512 text tokens, 24 heads of 128.
-  const int64_t D = 128, L = 4608, heads = 24, N = 1;
-  report("attention 4608 tokens, 24x128", 4.0 * L * L * D * heads * N, [&](Context& ctx) {
-    Tensor* q = ctx.new_tensor(DType::F32, make_shape({D, L, heads, N}), "q");
-    Tensor* k = ctx.new_tensor(DType::F32, make_shape({D, L, heads, N}), "k");
-    Tensor* v = ctx.new_tensor(DType::F32, make_shape({D, L, heads, N}), "v");
-    return attention(ctx, q, k, v, nullptr, 0.088f);
-  });
+  report_attention("attention 4608 tokens, 24x128", 128, 4608, 24, 1);
 }
 
 TEST(VulkanBench, DISABLED_AttentionVaeMidBlock) {
   // The VAE decoder's single-head attention at 512x512: 4096 pixels, 512 channels.
-  const int64_t D = 512, L = 4096;
-  report("attention 4096 tokens, 1x512", 4.0 * L * L * D, [&](Context& ctx) {
-    Tensor* q = ctx.new_tensor(DType::F32, make_shape({D, L, 1, 1}), "q");
-    Tensor* k = ctx.new_tensor(DType::F32, make_shape({D, L, 1, 1}), "k");
-    Tensor* v = ctx.new_tensor(DType::F32, make_shape({D, L, 1, 1}), "v");
-    return attention(ctx, q, k, v, nullptr, 0.044f);
-  });
+  report_attention("attention 4096 tokens, 1x512", 512, 4096, 1, 1);
 }
 
 }  // namespace
