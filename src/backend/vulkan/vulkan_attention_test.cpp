@@ -111,8 +111,8 @@ TEST(VulkanAttention, OddLengthsAndHeadSizes) {
           {128, 128, 17, 130, 2, 2, false, Layout::Contiguous},
           {40, 24, 33, 45, 2, 1, false, Layout::Contiguous},  // Dv != D
           {13, 70, 5, 9, 1, 2, false, Layout::Contiguous},    // Dv > D
-                                                            // Heads of the one-query-per-thread
-                                                            // shader that are not whole vec4s
+                                                              // Heads of the one-query-per-thread
+                                                              // shader that are not whole vec4s
           {37, 22, 70, 45, 2, 1, false, Layout::Contiguous},
           {6, 10, 9, 33, 1, 1, true, Layout::Contiguous},
       });
