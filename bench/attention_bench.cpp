@@ -18,7 +18,7 @@ struct AttnShape {
   int64_t Lq, Lk, D;
 };
 
-constexpr AttnShape kShapes[] = {
+constexpr AttnShape kAttnShapes[] = {
     {"self 4096x4096 d40", 4096, 4096, 40},
     {"cross 4096x77 d40", 4096, 77, 40},
     {"self 1024x1024 d80", 1024, 1024, 80},
@@ -27,7 +27,7 @@ constexpr AttnShape kShapes[] = {
 constexpr int64_t kHeads = 8, kBatch = 2;
 
 void BM_Attention(benchmark::State& state) {
-  const AttnShape& s = kShapes[state.range(0)];
+  const AttnShape& s = kAttnShapes[state.range(0)];
   const double flops = 4.0 * s.Lq * s.Lk * s.D * kHeads * kBatch;
   bench::run_linalg_bench(
       state, flops,

@@ -18,25 +18,25 @@ struct ConvShape {
   int64_t C, HW;
 };
 
-constexpr ConvShape kShapes[] = {{"320@64x64", 320, 64},
-                                 {"640@32x32", 640, 32},
-                                 {"1280@16x16", 1280, 16},
-                                 {"1280@8x8", 1280, 8}};
-constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16};
-constexpr int64_t kBatch = 2;
+constexpr ConvShape kConvShapes[] = {{"320@64x64", 320, 64},
+                                     {"640@32x32", 640, 32},
+                                     {"1280@16x16", 1280, 16},
+                                     {"1280@8x8", 1280, 8}};
+constexpr DType kConvTypes[] = {DType::F32, DType::BF16, DType::F16};
+constexpr int64_t kConvBatch = 2;
 
 double conv_flops(const ConvShape& s) {
-  return 2.0 * kBatch * s.C * s.C * 9 * s.HW * s.HW;
+  return 2.0 * kConvBatch * s.C * s.C * 9 * s.HW * s.HW;
 }
 
 // Args: shape index, weight dtype index.
 void BM_Conv2d(benchmark::State& state) {
-  const ConvShape& s = kShapes[state.range(0)];
-  const DType t = kTypes[state.range(1)];
+  const ConvShape& s = kConvShapes[state.range(0)];
+  const DType t = kConvTypes[state.range(1)];
   bench::run_linalg_bench(
       state, conv_flops(s),
       [&](Context& ctx) {
-        Tensor* x = ctx.new_tensor(DType::F32, {s.HW, s.HW, s.C, kBatch}, "x");
+        Tensor* x = ctx.new_tensor(DType::F32, {s.HW, s.HW, s.C, kConvBatch}, "x");
         return conv2d(ctx, x, bench::weight(ctx, t, {3, 3, s.C, s.C}, "w"),
                       bench::weight(ctx, DType::F32, {s.C}, "b"), 1, 1, 1, 1, 1, 1);
       },
@@ -55,13 +55,13 @@ BENCHMARK(BM_Conv2d)
 void BM_Conv2dLayout(benchmark::State& state) {
   using dnnl::memory;
   using tag = memory::format_tag;
-  const ConvShape& s = kShapes[state.range(0)];
+  const ConvShape& s = kConvShapes[state.range(0)];
   const tag layouts[] = {tag::nchw, tag::any, tag::nhwc};
   const tag layout = layouts[state.range(1)];
   const auto type = state.range(2) ? memory::data_type::bf16 : memory::data_type::f32;
   dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   dnnl::stream stream(eng);
-  const memory::dims act = {kBatch, s.C, s.HW, s.HW}, w_dims = {s.C, s.C, 3, 3};
+  const memory::dims act = {kConvBatch, s.C, s.HW, s.HW}, w_dims = {s.C, s.C, 3, 3};
   const memory::desc user(act, memory::data_type::f32, tag::nchw);
   dnnl::convolution_forward::primitive_desc pd(
       dnnl::convolution_forward::desc(

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "backend/registry.h"
+#include "process_time.h"
 #include "weights/model_loader.h"
 #include "weights/model_manager.h"
 
@@ -27,12 +28,6 @@ namespace sd {
 namespace {
 
 enum class LoadMode { Mmap, MmapTouch, Copy };
-
-double process_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-}
 
 void BM_LoadWeights(benchmark::State& state, const std::string& path, LoadMode mode) {
   Device& cpu = DeviceRegistry::instance().get("CPU");

@@ -15,7 +15,7 @@ struct MatmulShape {
   int64_t K, M, N, batch;
 };
 
-constexpr MatmulShape kShapes[] = {
+constexpr MatmulShape kMatmulShapes[] = {
     {"unet 4096x320->1280", 320, 1280, 4096, 2},
     {"unet 4096x1280->320", 1280, 320, 4096, 2},
     {"clip 77x768->768", 768, 768, 77, 1},
@@ -31,12 +31,12 @@ constexpr MatmulShape kShapes[] = {
     {"flux 4608x3072->12288", 3072, 12288, 4608, 1},
     {"flux 4608x12288->3072", 12288, 3072, 4608, 1},
 };
-constexpr DType kTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
+constexpr DType kMatmulTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
 
 // Args: shape index, weight dtype index.
 void BM_MatMul(benchmark::State& state) {
-  const MatmulShape& s = kShapes[state.range(0)];
-  const DType t = kTypes[state.range(1)];
+  const MatmulShape& s = kMatmulShapes[state.range(0)];
+  const DType t = kMatmulTypes[state.range(1)];
   if (s.K % block_size(t) != 0) {
     state.SkipWithError("K is not a multiple of the dtype's block size");
     return;

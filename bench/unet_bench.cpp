@@ -28,6 +28,7 @@
 #include "backend/registry.h"
 #include "models/unet.h"
 #include "nn/random_weights.h"
+#include "process_time.h"
 #include "tensor/graph.h"
 
 namespace sd {
@@ -52,12 +53,6 @@ nn::RandomWeights& weights_of(int64_t index, int64_t dtype) {
   auto& w = sets[{index, dtype}];
   if (!w) w = std::make_unique<nn::RandomWeights>(dtype == 0 ? DType::F16 : DType::BF16);
   return *w;
-}
-
-double process_cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
 int threads() {

@@ -23,6 +23,7 @@
 #include "models/vae.h"
 #include "nn/graph_runner.h"
 #include "nn/random_weights.h"
+#include "process_time.h"
 #include "tensor/graph.h"
 #include "tensor/ops/conv2d.h"
 
@@ -31,13 +32,6 @@ namespace {
 
 // User + system CPU seconds of the whole process: on a shared machine, where wall time
 // depends on the neighbours, CPU time / threads estimates the wall time of a quiet one.
-double process_cpu_seconds() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
-  return sec(u.ru_utime) + sec(u.ru_stime);
-}
-
 int bench_threads() {
   static const int n = omp_get_max_threads();  // before any backend changes the default
   return n;

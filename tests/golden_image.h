@@ -16,6 +16,11 @@
 
 namespace sd::test {
 
+// tests/golden/<name>: the reference implementation's images of one model.
+inline std::filesystem::path golden_folder(const std::string& name) {
+  return std::filesystem::path(__FILE__).parent_path() / "golden" / name;
+}
+
 inline void expect_matches_golden(const io::Image& image, const std::string& golden_path,
                                   double min_db = 40.0) {
   const io::Image expected = io::read_image(golden_path);

@@ -26,6 +26,14 @@ Backend& cpu_backend() {
   return *b;
 }
 
+Backend& cpu_backend(CpuKernels kernels) {
+  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+  static std::unique_ptr<Backend> fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
+  static std::unique_ptr<Backend> reference =
+      cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
+  return kernels == CpuKernels::Fast ? *fast : *reference;
+}
+
 std::vector<float> random_values(int64_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
@@ -136,6 +144,16 @@ std::vector<float> run_reference_single(const std::function<Tensor*(Context&)>& 
                                         const NamedValues& values) {
   return run_reference([&build](Context& ctx) { return std::vector<Tensor*>{build(ctx)}; },
                        values)[0];
+}
+
+double relative_rmse(const std::vector<float>& ref, const std::vector<float>& got) {
+  double err = 0, sig = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double d = static_cast<double>(got[i]) - ref[i];
+    err += d * d;
+    sig += static_cast<double>(ref[i]) * ref[i];
+  }
+  return sig > 0 ? std::sqrt(err / sig) : std::sqrt(err / static_cast<double>(ref.size()));
 }
 
 double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b, double atol,

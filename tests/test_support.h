@@ -19,6 +19,8 @@ std::string shared_dir();
 
 // One CPU backend with two threads (fast kernels) for the whole test process.
 Backend& cpu_backend();
+// One CPU backend per kernel set (two threads), for comparing fast kernels with the reference.
+Backend& cpu_backend(CpuKernels kernels);
 
 // Fills a float or quantizable tensor's host data with values uniform in [lo, hi).
 std::vector<float> random_values(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f);
@@ -53,6 +55,9 @@ std::vector<float> run_reference_single(const std::function<Tensor*(Context&)>& 
 // Max |a - b| / (atol + rtol * |b|) over all elements; <= 1 passes.
 double max_scaled_error(const std::vector<float>& a, const std::vector<float>& b, double atol,
                         double rtol);
+
+// RMS of got - ref relative to the RMS of ref (the plain RMS when ref is all zero).
+double relative_rmse(const std::vector<float>& ref, const std::vector<float>& got);
 
 // Runs `c` with fast and reference kernels and expects every output to agree within
 // atol + rtol * |reference|.

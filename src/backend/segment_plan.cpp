@@ -1,4 +1,5 @@
 #include "backend/segment_plan.h"
+#include "backend/byte_units.h"
 
 #include <algorithm>
 #include <unordered_map>
@@ -18,10 +19,6 @@ const Tensor* storage_of(const Tensor* t) {
 
 size_t round_up(size_t n, size_t alignment) {
   return (n + alignment - 1) / alignment * alignment;
-}
-
-double mib(size_t bytes) {
-  return static_cast<double>(bytes) / (1 << 20);
 }
 
 }  // namespace

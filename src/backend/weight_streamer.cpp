@@ -1,4 +1,5 @@
 #include "backend/weight_streamer.h"
+#include "backend/byte_units.h"
 
 #include <algorithm>
 #include <exception>
@@ -11,14 +12,6 @@
 namespace sd {
 
 namespace {
-
-double mib(size_t bytes) {
-  return static_cast<double>(bytes) / (1 << 20);
-}
-
-double gib(size_t bytes) {
-  return static_cast<double>(bytes) / (1 << 30);
-}
 
 bool readable_by(const Tensor& t, const Device& device) {
   return &t.buffer->type().device() == &device ||

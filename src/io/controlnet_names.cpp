@@ -8,10 +8,6 @@ namespace sd::io {
 
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 // diffusers' ControlNetModel names for the blocks the UNet does not have.
 std::string from_diffusers(std::string_view name) {
   struct Prefix {
@@ -31,9 +27,9 @@ std::string from_diffusers(std::string_view name) {
       {"controlnet_mid_block.", "middle_block_out.0."},
   };
   for (const Prefix& p : kPrefixes)
-    if (starts_with(name, p.from)) return std::string(p.to) += name.substr(p.from.size());
+    if (name.starts_with(p.from)) return std::string(p.to) += name.substr(p.from.size());
   constexpr std::string_view kDown = "controlnet_down_blocks.";
-  if (starts_with(name, kDown)) {
+  if (name.starts_with(kDown)) {
     const std::string_view rest = name.substr(kDown.size());  // "3.weight"
     const size_t dot = rest.find('.');
     if (dot != std::string_view::npos)
@@ -47,9 +43,9 @@ std::string from_diffusers(std::string_view name) {
 
 std::string controlnet_name(std::string_view loaded) {
   std::string_view rest = loaded;
-  if (starts_with(rest, kControlNetRoot))
+  if (rest.starts_with(kControlNetRoot))
     rest.remove_prefix(kControlNetRoot.size());
-  else if (starts_with(rest, kUnetRoot))
+  else if (rest.starts_with(kUnetRoot))
     rest.remove_prefix(kUnetRoot.size());
   return std::string(kControlNetRoot) += from_diffusers(rest);
 }

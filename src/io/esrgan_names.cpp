@@ -8,10 +8,6 @@
 namespace sd::io {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
 // The decimal number at the start of `s` and what follows it; nullopt if none.
 std::optional<std::pair<int, std::string_view>> leading_number(std::string_view s) {
   size_t n = 0;
@@ -26,22 +22,22 @@ std::optional<std::pair<int, std::string_view>> leading_number(std::string_view 
 std::string_view wrapper_of(const std::vector<std::string>& stored) {
   for (std::string_view prefix : {"params_ema.", "params.", "module."})
     for (const std::string& name : stored)
-      if (starts_with(name, prefix)) return prefix;
+      if (name.starts_with(prefix)) return prefix;
   return {};
 }
 
 // Original ESRGAN: "model.1.sub.N.RDBR.convC.0.P" and "model.1.sub.K.P" (the trunk conv).
 std::optional<std::string> trunk_name(std::string_view rest) {
   auto block = leading_number(rest);
-  if (!block || !starts_with(block->second, ".")) return std::nullopt;
+  if (!block || !block->second.starts_with(".")) return std::nullopt;
   std::string_view tail = block->second.substr(1);
   if (tail == "weight" || tail == "bias") return "conv_body." + std::string(tail);
   // RDBr.convc.0.weight
-  if (!starts_with(tail, "RDB")) return std::nullopt;
+  if (!tail.starts_with("RDB")) return std::nullopt;
   auto rdb = leading_number(tail.substr(3));
-  if (!rdb || !starts_with(rdb->second, ".conv")) return std::nullopt;
+  if (!rdb || !rdb->second.starts_with(".conv")) return std::nullopt;
   auto conv = leading_number(rdb->second.substr(5));
-  if (!conv || !starts_with(conv->second, ".0.")) return std::nullopt;
+  if (!conv || !conv->second.starts_with(".0.")) return std::nullopt;
   return "body." + std::to_string(block->first) + ".rdb" + std::to_string(rdb->first) + ".conv" +
          std::to_string(conv->first) + "." + std::string(conv->second.substr(3));
 }
@@ -55,18 +51,18 @@ std::map<std::string, std::string> esrgan_tensor_names(const std::vector<std::st
   std::vector<int> tail_layers;
   std::vector<std::pair<std::string_view, std::string>> old_layout;  // (name in model., stored)
   for (const std::string& name : stored) {
-    if (!starts_with(name, wrapper)) continue;
+    if (!name.starts_with(wrapper)) continue;
     const std::string_view n = std::string_view(name).substr(wrapper.size());
-    if (!starts_with(n, "model.")) {
+    if (!n.starts_with("model.")) {
       out[std::string(n)] = name;
       continue;
     }
     const std::string_view rest = n.substr(6);
-    if (starts_with(rest, "0.")) {
+    if (rest.starts_with("0.")) {
       out["conv_first." + std::string(rest.substr(2))] = name;
-    } else if (starts_with(rest, "1.sub.")) {
+    } else if (rest.starts_with("1.sub.")) {
       if (auto t = trunk_name(rest.substr(6))) out[*t] = name;
-    } else if (auto layer = leading_number(rest); layer && starts_with(layer->second, ".")) {
+    } else if (auto layer = leading_number(rest); layer && layer->second.starts_with(".")) {
       if (std::find(tail_layers.begin(), tail_layers.end(), layer->first) == tail_layers.end())
         tail_layers.push_back(layer->first);
       old_layout.emplace_back(rest, name);

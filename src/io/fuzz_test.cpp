@@ -37,7 +37,7 @@ Bytes base_safetensors() {
   return b.bytes();
 }
 
-Bytes base_gguf() {
+Bytes fuzz_base_gguf() {
   test::GgufBuilder g;
   g.kv_string("general.architecture", "sd1").kv_scalar<uint32_t>("general.alignment", 4, 32);
   ByteWriter tokens;
@@ -132,7 +132,7 @@ TEST(Fuzz, Safetensors) {
 }
 
 TEST(Fuzz, HandBuiltGguf) {
-  fuzz(base_gguf(), 2, [](auto f) { return GgufFile::parse(f); });
+  fuzz(fuzz_base_gguf(), 2, [](auto f) { return GgufFile::parse(f); });
 }
 
 TEST(Fuzz, WrittenGguf) {

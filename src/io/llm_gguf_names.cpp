@@ -7,10 +7,6 @@
 namespace sd::io {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 // What follows "blk.N." in llama.cpp's names, and the Hugging Face name below "layers.N.".
 // Longer spellings first: attn_q_norm must win over attn_q.
 constexpr std::array<BlockPart, 11> kBlockParts{{
@@ -30,9 +26,9 @@ constexpr std::array<BlockPart, 11> kBlockParts{{
 }  // namespace
 
 std::optional<std::string> llm_name_from_llama_cpp(std::string_view name) {
-  if (starts_with(name, "token_embd.")) return "model.embed_tokens." + std::string(name.substr(11));
-  if (starts_with(name, "output_norm.")) return "model.norm." + std::string(name.substr(12));
-  if (starts_with(name, "output.")) return "lm_head." + std::string(name.substr(7));
+  if (name.starts_with("token_embd.")) return "model.embed_tokens." + std::string(name.substr(11));
+  if (name.starts_with("output_norm.")) return "model.norm." + std::string(name.substr(12));
+  if (name.starts_with("output.")) return "lm_head." + std::string(name.substr(7));
   return rename_llama_cpp_block(name, "blk.", "model.layers.", kBlockParts);
 }
 

@@ -10,16 +10,9 @@
 namespace sd::io {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-bool ends_with(std::string_view s, std::string_view x) {
-  return s.size() >= x.size() && s.substr(s.size() - x.size()) == x;
-}
-
 // The block index after `prefix` in `name` ("...joint_blocks.12.x" -> 12), or -1.
 int block_index(std::string_view name, std::string_view prefix) {
-  if (!starts_with(name, prefix)) return -1;
+  if (!name.starts_with(prefix)) return -1;
   int v = 0;
   size_t i = prefix.size();
   if (i >= name.size() || name[i] < '0' || name[i] > '9') return -1;
@@ -218,11 +211,11 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
     joint_depth = std::max(joint_depth, block_index(n, joint_blocks) + 1);
     double_depth = std::max(double_depth, block_index(n, double_blocks) + 1);
     if (joint_depth > 0 && n.find(".x_block.attn2.") != std::string_view::npos) sd3_attn2 = true;
-    if (starts_with(n, kTextEncoder2Root)) has_text2 = true;
-    if (starts_with(n, middle_transformer)) has_middle_transformer = true;
+    if (n.starts_with(kTextEncoder2Root)) has_text2 = true;
+    if (n.starts_with(middle_transformer)) has_middle_transformer = true;
     // Any cross-attention key projection gives the context width; take the first by name
     // so the result does not depend on hash order.
-    if (starts_with(n, kUnetRoot) && ends_with(n, ".attn2.to_k.weight") &&
+    if (n.starts_with(kUnetRoot) && n.ends_with(".attn2.to_k.weight") &&
         (!context_key || info->name < context_key->name)) {
       context_key = info;
     }

@@ -74,10 +74,6 @@ size_t match(std::string_view name, std::string_view pattern, Nums& nums) {
   return i;
 }
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Applies the first matching rule; nullopt when none matches (or its inner table does not
 // know the remainder).
 std::optional<NameMapping> apply_rules(std::string_view name, std::span<const Rule> rules,
@@ -345,48 +341,44 @@ constexpr Root kRoots[] = {
     {kT5xxlRoot, RootKind::Opaque},
 };
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 NameMapping convert_checkpoint_name(std::string_view name, std::string_view prefix) {
-  std::string full = starts_with(name, prefix) ? std::string(name) : std::string(prefix) += name;
+  std::string full = name.starts_with(prefix) ? std::string(name) : std::string(prefix) += name;
   for (const RootRename& r : kRootRenames) {
-    if (starts_with(full, r.from)) {
+    if (full.starts_with(r.from)) {
       full = std::string(r.to) + full.substr(r.from.size());
       break;
     }
   }
   // T5 under "text_encoders.t5xxl." with or without "transformer.", in Hugging Face names
   // or llama.cpp's (enc.blk.N.attn_q, token_embd, ...): all onto kT5Root.
-  if (starts_with(full, kT5xxlRoot)) {
+  if (full.starts_with(kT5xxlRoot)) {
     std::string_view rest = std::string_view(full).substr(kT5xxlRoot.size());
-    if (starts_with(rest, "transformer.")) rest.remove_prefix(12);
+    if (rest.starts_with("transformer.")) rest.remove_prefix(12);
     if (auto hf = t5_name_from_llama_cpp(rest))
       return {std::string(kT5Root) + *hf, Transform::None, true};
     return {std::string(kT5Root) += rest, Transform::None, true};
   }
   // An LLM under "text_encoders.llm.": a transformers state dict (model.*, or a bare
   // decoder's layers.* / embed_tokens / norm) or llama.cpp's names, all onto model.*.
-  if (starts_with(full, kLlmRoot)) {
+  if (full.starts_with(kLlmRoot)) {
     std::string_view rest = std::string_view(full).substr(kLlmRoot.size());
     if (auto hf = llm_name_from_llama_cpp(rest))
       return {std::string(kLlmRoot) + *hf, Transform::None, true};
-    if (starts_with(rest, "layers.") || starts_with(rest, "embed_tokens.") ||
-        starts_with(rest, "norm."))
+    if (rest.starts_with("layers.") || rest.starts_with("embed_tokens.") ||
+        rest.starts_with("norm."))
       return {std::string(kLlmRoot) + "model." + std::string(rest), Transform::None, true};
     return {full, Transform::None, true};
   }
   // Black Forest Labs' autoencoders (FLUX.2's) keep the latent-moment convs inside the
   // encoder and decoder; sd.cpp accepts both spellings.
-  if (starts_with(full, kVaeRoot)) {
+  if (full.starts_with(kVaeRoot)) {
     const std::string_view rest = std::string_view(full).substr(kVaeRoot.size());
     for (std::string_view nested : {"encoder.quant_conv.", "decoder.post_quant_conv."})
-      if (starts_with(rest, nested))
+      if (rest.starts_with(nested))
         return {std::string(kVaeRoot) += rest.substr(nested.find('.') + 1), Transform::None, true};
   }
   for (const Root& root : kRoots) {
-    if (!starts_with(full, root.prefix)) continue;
+    if (!full.starts_with(root.prefix)) continue;
     if (root.kind == RootKind::Opaque) return {full, Transform::None, true};
     std::string_view rest = std::string_view(full).substr(root.prefix.size());
     if (auto m = apply_rules(rest, kCheckpointTextRules)) {
@@ -464,7 +456,7 @@ NameMapping convert_name(std::string_view name, SourceLayout layout, std::string
   if (!prefix.empty()) root = prefix;
   std::optional<NameMapping> m = apply_rules(name, rules, shape);
   if (!m) return {std::string(root) += name, Transform::None, false};
-  if (m->transform == Transform::Conv1x1 && !ends_with(m->name, ".weight")) {
+  if (m->transform == Transform::Conv1x1 && !m->name.ends_with(".weight")) {
     m->transform = Transform::None;  // biases are [C] either way
   }
   m->name.insert(0, root);
@@ -483,7 +475,7 @@ std::vector<std::string> unmapped_names(const std::vector<std::string>& names, S
 std::optional<std::array<std::string, 3>> qkv_split_names(std::string_view canonical) {
   for (std::string_view kind : {std::string_view("weight"), std::string_view("bias")}) {
     std::string fused = "self_attn.in_proj." + std::string(kind);
-    if (!ends_with(canonical, fused)) continue;
+    if (!canonical.ends_with(fused)) continue;
     std::string base(canonical.substr(0, canonical.size() - fused.size()));
     return std::array<std::string, 3>{base + "self_attn.q_proj." + std::string(kind),
                                       base + "self_attn.k_proj." + std::string(kind),
@@ -495,10 +487,10 @@ std::optional<std::array<std::string, 3>> qkv_split_names(std::string_view canon
 SourceLayout guess_layout(const std::vector<std::string>& names) {
   bool unet = false, xl = false, vae = false, transformers = false;
   for (const std::string& n : names) {
-    if (starts_with(n, "down_blocks.") || starts_with(n, "time_embedding.")) unet = true;
-    if (starts_with(n, "add_embedding.")) xl = true;
-    if (starts_with(n, "encoder.down_blocks.") || starts_with(n, "decoder.up_blocks.")) vae = true;
-    if (starts_with(n, "text_model.")) transformers = true;
+    if (n.starts_with("down_blocks.") || n.starts_with("time_embedding.")) unet = true;
+    if (n.starts_with("add_embedding.")) xl = true;
+    if (n.starts_with("encoder.down_blocks.") || n.starts_with("decoder.up_blocks.")) vae = true;
+    if (n.starts_with("text_model.")) transformers = true;
   }
   if (unet) return xl ? SourceLayout::DiffusersUnetXl : SourceLayout::DiffusersUnet;
   if (vae) return SourceLayout::DiffusersVae;
@@ -525,8 +517,8 @@ bool is_unused_tensor(std::string_view n) {
   for (std::string_view s : kSchedule) {
     if (n == s) return true;
   }
-  return starts_with(n, "model_ema.") || ends_with(n, "embeddings.position_ids") ||
-         ends_with(n, "logit_scale") || starts_with(n, "embedding_manager.");
+  return n.starts_with("model_ema.") || n.ends_with("embeddings.position_ids") ||
+         n.ends_with("logit_scale") || n.starts_with("embedding_manager.");
 }
 
 }  // namespace sd::io

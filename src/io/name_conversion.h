@@ -39,6 +39,8 @@ const char* layout_name(SourceLayout layout);
 // Canonical roots (see the table above).
 inline constexpr std::string_view kUnetRoot = "model.diffusion_model.";
 inline constexpr std::string_view kVaeRoot = "first_stage_model.";
+// The VAE decoder's first convolution: its presence tells that a VAE was given.
+inline constexpr std::string_view kVaeConvIn = "first_stage_model.decoder.conv_in.weight";
 inline constexpr std::string_view kTextEncoderRoot = "cond_stage_model.";
 inline constexpr std::string_view kTextEncoder2Root = "cond_stage_model.1.";
 inline constexpr std::string_view kClipLRoot = "text_encoders.clip_l.";
@@ -51,6 +53,8 @@ inline constexpr std::string_view kT5Root = "text_encoders.t5xxl.transformer.";
 // Where an LLM text encoder's (--llm) Hugging Face names sit ("model.layers.N..."), as
 // sd.cpp has them; llama.cpp's GGUF names (blk.N.attn_q, token_embd, ...) are mapped there.
 inline constexpr std::string_view kLlmRoot = "text_encoders.llm.";
+// Its token embeddings: present in every LLM text encoder file, so they tell one is given.
+inline constexpr std::string_view kLlmEmbeddings = "text_encoders.llm.model.embed_tokens.weight";
 
 // Which flag a file came from; each puts its names under a root, as sd.cpp's
 // init_from_file prefixes do ("model.diffusion_model.", "vae.", "clip_l.", "clip_g.",

@@ -7,10 +7,6 @@
 namespace sd::io {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 // What follows "enc.blk.N." in llama.cpp's T5 names, and the HF name below "block.N.".
 constexpr std::array<BlockPart, 10> kBlockParts{{
     {"attn_q.", "layer.0.SelfAttention.q."},
@@ -28,8 +24,8 @@ constexpr std::array<BlockPart, 10> kBlockParts{{
 }  // namespace
 
 std::optional<std::string> t5_name_from_llama_cpp(std::string_view name) {
-  if (starts_with(name, "token_embd.")) return "shared." + std::string(name.substr(11));
-  if (starts_with(name, "enc.output_norm."))
+  if (name.starts_with("token_embd.")) return "shared." + std::string(name.substr(11));
+  if (name.starts_with("enc.output_norm."))
     return "encoder.final_layer_norm." + std::string(name.substr(16));
   return rename_llama_cpp_block(name, "enc.blk.", "encoder.block.", kBlockParts);
 }

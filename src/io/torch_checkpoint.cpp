@@ -56,10 +56,6 @@ constexpr int64_t kLegacyProtocol = 1001;
 constexpr int kMaxNesting = 16;
 constexpr size_t kMaxKey = 1024;
 
-std::string s(uint64_t v) {
-  return std::to_string(v);
-}
-
 // Strings are referenced in the pickle's arena rather than copied: a pickle may name one
 // memoized string from any number of storages.
 struct Storage {
@@ -91,7 +87,8 @@ class PlainHost : public PickleHost {
   explicit PlainHost(std::string path) : path_(std::move(path)) {}
   PickleRef call(PickleArena&, PickleRef, PickleRef, uint64_t) override { return kNoPickleRef; }
   PickleRef persistent_load(PickleArena&, PickleRef, uint64_t pos) override {
-    fail_file(path_, "unexpected persistent id at byte " + s(pos) + " (corrupt file?)");
+    fail_file(path_,
+              "unexpected persistent id at byte " + std::to_string(pos) + " (corrupt file?)");
   }
 
  private:
@@ -134,7 +131,7 @@ class TorchHost : public PickleHost {
   PickleRef persistent_load(PickleArena& a, PickleRef pid, uint64_t pos) override {
     const PickleObject& t = a[pid];
     auto bad = [&](const std::string& why) -> void {
-      fail_file(path_, "persistent id at byte " + s(pos) + " " + why +
+      fail_file(path_, "persistent id at byte " + std::to_string(pos) + " " + why +
                            " (corrupt file, or not written by torch.save?)");
     };
     if (t.kind != PickleKind::Tuple || t.items.size() < 5) bad("is not a storage tuple");
@@ -145,7 +142,8 @@ class TorchHost : public PickleHost {
     if (a[it[1]].kind != PickleKind::Global) bad("names no storage class");
     if (a[it[2]].kind != PickleKind::String) bad("has a key that is not a string");
     // Keys are short numbers; a long one would be copied per reference to it.
-    if (a[it[2]].str.size() > kMaxKey) bad("has a key longer than " + s(kMaxKey) + " bytes");
+    if (a[it[2]].str.size() > kMaxKey)
+      bad("has a key longer than " + std::to_string(kMaxKey) + " bytes");
     const PickleObject& numel = a[it[4]];
     if (numel.kind != PickleKind::Int || numel.i < 0) bad("has no valid element count");
 
@@ -179,14 +177,14 @@ class TorchHost : public PickleHost {
 
  private:
   [[noreturn]] void malformed(std::string_view fn, uint64_t pos, const std::string& why) const {
-    fail_file(path_, "malformed call of torch._utils." + std::string(fn) + " at byte " + s(pos) +
-                         ": " + why + " (corrupt file?)");
+    fail_file(path_, "malformed call of torch._utils." + std::string(fn) + " at byte " +
+                         std::to_string(pos) + ": " + why + " (corrupt file?)");
   }
 
   PickleRef add(PickleArena& a, PickleObject o, uint64_t pos) const {
     PickleRef r = a.add(std::move(o));
     if (r == kNoPickleRef)
-      fail_file(path_, "too many objects at byte " + s(pos) + " (corrupt file?)");
+      fail_file(path_, "too many objects at byte " + std::to_string(pos) + " (corrupt file?)");
     return r;
   }
 
@@ -195,7 +193,7 @@ class TorchHost : public PickleHost {
   PickleRef rebuild(PickleArena& a, PickleRef args, uint64_t pos, bool v3) {
     std::string_view fn = v3 ? "_rebuild_tensor_v3" : "_rebuild_tensor_v2";
     const auto& it = a[args].items;
-    if (it.size() < (v3 ? 7u : 4u)) malformed(fn, pos, s(it.size()) + " arguments");
+    if (it.size() < (v3 ? 7u : 4u)) malformed(fn, pos, std::to_string(it.size()) + " arguments");
     const PickleObject& st = a[it[0]];
     if (st.kind == PickleKind::Opaque) return kNoPickleRef;
     if (st.kind != PickleKind::Host || is_tensor(st)) malformed(fn, pos, "no storage");
@@ -296,7 +294,7 @@ class TorchCheckpointBuilder {
       // read: the pickle first, then the storages it refers to, each to the bytes the
       // pickle gives it. Entries nothing refers to (or a bomb's padding) stay compressed.
       if (pkl->size > kMaxPickleBytes) {
-        fail("zip entry '" + pkl_name + "' declares " + s(pkl->size) +
+        fail("zip entry '" + pkl_name + "' declares " + std::to_string(pkl->size) +
              " bytes, more than a checkpoint's pickle holds (corrupt file?)");
       }
       const ZipArchive pickle_only = zip.inflated({{pkl_name, pkl->size}});
@@ -340,8 +338,8 @@ class TorchCheckpointBuilder {
   void check_fits(const Storage& st, uint64_t available, const std::string& where) const {
     uint64_t need;
     if (__builtin_mul_overflow(st.numel, st.type->elsize, &need) || need > available) {
-      fail("storage '" + key_of(st) + "' claims " + s(st.numel) + " elements of " +
-           std::string(st.type->storage) + " but " + where + " holds " + s(available) +
+      fail("storage '" + key_of(st) + "' claims " + std::to_string(st.numel) + " elements of " +
+           std::string(st.type->storage) + " but " + where + " holds " + std::to_string(available) +
            " bytes (corrupt or truncated file?)");
     }
   }
@@ -368,7 +366,7 @@ class TorchCheckpointBuilder {
     PickleResult proto = pickle_at(magic.end, "legacy header pickle", plain);
     const PickleObject& pv = proto.arena[proto.root];
     if (pv.kind != PickleKind::Int || pv.i != kLegacyProtocol) {
-      fail("legacy checkpoint protocol is not " + s(kLegacyProtocol) +
+      fail("legacy checkpoint protocol is not " + std::to_string(kLegacyProtocol) +
            " (corrupt file, or an unknown torch.save variant?)");
     }
     PickleResult info = pickle_at(proto.end, "legacy system-info pickle", plain);
@@ -410,15 +408,16 @@ class TorchCheckpointBuilder {
              ", which this reader does not load (convert the file to safetensors)");
       }
       if (f_->size() - pos < 8) {
-        fail("storage '" + key.str + "' at byte " + s(pos) +
+        fail("storage '" + key.str + "' at byte " + std::to_string(pos) +
              " runs past the end of the file (truncated download?)");
       }
       uint64_t count, bytes;
       std::memcpy(&count, f_->data() + pos, 8);
       pos += 8;
       if (__builtin_mul_overflow(count, st->type->elsize, &bytes) || bytes > f_->size() - pos) {
-        fail("storage '" + key.str + "' of " + s(count) + " elements at byte " + s(pos) +
-             " runs past the end of the file (" + s(f_->size()) + " bytes; truncated download?)");
+        fail("storage '" + key.str + "' of " + std::to_string(count) + " elements at byte " +
+             std::to_string(pos) + " runs past the end of the file (" + std::to_string(f_->size()) +
+             " bytes; truncated download?)");
       }
       if (!roots.emplace(key.str, Root{pos, bytes, st->type}).second) {
         fail("storage '" + key.str + "' is listed twice (corrupt file?)");
@@ -480,8 +479,9 @@ class TorchCheckpointBuilder {
       if (key.kind == PickleKind::String && key.str.size() > kMaxKey) {
         // Real tensor names are a few dozen bytes; copying a huge one per entry would let a
         // small file allocate without bound.
-        fail("a key in the state dict is " + s(key.str.size()) + " bytes long, beyond the " +
-             s(kMaxKey) + "-byte limit for tensor names (corrupt file?)");
+        fail("a key in the state dict is " + std::to_string(key.str.size()) +
+             " bytes long, beyond the " + std::to_string(kMaxKey) +
+             "-byte limit for tensor names (corrupt file?)");
       }
       if (key.kind == PickleKind::String) {
         name = prefix + key.str;
@@ -515,7 +515,8 @@ class TorchCheckpointBuilder {
            ", which this engine does not load (convert it to float16/float32 first)");
     }
     if (t.n_dims > kMaxTensorDims) {
-      fail(quote + " has " + s(t.n_dims) + " dimensions (this engine supports up to 4)");
+      fail(quote + " has " + std::to_string(t.n_dims) +
+           " dimensions (this engine supports up to 4)");
     }
     const uint64_t elsize = type->elsize;
     TensorInfo info;
@@ -554,9 +555,9 @@ class TorchCheckpointBuilder {
       uint64_t end;
       if (__builtin_add_overflow(last, 1, &end) || __builtin_mul_overflow(end, elsize, &end) ||
           end > st.bytes) {
-        fail(quote + " " + shape_string(info) + " at element offset " + s(t.offset) +
-             " reaches past the end of its storage '" + key_of(st) + "' (" + s(st.bytes) +
-             " bytes; corrupt file?)");
+        fail(quote + " " + shape_string(info) + " at element offset " + std::to_string(t.offset) +
+             " reaches past the end of its storage '" + key_of(st) + "' (" +
+             std::to_string(st.bytes) + " bytes; corrupt file?)");
       }
       info.offset = st.file_offset + static_cast<uint64_t>(t.offset) * elsize;
       // Only views whose elements overlap (stride 0 from expand(), ...) can hold more than

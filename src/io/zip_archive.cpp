@@ -47,10 +47,6 @@ uint64_t u64(const uint8_t* p) {
   return v;
 }
 
-std::string s(uint64_t v) {
-  return std::to_string(v);
-}
-
 std::string hex(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "0x%08x", v);
@@ -73,7 +69,7 @@ class Parser {
 
   Directory find_directory() const {
     if (size_ < kEocdSize) {
-      fail("file is " + s(size_) +
+      fail("file is " + std::to_string(size_) +
            " bytes, too short for a zip archive (empty or truncated download?)");
     }
     // The EOCD record sits at the end, followed only by a comment of at most 64 KiB.
@@ -104,12 +100,13 @@ class Parser {
           "(truncated or corrupt file?)");
     }
     if (!fits(d.offset, d.size)) {
-      fail("zip central directory at byte " + s(d.offset) + " (" + s(d.size) +
-           " bytes) runs past the end of the file (" + s(size_) + " bytes; truncated download?)");
+      fail("zip central directory at byte " + std::to_string(d.offset) + " (" +
+           std::to_string(d.size) + " bytes) runs past the end of the file (" +
+           std::to_string(size_) + " bytes; truncated download?)");
     }
     if (d.count > d.size / kCentralSize) {
-      fail("zip directory claims " + s(d.count) + " entries but holds only " + s(d.size) +
-           " bytes (corrupt file?)");
+      fail("zip directory claims " + std::to_string(d.count) + " entries but holds only " +
+           std::to_string(d.size) + " bytes (corrupt file?)");
     }
     return d;
   }
@@ -121,12 +118,13 @@ class Parser {
       fail("zip64 archive spans several disks, which PyTorch never writes (corrupt file?)");
     }
     if (!fits(pos, kZip64EocdSize) || pos > locator - kZip64EocdSize) {
-      fail("zip64 end-of-central-directory record at byte " + s(pos) +
+      fail("zip64 end-of-central-directory record at byte " + std::to_string(pos) +
            " lies outside the file (corrupt or truncated file?)");
     }
     const uint8_t* e = at(pos);
     if (u32(e) != kZip64EocdSig) {
-      fail("no zip64 end-of-central-directory record at byte " + s(pos) + " (corrupt file?)");
+      fail("no zip64 end-of-central-directory record at byte " + std::to_string(pos) +
+           " (corrupt file?)");
     }
     if (u32(e + 16) != 0 || u32(e + 20) != 0) {
       fail("zip64 archive spans several disks, which PyTorch never writes (corrupt file?)");
@@ -138,7 +136,7 @@ class Parser {
   uint64_t read_entry(uint64_t pos, uint64_t end, size_t i, ZipEntry& z) const {
     auto where = "zip directory entry " + std::to_string(i);
     if (pos > end || end - pos < kCentralSize || u32(at(pos)) != kCentralSig) {
-      fail(where + " at byte " + s(pos) + " is missing or damaged (corrupt file?)");
+      fail(where + " at byte " + std::to_string(pos) + " is missing or damaged (corrupt file?)");
     }
     const uint8_t* c = at(pos);
     z.flags = u16(c + 8);
@@ -191,7 +189,8 @@ class Parser {
   void locate_data(ZipEntry& z) const {
     auto where = "zip entry '" + z.name + "'";
     if (!fits(z.header, kLocalSize) || u32(at(z.header)) != kLocalSig) {
-      fail(where + " has no local header at byte " + s(z.header) + " (corrupt or truncated file?)");
+      fail(where + " has no local header at byte " + std::to_string(z.header) +
+           " (corrupt or truncated file?)");
     }
     const uint8_t* h = at(z.header);
     uint64_t name_len = u16(h + 26), extra_len = u16(h + 28);
@@ -201,8 +200,9 @@ class Parser {
     }
     z.data_offset = z.header + kLocalSize + name_len + extra_len;
     if (!fits(z.data_offset, z.compressed_size)) {
-      fail(where + " (" + s(z.compressed_size) + " bytes at byte " + s(z.data_offset) +
-           ") runs past the end of the file (" + s(size_) + " bytes; truncated download?)");
+      fail(where + " (" + std::to_string(z.compressed_size) + " bytes at byte " +
+           std::to_string(z.data_offset) + ") runs past the end of the file (" +
+           std::to_string(size_) + " bytes; truncated download?)");
     }
   }
 
@@ -306,27 +306,28 @@ void inflate_entry(const std::string& path, const ZipEntry& e, const uint8_t* in
     const int r = inflate(&zs, Z_NO_FLUSH);
     const uInt produced = static_cast<uInt>(room) - zs.avail_out;
     if (probing && produced > 0) {
-      fail("inflates to more than the " + s(e.size) + " bytes its directory entry declares " +
-           "(corrupt file?)");
+      fail("inflates to more than the " + std::to_string(e.size) +
+           " bytes its directory entry declares " + "(corrupt file?)");
     }
     crc = static_cast<uint32_t>(crc32_z(crc, dest, produced));
     out_done += produced;
     if (r == Z_STREAM_END) break;
     if (r == Z_DATA_ERROR || r == Z_NEED_DICT) {
       fail("holds a corrupt deflate stream (" + std::string(zs.msg ? zs.msg : "bad data") +
-           " after " + s(out_done) + " bytes; corrupt file?)");
+           " after " + std::to_string(out_done) + " bytes; corrupt file?)");
     }
     if (r == Z_MEM_ERROR) fail("could not be inflated: zlib ran out of memory");
     if (r == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) {
-      fail("has a deflate stream that ends early, after " + s(out_done) + " of " + s(e.size) +
-           " bytes (truncated or corrupt file?)");
+      fail("has a deflate stream that ends early, after " + std::to_string(out_done) + " of " +
+           std::to_string(e.size) + " bytes (truncated or corrupt file?)");
     }
   }
   const uint64_t unused = zs.avail_in + in_left;
   if (out_done != e.size || unused != 0) {
-    fail("inflates to " + s(out_done) + " bytes from " + s(e.compressed_size - unused) +
-         " compressed, but its directory entry declares " + s(e.size) + " from " +
-         s(e.compressed_size) + " (corrupt file?)");
+    fail("inflates to " + std::to_string(out_done) + " bytes from " +
+         std::to_string(e.compressed_size - unused) +
+         " compressed, but its directory entry declares " + std::to_string(e.size) + " from " +
+         std::to_string(e.compressed_size) + " (corrupt file?)");
   }
   if (crc != e.crc32) {
     fail("fails its CRC-32 check (" + hex(crc) + ", directory says " + hex(e.crc32) +
@@ -356,8 +357,8 @@ ZipArchive ZipArchive::inflated(const std::unordered_map<std::string, uint64_t>&
     auto it = keep.find(e.name);
     if (it == keep.end()) continue;
     if (is_inflatable(e) && e.size / kMaxDeflateRatio > e.compressed_size) {
-      fail_file(path, "zip entry '" + e.name + "' declares " + s(e.size) + " bytes from " +
-                          s(e.compressed_size) +
+      fail_file(path, "zip entry '" + e.name + "' declares " + std::to_string(e.size) +
+                          " bytes from " + std::to_string(e.compressed_size) +
                           " compressed, more than deflate can produce (corrupt file?)");
     }
     ZipEntry& to = out.emplace_back(e);
@@ -375,7 +376,7 @@ ZipArchive ZipArchive::inflated(const std::unordered_map<std::string, uint64_t>&
   try {
     block.resize(static_cast<size_t>(total));
   } catch (const std::bad_alloc&) {
-    fail_file(path, "zip entries need " + s(total) +
+    fail_file(path, "zip entries need " + std::to_string(total) +
                         " bytes of memory once inflated, which could not be allocated "
                         "(re-zip the checkpoint uncompressed, e.g. `zip -0`, or convert it "
                         "to safetensors, so it can be mapped instead)");

@@ -20,7 +20,7 @@ using test::TorchFileBuilder;
 using test::ZipEntrySpec;
 
 // Compressible and incompressible storages, a strided view and a converted dtype.
-TorchFileBuilder sample() {
+TorchFileBuilder deflate_sample() {
   std::vector<float> ramp(3000);
   for (size_t i = 0; i < ramp.size(); ++i) ramp[i] = static_cast<float>(i % 17);
   TorchFileBuilder b;
@@ -72,15 +72,15 @@ void expect_same_as_stored(TorchFileBuilder b, bool zip64, bool lightning) {
 }
 
 TEST(ZipDeflate, CheckpointReadsAsStored) {
-  expect_same_as_stored(sample(), false, false);
+  expect_same_as_stored(deflate_sample(), false, false);
 }
 
 TEST(ZipDeflate, Zip64LightningReadsAsStored) {
-  expect_same_as_stored(sample(), true, true);
+  expect_same_as_stored(deflate_sample(), true, true);
 }
 
 TEST(ZipDeflate, StreamedEntriesWithDataDescriptors) {
-  TorchFileBuilder b = sample();
+  TorchFileBuilder b = deflate_sample();
   const Bytes stored = b.zip_bytes();
   const Bytes pkl = b.main_pickle(false);
   std::vector<std::pair<std::string, Bytes>> entries = {{"archive/data.pkl", pkl}};
@@ -95,7 +95,7 @@ TEST(ZipDeflate, StreamedEntriesWithDataDescriptors) {
 }
 
 TEST(ZipDeflate, MixedStoredAndDeflatedEntries) {
-  TorchFileBuilder b = sample();
+  TorchFileBuilder b = deflate_sample();
   std::vector<ZipEntrySpec> specs = {deflated_entry("archive/data.pkl", b.main_pickle(false))};
   for (const auto& s : b.storages) {
     const std::string name = "archive/data/" + s.key;
@@ -134,7 +134,7 @@ TEST(ZipDeflate, ArchiveInflatesEntriesInPlaceOfStoredOnes) {
 // never inflated into memory, and a storage is held only to the bytes the pickle gives it;
 // the rest of an entry is still inflated to check its CRC-32.
 TEST(ZipDeflate, BombsCostOnlyWhatThePickleReads) {
-  TorchFileBuilder b = sample();
+  TorchFileBuilder b = deflate_sample();
   const Bytes pkl = b.main_pickle(false);
   std::vector<ZipEntrySpec> specs = {deflated_entry("archive/data.pkl", pkl)};
   for (const auto& st : b.storages)
@@ -165,14 +165,14 @@ TEST(ZipDeflate, BombsCostOnlyWhatThePickleReads) {
       {"crc.ckpt: ", "'archive/data/0'", "CRC-32"});
 }
 
-struct Case {
+struct ZipCase {
   std::string name;
   std::vector<ZipEntrySpec> specs;
   std::vector<std::string> expect;  // substrings of the message
 };
 
-void expect_all_fail(const std::vector<Case>& cases) {
-  for (const Case& c : cases) {
+void expect_all_zips_fail(const std::vector<ZipCase>& cases) {
+  for (const ZipCase& c : cases) {
     SCOPED_TRACE(c.name);
     const std::string path = c.name + ".ckpt";
     test::expect_error(
@@ -189,7 +189,7 @@ void expect_all_fail(const std::vector<Case>& cases) {
 }
 
 TEST(ZipDeflate, CorruptEntriesFail) {
-  TorchFileBuilder b = sample();
+  TorchFileBuilder b = deflate_sample();
   const Bytes pkl = b.main_pickle(false);
   const Bytes data = b.storages[0].bytes;  // 12000 bytes, compressible
   // data.pkl intact; storage "0" as `bad` makes it; the others deflated.
@@ -210,7 +210,7 @@ TEST(ZipDeflate, CorruptEntriesFail) {
       MappedFile::from_memory("good.ckpt", TorchFileBuilder::zip_entries(with(good)))));
 
   const std::string entry = "zip entry 'archive/data/0'";
-  std::vector<Case> cases = {
+  std::vector<ZipCase> cases = {
       {"bad_crc", edit([](ZipEntrySpec& e) { e.crc ^= 0x10; }), {entry, "CRC-32"}},
       {"flipped_byte",
        edit([](ZipEntrySpec& e) { e.payload[e.payload.size() / 2] ^= 0x40; }),
@@ -243,16 +243,16 @@ TEST(ZipDeflate, CorruptEntriesFail) {
        edit([](ZipEntrySpec& e) { e.method = 12; }),
        {entry, "method 12", "zip -0"}},
   };
-  expect_all_fail(cases);
+  expect_all_zips_fail(cases);
 
   // The pickle itself deflated with a lie is caught before it runs.
   ZipEntrySpec pkl_bad = deflated_entry("archive/data.pkl", pkl);
   pkl_bad.crc ^= 1;
-  expect_all_fail({{"pickle_bad_crc", {pkl_bad}, {"'archive/data.pkl'", "CRC-32"}}});
+  expect_all_zips_fail({{"pickle_bad_crc", {pkl_bad}, {"'archive/data.pkl'", "CRC-32"}}});
 }
 
 TEST(ZipDeflate, EncryptedDeflatedEntryIsRefused) {
-  TorchFileBuilder b = sample();
+  TorchFileBuilder b = deflate_sample();
   b.deflate = true;
   Bytes bytes = b.zip_bytes();
   // Set bit 0 (encrypted) in the first central-directory entry's flags (data.pkl).
@@ -267,7 +267,7 @@ TEST(ZipDeflate, EncryptedDeflatedEntryIsRefused) {
 }
 
 TEST(ZipDeflate, EveryTruncationFails) {
-  TorchFileBuilder b = sample();
+  TorchFileBuilder b = deflate_sample();
   b.deflate = true;
   const Bytes full = b.zip_bytes();
   for (size_t len = 0; len < full.size(); ++len) {

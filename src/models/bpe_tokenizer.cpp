@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "models/byte_level.h"
+#include "models/tokenizer_files.h"
 #include "tensor/cache_folder.h"
 #include "tensor/error.h"
 
@@ -93,11 +94,6 @@ constexpr int64_t kMaxTokenId = 1 << 24;
 // a long-running server's memory stays bounded. Longer words are rare and not kept.
 constexpr size_t kMaxCachedWords = 1 << 16;
 constexpr size_t kMaxCachedWordBytes = 256;
-
-bool file_exists(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec);
-}
 
 // Bytes of the UTF-8 character starting with byte `c` (1 for bytes that cannot start one).
 size_t utf8_length(unsigned char c) {

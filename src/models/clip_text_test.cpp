@@ -15,7 +15,7 @@
 namespace sd::models {
 namespace {
 
-const char* const kPrefix = "cond_stage_model.transformer.text_model.";
+const char* const kClipTextPrefix = "cond_stage_model.transformer.text_model.";
 
 using sd::test::cpu_backend;
 
@@ -50,7 +50,7 @@ std::vector<float> run_encoder(nn::RandomWeights& w, const ClipTextConfig& c,
     t_custom = call.input_f32(
         "custom", make_shape({c.hidden, static_cast<int64_t>(custom->size()) / c.hidden}),
         custom->data());
-  nn::Scope scope(call.ctx(), w, kPrefix);
+  nn::Scope scope(call.ctx(), w, kClipTextPrefix);
   return runner.run(call, clip_text_forward(scope, c, t_ids, t_mask, clip_skip, t_custom));
 }
 
@@ -59,7 +59,7 @@ struct ReferenceClip {
   nn::RandomWeights& w;
   const ClipTextConfig& c;
 
-  std::vector<float> p(const std::string& name) { return w.values(kPrefix + name); }
+  std::vector<float> p(const std::string& name) { return w.values(kClipTextPrefix + name); }
 
   // x [L][in] -> [L][out]; weight [out][in] row-major as stored ([in, out] engine order).
   std::vector<float> linear(const std::string& name, const std::vector<float>& x, int64_t in,
@@ -202,7 +202,7 @@ TEST(ClipText, CustomEmbeddingRowsFollowTheTokenTable) {
   run_encoder(w, c, ids, 1);  // creates the weights
   // Custom row 1 is a copy of token 7's row (as f16 values: exact in f32).
   const std::vector<float> table =
-      w.values(std::string(kPrefix) + "embeddings.token_embedding.weight");
+      w.values(std::string(kClipTextPrefix) + "embeddings.token_embedding.weight");
   std::vector<float> custom(2 * 8, 0.25f);
   for (int i = 0; i < 8; ++i) custom[8 + i] = table[7 * 8 + i];
   ids[5] = 7;
@@ -241,7 +241,7 @@ std::map<std::string, Shape> params_of(const ClipTextConfig& c, int clip_skip) {
   Context ctx;
   Tensor* ids = ctx.new_tensor(DType::I32, {77, 1});
   Tensor* mask = ctx.new_tensor(DType::F32, {77, 77});
-  Tensor* out = clip_text_forward(nn::Scope(ctx, rec, kPrefix), c, ids, mask, clip_skip);
+  Tensor* out = clip_text_forward(nn::Scope(ctx, rec, kClipTextPrefix), c, ids, mask, clip_skip);
   EXPECT_EQ(out->ne[0], c.hidden);
   EXPECT_EQ(out->ne[1], 77);
   return rec.shapes;
@@ -250,7 +250,7 @@ std::map<std::string, Shape> params_of(const ClipTextConfig& c, int clip_skip) {
 TEST(ClipText, VitL14AsksForTheCheckpointsTensors) {
   const std::map<std::string, Shape> p = params_of(ClipTextConfig::vit_l14(), 0);
   EXPECT_EQ(p.size(), 2u + 12u * 16u + 2u);
-  const std::string pre = kPrefix;
+  const std::string pre = kClipTextPrefix;
   EXPECT_EQ(p.at(pre + "embeddings.token_embedding.weight"), make_shape({768, 49408}));
   EXPECT_EQ(p.at(pre + "embeddings.position_embedding.weight"), make_shape({768, 77}));
   EXPECT_EQ(p.at(pre + "encoder.layers.11.self_attn.q_proj.weight"), make_shape({768, 768}));
@@ -264,7 +264,7 @@ TEST(ClipText, VitL14AsksForTheCheckpointsTensors) {
 TEST(ClipText, VitH14ReadsTwentyThreeLayersByDefault) {
   const std::map<std::string, Shape> p = params_of(ClipTextConfig::vit_h14(), 0);
   EXPECT_EQ(p.size(), 2u + 23u * 16u + 2u);
-  const std::string pre = kPrefix;
+  const std::string pre = kClipTextPrefix;
   EXPECT_EQ(p.count(pre + "encoder.layers.22.mlp.fc2.bias"), 1u);
   EXPECT_EQ(p.count(pre + "encoder.layers.23.mlp.fc2.bias"), 0u);
   EXPECT_EQ(p.at(pre + "encoder.layers.0.mlp.fc1.weight"), make_shape({1024, 4096}));

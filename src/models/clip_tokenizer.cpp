@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "models/byte_level.h"
+#include "models/tokenizer_files.h"
 #include "tensor/cache_folder.h"
 #include "tensor/error.h"
 
@@ -58,11 +59,6 @@ std::string read_possibly_gzipped(const std::string& path) {
   }
   gzclose(f);
   return text;
-}
-
-bool file_exists(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec);
 }
 
 }  // namespace

@@ -16,11 +16,7 @@
 namespace sd::models {
 namespace {
 
-Backend& cpu_backend() {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
-  static std::unique_ptr<Backend> fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
-  return *fast;
-}
+using sd::test::cpu_backend;
 
 EsrganConfig tiny(int blocks, int upsample, int unshuffle = 1) {
   EsrganConfig c;

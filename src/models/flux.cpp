@@ -149,11 +149,6 @@ Tensor* repeat_rows(Context& ctx, Tensor* x, int64_t count) {
               view(ctx, x, {x->ne[0], count, x->ne[2], 1}, {x->nb[0], 0, x->nb[2], x->nb[3]}, 0));
 }
 
-// LayerNorm without affine parameters, then (1 + scale) * x + shift.
-Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
-  return nn::modulate(ctx, layer_norm(ctx, x, 1e-6f), shift, scale_);
-}
-
 // MLPEmbedder: out_layer(silu(in_layer(x))).
 Tensor* mlp_embedder(const nn::Scope& s, Tensor* x, int64_t in, int64_t hidden, bool bias = true) {
   return nn::mlp_embedder(s["in_layer"], s["out_layer"], x, in, hidden, bias);
@@ -200,7 +195,7 @@ Tensor* stream_after_attention(const nn::Scope& block, const std::string& side, 
   const bool b = c.linear_bias;
   Tensor* h = nn::linear(block[side + "_attn"]["proj"], attn_out, c.hidden, c.hidden, b);
   x = add(ctx, x, mul(ctx, h, mod[2]));
-  h = modulate(ctx, x, mod[3], mod[4]);
+  h = nn::norm_and_modulate(ctx, x, mod[3], mod[4]);
   h = nn::linear(block[side + "_mlp"]["0"], h, c.hidden, c.mlp_in(), b);
   h = nn::linear(block[side + "_mlp"]["2"], mlp_activation(ctx, c, h), c.mlp_hidden, c.hidden, b);
   return add(ctx, x, mul(ctx, h, mod[5]));
@@ -213,8 +208,10 @@ void double_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor
   Context& ctx = block.ctx();
   const std::vector<Tensor*> img_mod = mods.double_stream(block, index, true);
   const std::vector<Tensor*> txt_mod = mods.double_stream(block, index, false);
-  const StreamQkv iq = stream_qkv(block["img_attn"], c, modulate(ctx, img, img_mod[0], img_mod[1]));
-  const StreamQkv tq = stream_qkv(block["txt_attn"], c, modulate(ctx, txt, txt_mod[0], txt_mod[1]));
+  const StreamQkv iq =
+      stream_qkv(block["img_attn"], c, nn::norm_and_modulate(ctx, img, img_mod[0], img_mod[1]));
+  const StreamQkv tq =
+      stream_qkv(block["txt_attn"], c, nn::norm_and_modulate(ctx, txt, txt_mod[0], txt_mod[1]));
   // Joint sequence: text tokens first, as the positions were made.
   Tensor* q = concat(ctx, tq.q, iq.q, 2);
   Tensor* k = concat(ctx, tq.k, iq.k, 2);
@@ -237,7 +234,7 @@ Tensor* single_block(const nn::Scope& block, int index, const FluxConfig& c, Ten
                      const Modulations& mods, Tensor* cos_t, Tensor* sin_t, Tensor* key_mask) {
   Context& ctx = block.ctx();
   const std::vector<Tensor*> mod = mods.single(block, index);
-  Tensor* h = modulate(ctx, x, mod[0], mod[1]);
+  Tensor* h = nn::norm_and_modulate(ctx, x, mod[0], mod[1]);
   Tensor* fused =
       nn::linear(block["linear1"], h, c.hidden, 3 * c.hidden + c.mlp_in(), c.linear_bias);
   const nn::Scope norm = block["norm"];
@@ -356,7 +353,7 @@ Tensor* flux_forward(const nn::Scope& dit, const FluxConfig& c, Tensor* img, Ten
 
   // 4. Final layer: adaLN (shift first) and the projection to patches.
   const std::vector<Tensor*> mod = mods.final_layer(dit);
-  img = modulate(ctx, img, mod[0], mod[1]);
+  img = nn::norm_and_modulate(ctx, img, mod[0], mod[1]);
   img = nn::linear(dit["final_layer"]["linear"], img, c.hidden, c.out_channels, c.linear_bias);
   return set_name(img, dit.prefix() + "out");
 }

@@ -17,13 +17,13 @@ namespace {
 
 using loops::Values;
 
-const char* const kPrefix = "model.diffusion_model.";
+const char* const kFluxPrefix = "model.diffusion_model.";
 
 using sd::test::cpu_backend;
 
 // Every dimension unlike the released model's: 2 heads of 16 channels (axes 4 + 6 + 6),
 // MLP ratio 1.5, one double and two single blocks.
-FluxConfig tiny_config(bool guidance = true) {
+FluxConfig tiny_flux_config(bool guidance = true) {
   FluxConfig c;
   c.in_channels = c.out_channels = 16;  // 4 latent channels in 2x2 patches
   c.hidden = 32;
@@ -67,8 +67,8 @@ Values run_flux(nn::RandomWeights& w, const FluxConfig& c, const Inputs& in) {
   const int64_t half = c.head_dim() / 2;
   Tensor* rc = call.input_f32("cos", make_shape({1, half, in.text + li}), rope.cos.data());
   Tensor* rs = call.input_f32("sin", make_shape({1, half, in.text + li}), rope.sin.data());
-  return runner.run(call,
-                    flux_forward(nn::Scope(call.ctx(), w, kPrefix), c, img, txt, t, g, y, rc, rs));
+  return runner.run(
+      call, flux_forward(nn::Scope(call.ctx(), w, kFluxPrefix), c, img, txt, t, g, y, rc, rs));
 }
 
 // The transformer with loops, from the paper's description, over the same weights.
@@ -77,7 +77,7 @@ struct ReferenceFlux {
   const FluxConfig& c;
 
   Values lin(const std::string& name, const Values& x, int64_t in, int64_t out) const {
-    return loops::linear(w, kPrefix + name, x, in, out);
+    return loops::linear(w, kFluxPrefix + name, x, in, out);
   }
   static Values silu(Values x) {
     for (float& v : x) v = v / (1.0f + std::exp(-v));
@@ -143,7 +143,7 @@ struct ReferenceFlux {
     return out;
   }
   Values qk_norm(const Values& x, const std::string& scale) const {
-    return loops::rms_norm(x, c.head_dim(), w.values(kPrefix + scale), 1e-6f);
+    return loops::rms_norm(x, c.head_dim(), w.values(kFluxPrefix + scale), 1e-6f);
   }
   static Values cat_tokens(const Values& a, const Values& b) {
     Values out = a;
@@ -227,7 +227,7 @@ struct ReferenceFlux {
 
 TEST(Flux, TransformerMatchesALoopImplementation) {
   for (bool guidance : {true, false}) {
-    const FluxConfig c = tiny_config(guidance);
+    const FluxConfig c = tiny_flux_config(guidance);
     nn::RandomWeights w(DType::F32, 3);
     const Inputs in = some_inputs(c);
     const Values out = run_flux(w, c, in);
@@ -255,7 +255,7 @@ TEST(Flux, PatchesHoldChannelThenRowThenColumn) {
 }
 
 TEST(Flux, RopeTablesRotateImageTokensByRowAndColumn) {
-  FluxConfig c = tiny_config();
+  FluxConfig c = tiny_flux_config();
   const FluxRope r = flux_rope(c, 2, 2, 3);  // 2 text tokens, 2x3 patches
   const int64_t half = c.head_dim() / 2;
   ASSERT_EQ(r.cos.size(), static_cast<size_t>(half * 8));
@@ -325,7 +325,7 @@ TEST(Flux, Flux2ReadsSharedModulationsAndNoBiases) {
 }
 
 TEST(Flux, MismatchedInputsFailWithTheirSizes) {
-  const FluxConfig c = tiny_config();
+  const FluxConfig c = tiny_flux_config();
   nn::RandomWeights w;
   Inputs in = some_inputs(c);
   in.y.resize(5);
@@ -340,7 +340,7 @@ TEST(Flux, MismatchedInputsFailWithTheirSizes) {
 // Chroma: the approximator gives every modulation; a masked text token is invisible to the
 // image, an unmasked one is not.
 TEST(Flux, ChromaMaskHidesMaskedTextTokensFromTheImage) {
-  FluxConfig c = tiny_config(false);
+  FluxConfig c = tiny_flux_config(false);
   c.vec_dim = 0;
   c.approximator.in = 16;
   c.approximator.hidden = 20;
@@ -365,7 +365,7 @@ TEST(Flux, ChromaMaskHidesMaskedTextTokensFromTheImage) {
     Tensor* rs = call.input_f32("sin", make_shape({1, half, in.text + li}), rope.sin.data());
     Tensor* m =
         mask.empty() ? nullptr : call.input_f32("mask", make_shape({in.text + li}), mask.data());
-    return runner.run(call, flux_forward(nn::Scope(call.ctx(), w, kPrefix), c, img, t, ts, g,
+    return runner.run(call, flux_forward(nn::Scope(call.ctx(), w, kFluxPrefix), c, img, t, ts, g,
                                          nullptr, rc, rs, m));
   };
   Values other = in.txt;

@@ -114,8 +114,8 @@ Tensor* stream_post(const nn::Scope& block, const MmditConfig& c, const StreamPr
             mul(ctx, nn::linear(block["attn2"]["proj"], attn2, c.hidden, c.hidden), s.mod[8]));
   }
   const int64_t mlp = c.mlp_ratio * c.hidden;
-  Tensor* h = nn::modulate(ctx, layer_norm(ctx, x, 1e-6f), s.mod[3], s.mod[4]);  // norm2
-  h = gelu(ctx, nn::linear(block["mlp"]["fc1"], h, c.hidden, mlp));              // tanh GELU
+  Tensor* h = nn::norm_and_modulate(ctx, x, s.mod[3], s.mod[4]);     // norm2
+  h = gelu(ctx, nn::linear(block["mlp"]["fc1"], h, c.hidden, mlp));  // tanh GELU
   h = nn::linear(block["mlp"]["fc2"], h, mlp, c.hidden);
   return add(ctx, x, mul(ctx, h, s.mod[5]));
 }
@@ -195,7 +195,7 @@ Tensor* mmdit_forward(const nn::Scope& dit, const MmditConfig& c, Tensor* x, Ten
   // 4. Final layer: adaLN (shift first) and the projection to patches.
   const std::vector<Tensor*> mod =
       nn::modulation_chunks(dit["final_layer"]["adaLN_modulation"]["1"], vec, c.hidden, 2);
-  h = nn::modulate(ctx, layer_norm(ctx, h, 1e-6f), mod[0], mod[1]);
+  h = nn::norm_and_modulate(ctx, h, mod[0], mod[1]);
   h = nn::linear(dit["final_layer"]["linear"], h, c.hidden, c.patch_width());
   return set_name(h, dit.prefix() + "out");
 }

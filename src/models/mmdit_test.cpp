@@ -19,7 +19,7 @@ namespace {
 
 using loops::Values;
 
-const char* const kPrefix = "model.diffusion_model.";
+const char* const kMmditPrefix = "model.diffusion_model.";
 
 using sd::test::cpu_backend;
 
@@ -65,7 +65,8 @@ Values run_mmdit(nn::Weights& w, const MmditConfig& c, const Inputs& in,
       call.input_f32("context", make_shape({c.context_dim, in.text, 1}), in.context.data());
   Tensor* t = call.input_f32("t", make_shape({1}), &in.t);
   Tensor* y = call.input_f32("y", make_shape({static_cast<int64_t>(in.y.size()), 1}), in.y.data());
-  return runner.run(call, mmdit_forward(nn::Scope(call.ctx(), w, kPrefix), c, x, t, y, ctx, skip));
+  return runner.run(call,
+                    mmdit_forward(nn::Scope(call.ctx(), w, kMmditPrefix), c, x, t, y, ctx, skip));
 }
 
 // The MMDiT with loops, from the paper's description and sd3-ref's module layout, over the
@@ -75,7 +76,7 @@ struct ReferenceMmdit {
   const MmditConfig& c;
 
   Values lin(const std::string& name, const Values& x, int64_t in, int64_t out) const {
-    return loops::linear(w, kPrefix + name, x, in, out);
+    return loops::linear(w, kMmditPrefix + name, x, in, out);
   }
   static Values silu(Values x) {
     for (float& v : x) v = v / (1.0f + std::exp(-v));
@@ -115,9 +116,9 @@ struct ReferenceMmdit {
   }
   Values head_norm(Values x, const std::string& name) const {
     const int64_t d = c.head_dim();
-    const Values g = w.values(kPrefix + name + ".weight");
+    const Values g = w.values(kMmditPrefix + name + ".weight");
     if (c.qk_norm == QkNorm::Rms) return loops::rms_norm(x, d, g, 1e-6f);
-    const Values b = w.values(kPrefix + name + ".bias");
+    const Values b = w.values(kMmditPrefix + name + ".bias");
     x = loops::layer_norm(x, d, 1e-6f);
     for (size_t i = 0; i < x.size(); ++i) x[i] = x[i] * g[i % d] + b[i % d];
     return x;
@@ -161,7 +162,7 @@ struct ReferenceMmdit {
     const int64_t h = c.hidden, pw = in.w / 2, ph = in.h / 2;
     Values x = lin("x_embedder.proj", flux_patchify(in.latent, in.w, in.h, c.in_channels, 2),
                    4 * c.in_channels, h);
-    const Values table = w.values(std::string(kPrefix) + "pos_embed");
+    const Values table = w.values(std::string(kMmditPrefix) + "pos_embed");
     const int64_t m = c.pos_embed_max, top = (m - ph) / 2, left = (m - pw) / 2;
     for (int64_t r = 0; r < ph; ++r)
       for (int64_t col = 0; col < pw; ++col)

@@ -87,11 +87,6 @@ QwenImageRope qwen_image_rope(const QwenImageConfig& c, int64_t text_tokens, int
 
 namespace {
 
-// LayerNorm without affine parameters (eps 1e-6), then x * (1 + scale) + shift.
-Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
-  return nn::modulate(ctx, layer_norm(ctx, x, 1e-6f), shift, scale_);
-}
-
 // A projection of one stream to q, k or v heads [head_dim, heads, L], q and k RMS-normed.
 Tensor* heads(const nn::Scope& proj, const nn::Scope* norm, const QwenImageConfig& c, Tensor* x) {
   Context& ctx = proj.ctx();
@@ -119,8 +114,8 @@ void block(const nn::Scope& b, const QwenImageConfig& c, Tensor*& img, Tensor*& 
   const std::vector<Tensor*> im = nn::modulation_chunks(b["img_mod"]["1"], t_emb, c.hidden, 6);
   const std::vector<Tensor*> tm = nn::modulation_chunks(b["txt_mod"]["1"], t_emb, c.hidden, 6);
   const nn::Scope attn = b["attn"];
-  Tensor* a_img = modulate(ctx, img, im[0], im[1]);
-  Tensor* a_txt = modulate(ctx, txt, tm[0], tm[1]);
+  Tensor* a_img = nn::norm_and_modulate(ctx, img, im[0], im[1]);
+  Tensor* a_txt = nn::norm_and_modulate(ctx, txt, tm[0], tm[1]);
   const nn::Scope nq = attn["norm_q"], nk = attn["norm_k"];
   const nn::Scope naq = attn["norm_added_q"], nak = attn["norm_added_k"];
   // Joint sequence: text first, as the rotary tables are laid out.
@@ -139,12 +134,14 @@ void block(const nn::Scope& b, const QwenImageConfig& c, Tensor*& img, Tensor*& 
   o = reshape(ctx, o, {c.hidden, lt + li});
   Tensor* img_attn = cont(ctx, slice(ctx, o, 1, lt, lt + li));
   img = gated(ctx, img, nn::linear(attn["to_out"]["0"], img_attn, c.hidden, c.hidden), im[2]);
-  img = gated(ctx, img, feed_forward(b["img_mlp"], c, modulate(ctx, img, im[3], im[4])), im[5]);
+  img = gated(ctx, img,
+              feed_forward(b["img_mlp"], c, nn::norm_and_modulate(ctx, img, im[3], im[4])), im[5]);
   img = set_name(img, b.prefix() + "img_out");
   if (last) return;
   Tensor* txt_attn = cont(ctx, slice(ctx, o, 1, 0, lt));
   txt = gated(ctx, txt, nn::linear(attn["to_add_out"], txt_attn, c.hidden, c.hidden), tm[2]);
-  txt = gated(ctx, txt, feed_forward(b["txt_mlp"], c, modulate(ctx, txt, tm[3], tm[4])), tm[5]);
+  txt = gated(ctx, txt,
+              feed_forward(b["txt_mlp"], c, nn::norm_and_modulate(ctx, txt, tm[3], tm[4])), tm[5]);
   txt = set_name(txt, b.prefix() + "txt_out");
 }
 
@@ -181,7 +178,7 @@ Tensor* qwen_image_forward(const nn::Scope& dit, const QwenImageConfig& c, Tenso
   Tensor* e = nn::linear(dit["norm_out"]["linear"], silu(ctx, t_emb), c.hidden, 2 * c.hidden);
   Tensor* scale_ = cont(ctx, slice(ctx, e, 0, 0, c.hidden));
   Tensor* shift = cont(ctx, slice(ctx, e, 0, c.hidden, 2 * c.hidden));
-  x = modulate(ctx, x, shift, scale_);
+  x = nn::norm_and_modulate(ctx, x, shift, scale_);
   x = nn::linear(dit["proj_out"], x, c.hidden, c.out_channels);
   return set_name(x, dit.prefix() + "out");
 }

@@ -12,11 +12,11 @@
 namespace sd::models {
 namespace {
 
-const char* const kPrefix = "text_encoders.t5xxl.";
+const char* const kT5Prefix = "text_encoders.t5xxl.";
 
 using sd::test::cpu_backend;
 
-T5Config tiny_config() {
+T5Config tiny_t5_config() {
   T5Config c;
   c.vocab_size = 40;
   c.model_dim = 16;
@@ -37,14 +37,14 @@ std::vector<float> run_encoder(nn::RandomWeights& w, const T5Config& c,
   Tensor* t_ids = call.input("ids", DType::I32, make_shape({len, 1}), ids.data());
   Tensor* t_buckets = call.input("buckets", DType::I32, make_shape({len * len}), buckets.data());
   return runner.run(call,
-                    t5_encoder_forward(nn::Scope(call.ctx(), w, kPrefix), c, t_ids, t_buckets));
+                    t5_encoder_forward(nn::Scope(call.ctx(), w, kT5Prefix), c, t_ids, t_buckets));
 }
 
 // T5's encoder with loops, over the same weights.
 std::vector<float> reference_encoder(const nn::RandomWeights& w, const T5Config& c,
                                      const std::vector<int32_t>& ids) {
   const int64_t len = static_cast<int64_t>(ids.size()), d = c.model_dim;
-  const std::string root = kPrefix;
+  const std::string root = kT5Prefix;
   auto p = [&](const std::string& n) { return w.values(root + n); };
   const std::vector<float> shared = p("shared.weight");
   std::vector<float> x(static_cast<size_t>(len * d));
@@ -95,7 +95,7 @@ TEST(T5, RelativePositionBucketsFollowT5) {
 }
 
 TEST(T5, EncoderMatchesALoopImplementation) {
-  const T5Config c = tiny_config();
+  const T5Config c = tiny_t5_config();
   nn::RandomWeights w(DType::F32, 5);
   const std::vector<int32_t> ids = {3, 17, 39, 0, 1, 22, 5, 5, 9, 30, 2};
   const std::vector<float> out = run_encoder(w, c, ids);
@@ -109,7 +109,7 @@ TEST(T5, EncoderMatchesALoopImplementation) {
 }
 
 TEST(T5, WrongHeadCountIsAnError) {
-  T5Config c = tiny_config();
+  T5Config c = tiny_t5_config();
   c.heads = 5;
   nn::RandomWeights w;
   EXPECT_THROW(run_encoder(w, c, {1, 2, 3}), Error);

@@ -9,17 +9,13 @@
 #include <sstream>
 
 #include "models/prompt_attention.h"
+#include "models/tokenizer_files.h"
 #include "tensor/cache_folder.h"
 #include "tensor/error.h"
 
 namespace sd::models {
 
 namespace {
-
-bool file_exists(const std::string& path) {
-  std::error_code ec;
-  return std::filesystem::is_regular_file(path, ec);
-}
 
 // sd.cpp's unknown-character cost: the lowest piece score minus this.
 constexpr float kUnkPenalty = 10.0f;

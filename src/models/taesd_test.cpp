@@ -16,19 +16,11 @@
 namespace sd::models {
 namespace {
 
-Backend& backend(CpuKernels kernels) {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
-  static std::unique_ptr<Backend> fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
-  static std::unique_ptr<Backend> reference =
-      cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
-  return kernels == CpuKernels::Fast ? *fast : *reference;
-}
-
 constexpr const char* kRoot = "tae.";
 
 std::vector<float> run_decode(nn::Weights& w, const std::vector<float>& z, int64_t lw, int64_t lh,
                               CpuKernels kernels) {
-  nn::GraphRunner runner(backend(kernels));
+  nn::GraphRunner runner(sd::test::cpu_backend(kernels));
   nn::GraphCall call;
   Tensor* in = call.input_f32("z", make_shape({lw, lh, 4, 1}), z.data());
   return runner.run(call, taesd_decode(nn::Scope(call.ctx(), w, kRoot), in));

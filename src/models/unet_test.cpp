@@ -13,6 +13,7 @@
 #include "backend/registry.h"
 #include "io/name_conversion.h"
 #include "io/safetensors.h"
+#include "models/recording_weights_test_util.h"
 #include "nn/graph_runner.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
@@ -21,35 +22,9 @@
 namespace sd::models {
 namespace {
 
-// Records which parameters a model asks for, with their shapes, and hands out leaves
-// without data: enough to build (not run) a full-size graph.
-class RecordingWeights final : public nn::Weights {
- public:
-  Tensor* get(Context& ctx, const std::string& name, const Shape& ne) override {
-    auto [it, fresh] = shapes_.emplace(name, ne);
-    EXPECT_TRUE(fresh || it->second == ne) << name << " requested with two shapes";
-    Tensor* t = ctx.new_tensor(ne[1] > 1 ? DType::F16 : DType::F32, ne, name);
-    t->flags |= kFlagParam;
-    return t;
-  }
-  bool contains(const std::string&) const override { return true; }
-  const std::map<std::string, Shape>& shapes() const { return shapes_; }
-
- private:
-  std::map<std::string, Shape> shapes_;
-};
-
-Backend& backend(CpuKernels kernels) {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
-  static std::unique_ptr<Backend> fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
-  static std::unique_ptr<Backend> reference =
-      cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
-  return kernels == CpuKernels::Fast ? *fast : *reference;
-}
-
 // Model channels 32, two levels (attention in the first), one res block, 2 heads,
 // 16-wide context.
-UnetConfig tiny_config() {
+UnetConfig tiny_unet_config() {
   UnetConfig c;
   c.model_channels = 32;
   c.channel_mult = {1, 2};
@@ -77,7 +52,7 @@ TinyInputs tiny_inputs(const UnetConfig& c, int64_t batch = 2) {
 std::vector<float> run_unet(nn::Weights& w, const UnetConfig& c, const TinyInputs& in,
                             CpuKernels kernels = CpuKernels::Fast, int64_t context_batch = -1) {
   if (context_batch < 0) context_batch = in.batch;
-  nn::GraphRunner runner(backend(kernels));
+  nn::GraphRunner runner(sd::test::cpu_backend(kernels));
   nn::GraphCall call;
   Tensor* x =
       call.input_f32("x", make_shape({in.size, in.size, c.in_channels, in.batch}), in.x.data());
@@ -90,7 +65,7 @@ std::vector<float> run_unet(nn::Weights& w, const UnetConfig& c, const TinyInput
 }
 
 TEST(Unet, TinyConfigRunsAndKeepsTheLatentShape) {
-  const UnetConfig c = tiny_config();
+  const UnetConfig c = tiny_unet_config();
   nn::RandomWeights w;
   const TinyInputs in = tiny_inputs(c);
   std::vector<float> out = run_unet(w, c, in);
@@ -114,7 +89,7 @@ TEST(Unet, TinyConfigRunsAndKeepsTheLatentShape) {
 
 TEST(Unet, FastKernelsMatchReferenceKernels) {
   for (bool sd2 : {false, true}) {
-    UnetConfig c = tiny_config();
+    UnetConfig c = tiny_unet_config();
     if (sd2) {
       c.head_dim = 16;
       c.linear_proj = true;
@@ -129,7 +104,7 @@ TEST(Unet, FastKernelsMatchReferenceKernels) {
 
 TEST(Unet, BatchSamplesAreIndependent) {
   // Sample 1 of a batch of 2 gives what it gives alone: nothing mixes across the batch.
-  const UnetConfig c = tiny_config();
+  const UnetConfig c = tiny_unet_config();
   nn::RandomWeights w;
   const TinyInputs both = tiny_inputs(c, 2);
   TinyInputs second = both;
@@ -145,7 +120,7 @@ TEST(Unet, BatchSamplesAreIndependent) {
 }
 
 TEST(Unet, OneContextIsSharedByTheBatch) {
-  const UnetConfig c = tiny_config();
+  const UnetConfig c = tiny_unet_config();
   nn::RandomWeights w;
   TinyInputs shared = tiny_inputs(c, 2);
   shared.context.resize(shared.context.size() / 2);
@@ -157,8 +132,8 @@ TEST(Unet, OneContextIsSharedByTheBatch) {
 }
 
 TEST(Unet, RejectsInputsTheModelCannotTake) {
-  const UnetConfig c = tiny_config();
-  RecordingWeights w;
+  const UnetConfig c = tiny_unet_config();
+  test::RecordingWeights w(DType::F16);
   auto build = [&](Shape x_ne, Shape ctx_ne, int64_t steps) {
     Context ctx;
     Tensor* x = ctx.new_tensor(DType::F32, x_ne);
@@ -182,14 +157,14 @@ TEST(Unet, RejectsInputsTheModelCannotTake) {
 
 // The parameters a full-size config asks for, building a 64x64 graph.
 std::map<std::string, Shape> requested_parameters(const UnetConfig& c) {
-  RecordingWeights w;
+  test::RecordingWeights w(DType::F16);
   Context ctx;
   Tensor* x = ctx.new_tensor(DType::F32, {64, 64, c.in_channels, 1});
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* context = ctx.new_tensor(DType::F32, {c.context_dim, 77, 1});
   Tensor* y = c.adm_in_channels > 0 ? ctx.new_tensor(DType::F32, {c.adm_in_channels, 1}) : nullptr;
   unet_forward(nn::Scope(ctx, w, "model.diffusion_model."), c, x, t, context, y);
-  return w.shapes();
+  return w.requested();
 }
 
 int64_t parameter_count(const std::map<std::string, Shape>& shapes) {
@@ -225,7 +200,7 @@ TEST(Unet, FullConfigsHaveThePublishedParameterCounts) {
 }
 
 TEST(Unet, VectorIsRequiredExactlyWhenTheConfigHasOne) {
-  RecordingWeights w;
+  test::RecordingWeights w(DType::F16);
   Context ctx;
   UnetConfig c = UnetConfig::sdxl();
   Tensor* x = ctx.new_tensor(DType::F32, {64, 64, 4, 1});

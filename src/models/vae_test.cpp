@@ -11,6 +11,7 @@
 #include "backend/registry.h"
 #include "io/name_conversion.h"
 #include "io/safetensors.h"
+#include "models/recording_weights_test_util.h"
 #include "nn/graph_runner.h"
 #include "nn/random_weights.h"
 #include "tensor/error.h"
@@ -19,18 +20,10 @@
 namespace sd::models {
 namespace {
 
-Backend& cpu_backend(CpuKernels kernels = CpuKernels::Fast) {
-  static std::unique_ptr<Backend> fast =
-      static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"))
-          .create_backend(BackendOptions{2}, CpuKernels::Fast);
-  static std::unique_ptr<Backend> reference =
-      static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"))
-          .create_backend(BackendOptions{2}, CpuKernels::Reference);
-  return kernels == CpuKernels::Fast ? *fast : *reference;
-}
+using sd::test::cpu_backend;
 
 // Two levels of 32 and 64 channels: a 2x autoencoder small enough to run in milliseconds.
-VaeConfig tiny_config() {
+VaeConfig tiny_vae_config() {
   VaeConfig cfg;
   cfg.ch = 32;
   cfg.ch_mult = {1, 2};
@@ -58,7 +51,7 @@ std::vector<float> encode(nn::Weights& w, const VaeConfig& cfg, const std::vecto
 
 TEST(Vae, TinyDecodeAndEncodeShapes) {
   nn::RandomWeights w;
-  const VaeConfig cfg = tiny_config();
+  const VaeConfig cfg = tiny_vae_config();
   Context ctx;
   nn::Scope vae(ctx, w, kRoot);
   Tensor* image = vae_decode(vae, cfg, ctx.new_tensor(DType::F32, {8, 6, 4, 2}));
@@ -70,7 +63,7 @@ TEST(Vae, TinyDecodeAndEncodeShapes) {
 
 TEST(Vae, FastKernelsMatchReference) {
   nn::RandomWeights w(DType::F16);
-  const VaeConfig cfg = tiny_config();
+  const VaeConfig cfg = tiny_vae_config();
   const std::vector<float> z = test::random_values(8 * 8 * 4, 3, -2.0f, 2.0f);
   const std::vector<float> fast = decode(w, cfg, z, 8, 8);
   const std::vector<float> ref = decode(w, cfg, z, 8, 8, CpuKernels::Reference);
@@ -88,10 +81,10 @@ TEST(Vae, DecodeUndoesTheSamplerScaling) {
   // decode(z) with scale s and shift b sees z / s + b: the same as decode(z / s + b) with
   // scale 1 and shift 0.
   nn::RandomWeights w;
-  VaeConfig scaled = tiny_config();
+  VaeConfig scaled = tiny_vae_config();
   scaled.scale_factor = 0.25f;
   scaled.shift_factor = 0.5f;
-  VaeConfig plain = tiny_config();
+  VaeConfig plain = tiny_vae_config();
   plain.scale_factor = 1.0f;
   const std::vector<float> z = test::random_values(4 * 4 * 4, 5);
   std::vector<float> unscaled(z.size());
@@ -108,7 +101,7 @@ TEST(Vae, DecodeUndoesTheSamplerScaling) {
 // own latent; encoding gives the mean, patched and normalized.
 TEST(Vae, PatchedLatentsUnderBatchNormStatistics) {
   nn::RandomWeights w;
-  VaeConfig plain = tiny_config();
+  VaeConfig plain = tiny_vae_config();
   plain.scale_factor = 1.0f;
   VaeConfig patched = plain;
   patched.latent_patch = 2;
@@ -154,12 +147,13 @@ TEST(Vae, WrongLatentChannelsIsAnError) {
   nn::RandomWeights w;
   Context ctx;
   try {
-    vae_decode(nn::Scope(ctx, w, kRoot), tiny_config(), ctx.new_tensor(DType::F32, {8, 8, 3, 1}));
+    vae_decode(nn::Scope(ctx, w, kRoot), tiny_vae_config(),
+               ctx.new_tensor(DType::F32, {8, 8, 3, 1}));
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("4 channels"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(vae_encode(nn::Scope(ctx, w, kRoot), tiny_config(),
+  EXPECT_THROW(vae_encode(nn::Scope(ctx, w, kRoot), tiny_vae_config(),
                           ctx.new_tensor(DType::F32, {15, 16, 3, 1})),
                Error);
 }
@@ -178,26 +172,8 @@ TEST(Vae, MomentsToLatentSamplesAndScales) {
   EXPECT_THROW(vae_moments_to_latent(moments, noise, 1, 1, 1, 1, cfg), Error);
 }
 
-// Records every parameter a model asks for, with its shape; hands out unbacked leaves, so a
-// full-size graph can be built without memory for its weights.
-class RecordingWeights final : public nn::Weights {
- public:
-  Tensor* get(Context& ctx, const std::string& name, const Shape& ne) override {
-    auto [it, fresh] = requested_.emplace(name, ne);
-    EXPECT_TRUE(fresh || it->second == ne) << name << " requested with two shapes";
-    Tensor* t = ctx.new_tensor(DType::F32, ne, name);
-    t->flags |= kFlagParam;
-    return t;
-  }
-  bool contains(const std::string&) const override { return true; }
-  const std::map<std::string, Shape>& requested() const { return requested_; }
-
- private:
-  std::map<std::string, Shape> requested_;
-};
-
 std::map<std::string, Shape> sd_vae_parameters() {
-  RecordingWeights w;
+  test::RecordingWeights w;
   Context ctx;
   nn::Scope vae(ctx, w, kRoot);
   vae_decode(vae, VaeConfig::sd(), ctx.new_tensor(DType::F32, {8, 8, 4, 1}));

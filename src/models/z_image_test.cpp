@@ -18,7 +18,7 @@ const char* const kScope = "model.diffusion_model.";
 using loops::Values;
 using sd::test::cpu_backend;
 
-ZImageConfig tiny_config() {
+ZImageConfig tiny_z_image_config() {
   ZImageConfig c;
   c.in_channels = 4;
   c.out_channels = 4;
@@ -183,7 +183,7 @@ Values reference_dit(const nn::RandomWeights& w, const ZImageConfig& c, const Va
 }
 
 TEST(ZImage, TransformerMatchesLoops) {
-  const ZImageConfig c = tiny_config();
+  const ZImageConfig c = tiny_z_image_config();
   nn::RandomWeights w;
   const int64_t ph = 2, pw = 3, caption = 5;
   const Values img = random_values(static_cast<size_t>(16 * ph * pw), 1);
@@ -195,7 +195,7 @@ TEST(ZImage, TransformerMatchesLoops) {
 }
 
 TEST(ZImage, RopePositionsFollowThePaddedStreams) {
-  ZImageConfig c = tiny_config();
+  ZImageConfig c = tiny_z_image_config();
   const ZImageRope r = z_image_rope(c, 5, 2, 3);  // caption 5 -> 8, image 6 -> 8
   const int64_t half = c.head_dim / 2;
   ASSERT_EQ(r.cos.size(), static_cast<size_t>(half * 16));

@@ -6,6 +6,7 @@
 #include "nn/layers.h"
 #include "tensor/ops/concat.h"
 #include "tensor/ops/elementwise.h"
+#include "tensor/ops/norm.h"
 #include "tensor/ops/unary.h"
 #include "tensor/ops/view.h"
 
@@ -26,6 +27,10 @@ std::vector<Tensor*> modulation_chunks(const Scope& lin, Tensor* vec, int64_t hi
 Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale_) {
   Tensor* h = mul(ctx, x, scale(ctx, scale_, 1.0f, 1.0f));
   return add(ctx, h, shift);
+}
+
+Tensor* norm_and_modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale) {
+  return modulate(ctx, layer_norm(ctx, x, 1e-6f), shift, scale);
 }
 
 Tensor* mlp_embedder(const Scope& first, const Scope& second, Tensor* x, int64_t in, int64_t hidden,

@@ -18,6 +18,9 @@ std::vector<Tensor*> modulation_chunks(const Scope& lin, Tensor* vec, int64_t hi
 // x * (1 + scale) + shift, for x already normalized.
 Tensor* modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale);
 
+// LayerNorm without affine parameters (eps 1e-6), then modulate: adaLN's normalization.
+Tensor* norm_and_modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale);
+
 // An MLP embedder: second(silu(first(x))), x [in, N] -> [hidden, N]. The two linears are
 // named by the checkpoint (FLUX.1: in_layer / out_layer; SD3: mlp.0 / mlp.2).
 Tensor* mlp_embedder(const Scope& first, const Scope& second, Tensor* x, int64_t in, int64_t hidden,

@@ -26,11 +26,6 @@ int dims_of(const Shape& ne) {
   return n;
 }
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 const char* safetensors_dtype(DType t) {
   switch (t) {
     case DType::F32:
@@ -69,7 +64,7 @@ RandomWeights::Entry& RandomWeights::create(const std::string& name, const Shape
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const float fan_in = matrix ? static_cast<float>(n / ne[dims_of(ne) - 1]) : 1.0f;
   const float amplitude = matrix ? std::sqrt(3.0f / fan_in) : 0.1f;
-  const float offset = !matrix && ends_with(name, "weight") ? 1.0f : 0.0f;
+  const float offset = !matrix && name.ends_with("weight") ? 1.0f : 0.0f;
   for (float& x : v) x = offset + amplitude * u(rng);
   std::vector<uint8_t> bytes(e.tensor.nbytes());
   quantize_rows(e.tensor.type, v.data(), bytes.data(), e.tensor.nrows(), ne[0]);

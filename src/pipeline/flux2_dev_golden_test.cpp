@@ -17,13 +17,6 @@
 namespace sd::pipeline {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path golden_dir() {
-  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "tests" / "golden" /
-         "flux2_dev_tiny";
-}
-
 struct Flux2DevCase {
   const char* golden;
   const char* prompt = "a photograph of an astronaut riding a horse";
@@ -33,7 +26,7 @@ struct Flux2DevCase {
   const char* reference = nullptr;  // a file of the golden folder, as -r
 };
 
-void run_case(const Flux2DevCase& c) {
+void run_flux2_dev_case(const Flux2DevCase& c) {
   const char* dir = std::getenv("SD_TEST_FLUX2_DEV_DIR");
   if (!dir) GTEST_SKIP() << "SD_TEST_FLUX2_DEV_DIR not set";
   const std::string d = dir;
@@ -54,35 +47,36 @@ void run_case(const Flux2DevCase& c) {
   r.guidance = c.guidance;
   io::Image reference;
   if (c.reference) {
-    reference = io::read_image((golden_dir() / c.reference).string());
+    reference = io::read_image((sd::test::golden_folder("flux2_dev_tiny") / c.reference).string());
     r.ref_images = {&reference};
   }
   const io::Image image = sd.generate(r)[0];
 
-  test::expect_matches_golden(image, (golden_dir() / c.golden).string());
+  sd::test::expect_matches_golden(image,
+                                  (sd::test::golden_folder("flux2_dev_tiny") / c.golden).string());
 }
 
 TEST(GoldenFlux2Dev, Euler) {
-  run_case({"euler_128.png"});
+  run_flux2_dev_case({"euler_128.png"});
 }
 
 TEST(GoldenFlux2Dev, AnotherGuidance) {
   Flux2DevCase c{"guidance_6_128.png"};
   c.guidance = 6.0f;
-  run_case(c);
+  run_flux2_dev_case(c);
 }
 
 TEST(GoldenFlux2Dev, NonSquare) {
   Flux2DevCase c{"size_160x96.png"};
   c.width = 160;
   c.height = 96;
-  run_case(c);
+  run_flux2_dev_case(c);
 }
 
 TEST(GoldenFlux2Dev, ReferenceImage) {
   Flux2DevCase c{"reference_image_128.png"};
   c.reference = "euler_128.png";
-  run_case(c);
+  run_flux2_dev_case(c);
 }
 
 }  // namespace

@@ -17,13 +17,6 @@
 namespace sd::pipeline {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path golden_dir() {
-  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "tests" / "golden" /
-         "flux2_tiny";
-}
-
 struct Flux2Case {
   const char* golden;
   const char* prompt = "a photograph of an astronaut riding a horse";
@@ -34,9 +27,9 @@ struct Flux2Case {
   const char* reference = nullptr;  // a file of the golden folder, as -r
 };
 
-void run_case(const Flux2Case& c) {
+void run_flux2_case(const Flux2Case& c) {
   const char* dir = std::getenv("SD_TEST_FLUX2_DIR");
-  const std::string shared = test::shared_dir();
+  const std::string shared = sd::test::shared_dir();
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_FLUX2_DIR or ../shared not available";
   const std::string d = dir;
   ModelOptions options;
@@ -57,17 +50,18 @@ void run_case(const Flux2Case& c) {
   r.cfg_scale = c.cfg;
   io::Image reference;
   if (c.reference) {
-    reference = io::read_image((golden_dir() / c.reference).string());
+    reference = io::read_image((sd::test::golden_folder("flux2_tiny") / c.reference).string());
     r.ref_images = {&reference};
   }
   const io::Image image = sd.generate(r)[0];
 
-  test::expect_matches_golden(image, (golden_dir() / c.golden).string());
+  sd::test::expect_matches_golden(image,
+                                  (sd::test::golden_folder("flux2_tiny") / c.golden).string());
 }
 
 // klein's distilled setting: 4 euler steps on the FLUX.2 schedule, no guidance pass.
 TEST(GoldenFlux2, Euler) {
-  run_case({"euler_128.png"});
+  run_flux2_case({"euler_128.png"});
 }
 
 // CFG runs the negative prompt through the same template and padding, as its own pass.
@@ -75,20 +69,20 @@ TEST(GoldenFlux2, CfgWithANegativePrompt) {
   Flux2Case c{"cfg4_negative_128.png"};
   c.negative = "blurry, low quality";
   c.cfg = 4.0f;
-  run_case(c);
+  run_flux2_case(c);
 }
 
 TEST(GoldenFlux2, NonSquare) {
   Flux2Case c{"size_160x96.png"};
   c.width = 160;
   c.height = 96;
-  run_case(c);
+  run_flux2_case(c);
 }
 
 TEST(GoldenFlux2, AnotherPrompt) {
   Flux2Case c{"other_prompt_128.png"};
   c.prompt = "a red cube on a table";
-  run_case(c);
+  run_flux2_case(c);
 }
 
 // klein base's setting: 20 steps with guidance 4.
@@ -96,14 +90,14 @@ TEST(GoldenFlux2, TwentyStepsWithGuidance) {
   Flux2Case c{"base_20steps_cfg4_128.png"};
   c.steps = 20;
   c.cfg = 4.0f;
-  run_case(c);
+  run_flux2_case(c);
 }
 
 // A reference image, encoded and appended to the image tokens at image index 10.
 TEST(GoldenFlux2, ReferenceImage) {
   Flux2Case c{"reference_image_128.png"};
   c.reference = "euler_128.png";
-  run_case(c);
+  run_flux2_case(c);
 }
 
 }  // namespace

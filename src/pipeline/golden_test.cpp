@@ -33,12 +33,12 @@ struct GoldenCase {
 };
 
 void expect_golden(const io::Image& image, const std::string& golden) {
-  test::expect_matches_golden(image, test::shared_dir() + "/golden/" + golden);
+  sd::test::expect_matches_golden(image, sd::test::shared_dir() + "/golden/" + golden);
 }
 
 void run_golden(const GoldenCase& g) {
   const char* model = std::getenv(g.model_env);
-  const std::string shared = test::shared_dir();
+  const std::string shared = sd::test::shared_dir();
   if (!model || shared.empty()) GTEST_SKIP() << g.model_env << " or ../shared not available";
   ModelOptions options;
   options.model = model;
@@ -80,7 +80,7 @@ TEST(Golden, SdxlEulerA) {
 // schedule, distilled guidance 3.5, no CFG; T5 reads the synthetic vocabulary.
 TEST(Golden, FluxDevEuler) {
   const char* dir = std::getenv("SD_TEST_FLUX_DIR");
-  const std::string shared = test::shared_dir();
+  const std::string shared = sd::test::shared_dir();
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_FLUX_DIR or ../shared not available";
   const std::string d = dir;
   ModelOptions options;
@@ -123,7 +123,7 @@ struct Sd3Case {
 
 void run_sd3_golden(const Sd3Case& g) {
   const char* dir = std::getenv("SD_TEST_SD3_DIR");
-  const std::string shared = test::shared_dir();
+  const std::string shared = sd::test::shared_dir();
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_SD3_DIR or ../shared not available";
   if (!std::filesystem::exists(shared + "/golden/" + g.golden))
     GTEST_SKIP() << "no golden image " << g.golden;

@@ -17,13 +17,6 @@
 namespace sd::pipeline {
 namespace {
 
-namespace fs = std::filesystem;
-
-fs::path golden_dir() {
-  return fs::path(__FILE__).parent_path().parent_path().parent_path() / "tests" / "golden" /
-         "qwen_image_tiny";
-}
-
 struct QwenImageCase {
   const char* golden;
   const char* prompt = "a photograph of an astronaut riding a horse";
@@ -34,9 +27,9 @@ struct QwenImageCase {
   const char* init = nullptr;  // a file of the golden folder, as -i
 };
 
-void run_case(const QwenImageCase& c) {
+void run_qwen_image_case(const QwenImageCase& c) {
   const char* dir = std::getenv("SD_TEST_QWEN_IMAGE_DIR");
-  const std::string shared = test::shared_dir();
+  const std::string shared = sd::test::shared_dir();
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_QWEN_IMAGE_DIR or ../shared not available";
   const std::string d = dir;
   ModelOptions options;
@@ -57,45 +50,46 @@ void run_case(const QwenImageCase& c) {
   r.cfg_scale = c.cfg;
   io::Image init;
   if (c.init) {
-    init = io::read_image((golden_dir() / c.init).string());
+    init = io::read_image((sd::test::golden_folder("qwen_image_tiny") / c.init).string());
     r.init_image = &init;
     r.strength = 0.6f;
   }
   const io::Image image = sd.generate(r)[0];
 
-  test::expect_matches_golden(image, (golden_dir() / c.golden).string());
+  sd::test::expect_matches_golden(image,
+                                  (sd::test::golden_folder("qwen_image_tiny") / c.golden).string());
 }
 
 // The reference's documented setting: 8 euler steps here, CFG 2.5 (a negative-prompt pass).
 TEST(GoldenQwenImage, Euler) {
-  run_case({"euler_128.png"});
+  run_qwen_image_case({"euler_128.png"});
 }
 
 TEST(GoldenQwenImage, CfgWithANegativePrompt) {
   QwenImageCase c{"cfg4_negative_128.png"};
   c.negative = "blurry, low quality";
   c.cfg = 4.0f;
-  run_case(c);
+  run_qwen_image_case(c);
 }
 
 TEST(GoldenQwenImage, NonSquare) {
   QwenImageCase c{"size_160x96.png"};
   c.width = 160;
   c.height = 96;
-  run_case(c);
+  run_qwen_image_case(c);
 }
 
 TEST(GoldenQwenImage, AnotherPrompt) {
   QwenImageCase c{"other_prompt_128.png"};
   c.prompt = "a red cube on a table";
-  run_case(c);
+  run_qwen_image_case(c);
 }
 
 // Image to image: the init image through the Wan autoencoder's encoder.
 TEST(GoldenQwenImage, ImageToImage) {
   QwenImageCase c{"img2img_strength06_128.png"};
   c.init = "euler_128.png";
-  run_case(c);
+  run_qwen_image_case(c);
 }
 
 }  // namespace

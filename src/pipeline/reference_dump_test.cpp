@@ -58,7 +58,7 @@ class ReferenceDump : public ::testing::Test {
   void SetUp() override {
     const char* dir = std::getenv("SD_TEST_REF_DIR");
     const char* model = std::getenv("SD_TEST_SD15_MODEL");
-    shared_ = test::shared_dir();
+    shared_ = sd::test::shared_dir();
     if (!dir || !model || shared_.empty()) GTEST_SKIP() << "no reference dump";
     dir_ = dir;
     loader_.add(model);

@@ -24,7 +24,7 @@ using sd::test::cpu_backend;
 
 std::shared_ptr<const ClipTokenizer> shared_tokenizer() {
   static std::shared_ptr<const ClipTokenizer> t = []() -> std::shared_ptr<const ClipTokenizer> {
-    const std::string shared = test::shared_dir();
+    const std::string shared = sd::test::shared_dir();
     const std::string p = shared + "/data/clip/" + models::kClipVocabFileName;
     if (shared.empty() || !fs::exists(p)) return nullptr;
     return std::make_shared<const ClipTokenizer>(ClipTokenizer::from_file(p));

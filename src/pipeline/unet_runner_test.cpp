@@ -26,7 +26,7 @@ Conditioning random_conditioning(int64_t tokens, uint32_t seed) {
   Conditioning c;
   c.dim = 16;
   c.tokens = tokens;
-  c.context = test::random_values(c.dim * tokens, seed);
+  c.context = sd::test::random_values(c.dim * tokens, seed);
   return c;
 }
 
@@ -36,7 +36,7 @@ TEST(UnetRunner, BatchedConditioningsEqualSeparateCalls) {
   nn::RandomWeights w(DType::F16);
   auto backend = DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
   UnetRunner unet(w, tiny_unet(), *backend);
-  const std::vector<float> x = test::random_values(8 * 8 * 4, 3);
+  const std::vector<float> x = sd::test::random_values(8 * 8 * 4, 3);
   const Conditioning a = random_conditioning(77, 4), b = random_conditioning(77, 5);
   const Conditioning longer = random_conditioning(154, 6);
   std::vector<std::vector<float>> batched = unet.predict(x, 8, 8, 500.0f, {&a, &longer, &b});
@@ -44,10 +44,10 @@ TEST(UnetRunner, BatchedConditioningsEqualSeparateCalls) {
   const std::vector<float> alone_a = unet.predict(x, 8, 8, 500.0f, {&a})[0];
   const std::vector<float> alone_b = unet.predict(x, 8, 8, 500.0f, {&b})[0];
   const std::vector<float> alone_long = unet.predict(x, 8, 8, 500.0f, {&longer})[0];
-  EXPECT_LE(test::max_scaled_error(batched[0], alone_a, 1e-4, 1e-4), 1.0);
-  EXPECT_LE(test::max_scaled_error(batched[2], alone_b, 1e-4, 1e-4), 1.0);
-  EXPECT_LE(test::max_scaled_error(batched[1], alone_long, 1e-4, 1e-4), 1.0);
-  EXPECT_GT(test::max_scaled_error(batched[0], alone_b, 1e-4, 1e-4), 1.0);
+  EXPECT_LE(sd::test::max_scaled_error(batched[0], alone_a, 1e-4, 1e-4), 1.0);
+  EXPECT_LE(sd::test::max_scaled_error(batched[2], alone_b, 1e-4, 1e-4), 1.0);
+  EXPECT_LE(sd::test::max_scaled_error(batched[1], alone_long, 1e-4, 1e-4), 1.0);
+  EXPECT_GT(sd::test::max_scaled_error(batched[0], alone_b, 1e-4, 1e-4), 1.0);
 }
 
 }  // namespace

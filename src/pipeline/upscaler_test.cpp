@@ -65,7 +65,7 @@ UpscalerOptions options(const std::string& model, int tile_size = 0) {
 }
 
 std::vector<float> image(int64_t w, int64_t h) {
-  return test::random_values(w * h * 3, 5, 0.0f, 1.0f);
+  return sd::test::random_values(w * h * 3, 5, 0.0f, 1.0f);
 }
 
 double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -235,7 +235,7 @@ TEST(Upscaler, RefusesFilesThatAreNotEsrgan) {
 // The layout Real-ESRGAN releases (64 features, growth 32), from the project's shared
 // generator when it is present.
 TEST(Upscaler, ReleasedLayoutFromTheSharedGenerator) {
-  const std::string shared = test::shared_dir();
+  const std::string shared = sd::test::shared_dir();
   const std::string script = shared + "/tools/make_random_esrgan.py";
   if (shared.empty() || !fs::exists(script) || !fs::exists("/usr/bin/python3"))
     GTEST_SKIP() << "../shared/tools/make_random_esrgan.py is not available";

@@ -17,8 +17,6 @@
 namespace sd::pipeline {
 namespace {
 
-namespace fs = std::filesystem;
-
 struct ZImageCase {
   const char* golden;
   const char* prompt;
@@ -32,9 +30,9 @@ struct ZImageCase {
   std::optional<float> flow_shift = std::nullopt;
 };
 
-void run_case(const ZImageCase& c) {
+void run_z_image_case(const ZImageCase& c) {
   const char* dir = std::getenv("SD_TEST_Z_IMAGE_DIR");
-  const std::string shared = test::shared_dir();
+  const std::string shared = sd::test::shared_dir();
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_Z_IMAGE_DIR or ../shared not available";
   const std::string d = dir;
   ModelOptions options;
@@ -58,13 +56,12 @@ void run_case(const ZImageCase& c) {
   if (c.flow_shift) r.flow_shift = *c.flow_shift;
   const io::Image image = sd.generate(r)[0];
 
-  test::expect_matches_golden(image, (fs::path(__FILE__).parent_path().parent_path().parent_path() /
-                                      "tests" / "golden" / "z_image_tiny" / c.golden)
-                                         .string());
+  sd::test::expect_matches_golden(image,
+                                  (sd::test::golden_folder("z_image_tiny") / c.golden).string());
 }
 
 TEST(GoldenZImage, Euler) {
-  run_case({"euler_128.png", "a photograph of an astronaut riding a horse"});
+  run_z_image_case({"euler_128.png", "a photograph of an astronaut riding a horse"});
 }
 
 // CFG runs the negative prompt through the same template, as its own pass.
@@ -72,7 +69,7 @@ TEST(GoldenZImage, CfgWithANegativePrompt) {
   ZImageCase c{"cfg4_negative_128.png", "a photograph of an astronaut riding a horse"};
   c.negative = "blurry, low quality";
   c.cfg = 4.0f;
-  run_case(c);
+  run_z_image_case(c);
 }
 
 // Emphasis on the LLM's states, and 60 image tokens padded to 64.
@@ -81,7 +78,7 @@ TEST(GoldenZImage, EmphasisAndPaddedImageTokens) {
   c.seed = 7;
   c.width = 160;
   c.height = 96;
-  run_case(c);
+  run_z_image_case(c);
 }
 
 TEST(GoldenZImage, DpmPlusPlus2mOnTheSimpleScheduleWithShift2) {
@@ -90,7 +87,7 @@ TEST(GoldenZImage, DpmPlusPlus2mOnTheSimpleScheduleWithShift2) {
   c.method = sampling::SampleMethod::Dpmpp2m;
   c.scheduler = sampling::Scheduler::Simple;
   c.flow_shift = 2.0f;
-  run_case(c);
+  run_z_image_case(c);
 }
 
 }  // namespace

@@ -40,7 +40,8 @@ float phi2(float t) {
   if (fabsf(t) < 1e-6f) return 0.5f + t / 6.0f + (t * t) / 24.0f;
   return (phi1(t) - 1.0f) / t;
 }
-float t_of_sigma(float sigma) {
+// In float, as the reference computes the RES samplers' times.
+float t_of_sigma_in_float(float sigma) {
   return -logf(sigma);
 }
 
@@ -155,10 +156,10 @@ Latent sample_res_multistep(const StepArgs& a, Latent x) {
     if (step.sigma_down == 0.0f || !have_old_sigma) {
       x += ((x - denoised) / sigma_from) * (step.sigma_down - sigma_from);
     } else {
-      const float t = t_of_sigma(sigma_from);
-      const float t_old = t_of_sigma(old_sigma_down);
-      const float t_next = t_of_sigma(step.sigma_down);
-      const float t_prev = t_of_sigma(s[i - 1]);
+      const float t = t_of_sigma_in_float(sigma_from);
+      const float t_old = t_of_sigma_in_float(old_sigma_down);
+      const float t_next = t_of_sigma_in_float(step.sigma_down);
+      const float t_prev = t_of_sigma_in_float(s[i - 1]);
       const float h = t_next - t;
       const float c2 = (t_prev - t_old) / h;
       const float phi1_val = phi1(-h);
@@ -189,8 +190,8 @@ Latent sample_res_2s(const StepArgs& a, Latent x) {
     if (step.sigma_down == 0.0f || sigma_from == 0.0f) {
       x = denoised;
     } else {
-      const float t = t_of_sigma(sigma_from);
-      const float t_next = t_of_sigma(step.sigma_down);
+      const float t = t_of_sigma_in_float(sigma_from);
+      const float t_next = t_of_sigma_in_float(step.sigma_down);
       const float h = t_next - t;
       const float a21 = c2 * phi1(-h * c2);
       const float phi1_val = phi1(-h);

@@ -66,10 +66,6 @@ constexpr Suffix kSuffixes[] = {
     {".dora_scale", Role::Ignored},  // DoRA's magnitude: not applied (nor by sd.cpp)
 };
 
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 struct ParsedKey {
   std::string stem;
   Role role;
@@ -78,7 +74,7 @@ struct ParsedKey {
 std::optional<ParsedKey> parse_key(std::string_view key) {
   if (key.substr(0, 5) == "lora.") key.remove_prefix(5);
   for (const Suffix& s : kSuffixes) {
-    if (!ends_with(key, s.text)) continue;
+    if (!key.ends_with(s.text)) continue;
     std::string stem(key.substr(0, key.size() - s.text.size()));
     // diffusers attention processors sit between the attention and its projection.
     for (std::string_view p : {".processor", "_processor"}) {
@@ -106,7 +102,7 @@ int64_t outer_dim(const LoraFactor& f) {
 
 // "[out, in, kh, kw]": PyTorch's order (slowest first), as LoRA tools print shapes.
 // n_dims < 0: the dimensions up to the last that is not 1.
-std::string shape_text(const Shape& ne, int n_dims = -1) {
+std::string torch_shape_text(const Shape& ne, int n_dims = -1) {
   if (n_dims < 0) {
     n_dims = 1;
     for (int i = 0; i < 4; ++i)
@@ -181,7 +177,7 @@ class UpdateBuilder {
     if (!has(r)) return std::nullopt;
     const io::TensorInfo& t = *group_.parts.at(r);
     SD_CHECK(t.n_elements() == 1, "LoRA '%s': '%s' should hold one number, it is %s",
-             file_.path().c_str(), t.name.c_str(), shape_text(as_shape(t), t.n_dims).c_str());
+             file_.path().c_str(), t.name.c_str(), torch_shape_text(as_shape(t), t.n_dims).c_str());
     u_.keys.push_back(t.name);
     return read_values(file_, t)[0];
   }
@@ -192,8 +188,8 @@ class UpdateBuilder {
     sd::fail(
         "LoRA '%s': '%s' is %s, which does not fit '%s' %s (%s); the LoRA was made for "
         "another model",
-        file_.path().c_str(), key_of(r).c_str(), shape_text(f.ne, f.n_dims).c_str(),
-        u_.target.c_str(), shape_text(u_.target_ne).c_str(), why);
+        file_.path().c_str(), key_of(r).c_str(), torch_shape_text(f.ne, f.n_dims).c_str(),
+        u_.target.c_str(), torch_shape_text(u_.target_ne).c_str(), why);
   }
 
   // Checks up x [mid x] down against the target; returns the rank (down's rows).
@@ -483,7 +479,7 @@ LoraFile read_lora(const std::string& path, const std::map<std::string, Shape>& 
                "LoRA '%s': '%s' names part %d of '%s' %s, which has no such rows; the LoRA was "
                "made for another model",
                path.c_str(), group.parts.begin()->second->name.c_str(), part, target.c_str(),
-               shape_text(full).c_str());
+               torch_shape_text(full).c_str());
       shape[full[1] == 1 && full[2] == 1 ? 0 : 1] = rows.count;
     }
     UpdateBuilder b(*file, target, shape, group);
@@ -552,7 +548,7 @@ std::vector<float> lora_delta(const LoraUpdate& u) {
 
 void add_lora_delta(const LoraUpdate& u, float multiplier, const Shape& ne, float* weight) {
   SD_CHECK(ne == u.target_ne, "[lora] '%s' is %s, the LoRA update was read for %s",
-           u.target.c_str(), shape_text(ne).c_str(), shape_text(u.target_ne).c_str());
+           u.target.c_str(), torch_shape_text(ne).c_str(), torch_shape_text(u.target_ne).c_str());
   if (u.kind == LoraKind::LowRank) {
     // Straight into the weight: no delta-sized temporary for the common case.
     accumulate_factors(u.up, u.down, u.mid, ne, multiplier * u.scale, weight);

@@ -7,10 +7,6 @@
 namespace sd::weights {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
 // Splits "<number>.<rest>"; false when `s` does not start so.
 bool split_index(std::string_view s, int& index, std::string_view& rest) {
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), index);
@@ -20,12 +16,12 @@ bool split_index(std::string_view s, int& index, std::string_view& rest) {
   return true;
 }
 
-struct Part {
+struct FluxPart {
   std::string_view bfl;
   std::array<std::string_view, 4> diffusers;  // whole weight: one; fused: one per part
 };
 
-constexpr Part kDoubleBlock[] = {
+constexpr FluxPart kDoubleBlock[] = {
     {"img_mod.lin", {"norm1.linear"}},
     {"txt_mod.lin", {"norm1_context.linear"}},
     {"img_attn.qkv", {"attn.to_q", "attn.to_k", "attn.to_v"}},
@@ -38,13 +34,13 @@ constexpr Part kDoubleBlock[] = {
     {"txt_mlp.2", {"ff_context.net.2"}},
 };
 
-constexpr Part kSingleBlock[] = {
+constexpr FluxPart kSingleBlock[] = {
     {"linear1", {"attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"}},
     {"linear2", {"proj_out"}},
     {"modulation.lin", {"norm.linear"}},
 };
 
-constexpr std::pair<std::string_view, std::string_view> kOutside[] = {
+constexpr std::pair<std::string_view, std::string_view> kFluxOutside[] = {
     {"time_in.in_layer", "time_text_embed.timestep_embedder.linear_1"},
     {"time_in.out_layer", "time_text_embed.timestep_embedder.linear_2"},
     {"vector_in.in_layer", "time_text_embed.text_embedder.linear_1"},
@@ -58,7 +54,7 @@ constexpr std::pair<std::string_view, std::string_view> kOutside[] = {
 };
 
 std::vector<FluxSpelling> block_spellings(std::string_view rest, const std::string& prefix,
-                                          const Part* parts, size_t n) {
+                                          const FluxPart* parts, size_t n) {
   std::vector<FluxSpelling> out;
   for (size_t i = 0; i < n; ++i) {
     if (rest != parts[i].bfl) continue;
@@ -75,13 +71,13 @@ std::vector<FluxSpelling> block_spellings(std::string_view rest, const std::stri
 std::vector<FluxSpelling> flux_diffusers_spellings(std::string_view bfl_base) {
   int index = 0;
   std::string_view rest;
-  if (starts_with(bfl_base, "double_blocks.") && split_index(bfl_base.substr(14), index, rest))
+  if (bfl_base.starts_with("double_blocks.") && split_index(bfl_base.substr(14), index, rest))
     return block_spellings(rest, "transformer_blocks." + std::to_string(index) + ".", kDoubleBlock,
                            std::size(kDoubleBlock));
-  if (starts_with(bfl_base, "single_blocks.") && split_index(bfl_base.substr(14), index, rest))
+  if (bfl_base.starts_with("single_blocks.") && split_index(bfl_base.substr(14), index, rest))
     return block_spellings(rest, "single_transformer_blocks." + std::to_string(index) + ".",
                            kSingleBlock, std::size(kSingleBlock));
-  for (const auto& [bfl, diffusers] : kOutside)
+  for (const auto& [bfl, diffusers] : kFluxOutside)
     if (bfl_base == bfl) return {{std::string(diffusers), -1}};
   return {};
 }

@@ -10,6 +10,7 @@
 #include "tensor/quant/quant.h"
 #include "weights/lora.h"
 #include "weights/lora_flux_names.h"
+#include "weights/lora_test_util.h"
 
 namespace sd::weights {
 namespace {
@@ -36,16 +37,6 @@ std::map<std::string, Shape> tiny_flux() {
   };
 }
 
-std::vector<float> values(int64_t n, uint32_t seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return v;
-}
-
 // A LoRA file in f32, remembering what it holds.
 struct Writer {
   io::test::SafetensorsBuilder file;
@@ -54,7 +45,7 @@ struct Writer {
                                 uint32_t seed) {
     int64_t n = 1;
     for (uint64_t d : shape) n *= static_cast<int64_t>(d);
-    std::vector<float> v = values(n, seed);
+    std::vector<float> v = sd::test::lcg_values(n, seed);
     io::test::Bytes bytes(static_cast<size_t>(n) * 4);
     std::memcpy(bytes.data(), v.data(), bytes.size());
     file.add(key, "F32", shape, bytes);

@@ -12,14 +12,6 @@
 namespace sd::weights {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
-
-bool ends_with(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // Reads "<number>." from the front of `s`, advancing it.
 std::optional<int> take_index(std::string_view& s) {
   int v = 0;
@@ -41,7 +33,7 @@ std::optional<std::string> resnet_to_diffusers(std::string_view rest) {
       {"skip_connection.", "conv_shortcut."},
   }};
   for (const auto& [ldm, diffusers] : kRenames)
-    if (starts_with(rest, ldm)) return std::string(diffusers) += rest.substr(ldm.size());
+    if (rest.starts_with(ldm)) return std::string(diffusers) += rest.substr(ldm.size());
   return std::nullopt;
 }
 
@@ -60,7 +52,7 @@ std::optional<std::string> input_block_to_diffusers(std::string_view s) {
   }
   const int level = (*block - 1) / 3, j = (*block - 1) % 3;
   if (j == 2) {
-    if (*layer != 0 || !starts_with(s, "op.")) return std::nullopt;
+    if (*layer != 0 || !s.starts_with("op.")) return std::nullopt;
     return "down_blocks." + num(level) + ".downsamplers.0.conv." + std::string(s.substr(3));
   }
   const std::string base = "down_blocks." + num(level);
@@ -84,7 +76,7 @@ std::optional<std::string> output_block_to_diffusers(std::string_view s) {
     return r ? std::optional(base + ".resnets." + num(j) + "." + *r) : std::nullopt;
   }
   // LDM's Upsample holds only `conv`; a SpatialTransformer has no `conv`.
-  if (starts_with(s, "conv.")) {
+  if (s.starts_with("conv.")) {
     if (j != 2) return std::nullopt;
     return base + ".upsamplers.0." + std::string(s);
   }
@@ -113,10 +105,10 @@ std::optional<std::string> ldm_to_diffusers_unet(std::string_view ldm) {
       {"out.2.", "conv_out."},
   }};
   for (const auto& [from, to] : kFixed)
-    if (starts_with(ldm, from)) return std::string(to) += ldm.substr(from.size());
-  if (starts_with(ldm, "input_blocks.")) return input_block_to_diffusers(ldm.substr(13));
-  if (starts_with(ldm, "output_blocks.")) return output_block_to_diffusers(ldm.substr(14));
-  if (starts_with(ldm, "middle_block.")) return middle_block_to_diffusers(ldm.substr(13));
+    if (ldm.starts_with(from)) return std::string(to) += ldm.substr(from.size());
+  if (ldm.starts_with("input_blocks.")) return input_block_to_diffusers(ldm.substr(13));
+  if (ldm.starts_with("output_blocks.")) return output_block_to_diffusers(ldm.substr(14));
+  if (ldm.starts_with("middle_block.")) return middle_block_to_diffusers(ldm.substr(13));
   return std::nullopt;
 }
 
@@ -168,14 +160,14 @@ LoraNameIndex::LoraNameIndex(const std::map<std::string, Shape>& model_weights) 
   for (const auto& entry : model_weights) {
     const std::string& name = entry.first;
     std::string_view base(name);
-    if (ends_with(base, ".weight"))
+    if (base.ends_with(".weight"))
       base.remove_suffix(7);
-    else if (ends_with(base, ".bias"))
+    else if (base.ends_with(".bias"))
       base.remove_suffix(5);
     else
       continue;
     const std::string base_name(base);
-    if (starts_with(base, io::kUnetRoot)) {
+    if (base.starts_with(io::kUnetRoot)) {
       const std::string_view rel = base.substr(io::kUnetRoot.size());
       add(Part::Unet, std::string(rel), base_name);
       // Mapped with a ".weight" tail so the inverse sees the whole name, then cut back.
@@ -183,7 +175,7 @@ LoraNameIndex::LoraNameIndex(const std::map<std::string, Shape>& model_weights) 
         const std::string diffusers = d->substr(0, d->size() - 7);
         add(Part::Unet, diffusers, base_name);
         // Old diffusers attention processors name the output projection to_out_lora.
-        if (ends_with(diffusers, ".to_out.0"))
+        if (diffusers.ends_with(".to_out.0"))
           add(Part::Unet, diffusers.substr(0, diffusers.size() - 2), base_name);
       }
       // The diffusers names of the DiT families (a name is only one family's).
@@ -195,17 +187,17 @@ LoraNameIndex::LoraNameIndex(const std::map<std::string, Shape>& model_weights) 
           else
             fused_parts_[underscore_form(f.diffusers)] = {base_name, f.part};
         }
-    } else if (starts_with(base, kTextEncoder2Base)) {
+    } else if (base.starts_with(kTextEncoder2Base)) {
       add(Part::TextEncoder2, std::string(base.substr(kTextEncoder2Base.size())), base_name);
-    } else if (starts_with(base, kTextEncoderBase)) {
+    } else if (base.starts_with(kTextEncoderBase)) {
       add(Part::TextEncoder, std::string(base.substr(kTextEncoderBase.size())), base_name);
-    } else if (starts_with(base, kClipLBase)) {
+    } else if (base.starts_with(kClipLBase)) {
       add(Part::TextEncoder, std::string(base.substr(kClipLBase.size())), base_name);
-    } else if (starts_with(base, kClipGBase)) {
+    } else if (base.starts_with(kClipGBase)) {
       add(Part::TextEncoder2, std::string(base.substr(kClipGBase.size())), base_name);
-    } else if (starts_with(base, io::kT5Root)) {
+    } else if (base.starts_with(io::kT5Root)) {
       add(Part::TextEncoder3, std::string(base.substr(io::kT5Root.size())), base_name);
-    } else if (starts_with(base, io::kVaeRoot)) {
+    } else if (base.starts_with(io::kVaeRoot)) {
       add(Part::Vae, std::string(base.substr(io::kVaeRoot.size())), base_name);
     }
   }
@@ -253,7 +245,7 @@ std::pair<LoraNameIndex::Part, std::string_view> LoraNameIndex::split_prefix(
       {"first_stage_model.", Part::Vae},
   };
   for (const Prefix& p : kPrefixes)
-    if (starts_with(stem, p.text)) return {p.part, stem.substr(p.text.size())};
+    if (stem.starts_with(p.text)) return {p.part, stem.substr(p.text.size())};
   return {Part::Unet, stem};  // diffusers UNet LoRAs may come without a prefix
 }
 

@@ -8,14 +8,14 @@
 namespace sd::weights {
 namespace {
 
-struct Part {
+struct MmditPart {
   std::string_view mmdit;
   std::array<std::string_view, 3> diffusers;  // whole weight: one; fused qkv: q, k, v
 };
 
 // Below joint_blocks.N. / transformer_blocks.N.: x_block is the image stream, context_block
 // the text stream; SD3.5 Medium's x_block has a second, image-only attention (attn2).
-constexpr Part kJointBlock[] = {
+constexpr MmditPart kJointBlock[] = {
     {"x_block.adaLN_modulation.1", {"norm1.linear"}},
     {"context_block.adaLN_modulation.1", {"norm1_context.linear"}},
     {"x_block.attn.qkv", {"attn.to_q", "attn.to_k", "attn.to_v"}},
@@ -30,7 +30,7 @@ constexpr Part kJointBlock[] = {
     {"context_block.mlp.fc2", {"ff_context.net.2"}},
 };
 
-constexpr std::pair<std::string_view, std::string_view> kOutside[] = {
+constexpr std::pair<std::string_view, std::string_view> kMmditOutside[] = {
     {"x_embedder.proj", "pos_embed.proj"},
     {"t_embedder.mlp.0", "time_text_embed.timestep_embedder.linear_1"},
     {"t_embedder.mlp.2", "time_text_embed.timestep_embedder.linear_2"},
@@ -55,7 +55,7 @@ std::vector<FluxSpelling> sd3_diffusers_spellings(std::string_view mmdit_base) {
       return out;
     const std::string_view rest = s.substr(static_cast<size_t>(end - s.data()) + 1);
     const std::string prefix = "transformer_blocks." + std::to_string(index) + ".";
-    for (const Part& p : kJointBlock) {
+    for (const MmditPart& p : kJointBlock) {
       if (rest != p.mmdit) continue;
       const bool fused = !p.diffusers[1].empty();
       for (size_t i = 0; i < p.diffusers.size() && !p.diffusers[i].empty(); ++i)
@@ -63,7 +63,7 @@ std::vector<FluxSpelling> sd3_diffusers_spellings(std::string_view mmdit_base) {
     }
     return out;
   }
-  for (const auto& [mmdit, diffusers] : kOutside)
+  for (const auto& [mmdit, diffusers] : kMmditOutside)
     if (mmdit_base == mmdit) out.push_back({std::string(diffusers), -1});
   return out;
 }

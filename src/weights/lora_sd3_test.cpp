@@ -10,7 +10,7 @@
 namespace sd::weights {
 namespace {
 
-const std::string kRoot = "model.diffusion_model.";
+const std::string kSd3Root = "model.diffusion_model.";
 
 LoraNameIndex tiny_sd3_index() {
   std::map<std::string, Shape> w;
@@ -20,7 +20,7 @@ LoraNameIndex tiny_sd3_index() {
         "joint_blocks.0.x_block.attn.proj.weight", "joint_blocks.0.context_block.mlp.fc1.weight",
         "joint_blocks.0.x_block.adaLN_modulation.1.weight", "x_embedder.proj.weight",
         "t_embedder.mlp.2.weight", "final_layer.linear.weight", "context_embedder.weight"})
-    w[kRoot + name] = {4, 4, 1, 1};
+    w[kSd3Root + name] = {4, 4, 1, 1};
   w["text_encoders.clip_l.transformer.text_model.encoder.layers.0.mlp.fc1.weight"] = {4, 4, 1, 1};
   w["text_encoders.clip_g.transformer.text_model.encoder.layers.0.mlp.fc1.weight"] = {4, 4, 1, 1};
   w[std::string(io::kT5Root) + "encoder.block.0.layer.0.SelfAttention.q.weight"] = {4, 4, 1, 1};
@@ -48,30 +48,30 @@ TEST(LoraSd3Names, IndexFindsEveryStyle) {
   auto find = [&](const char* stem) { return index.find(stem).value_or("<none>"); };
   // kohya / LDM-style: the model's names.
   EXPECT_EQ(find("lora_unet_joint_blocks_0_x_block_attn_proj"),
-            kRoot + "joint_blocks.0.x_block.attn.proj");
+            kSd3Root + "joint_blocks.0.x_block.attn.proj");
   EXPECT_EQ(find("lora_unet_joint_blocks_0_context_block_mlp_fc1"),
-            kRoot + "joint_blocks.0.context_block.mlp.fc1");
-  EXPECT_EQ(find("model.diffusion_model.final_layer.linear"), kRoot + "final_layer.linear");
+            kSd3Root + "joint_blocks.0.context_block.mlp.fc1");
+  EXPECT_EQ(find("model.diffusion_model.final_layer.linear"), kSd3Root + "final_layer.linear");
   // diffusers, whole weights, with and without the transformer. prefix.
   EXPECT_EQ(find("transformer.transformer_blocks.0.attn.to_out.0"),
-            kRoot + "joint_blocks.0.x_block.attn.proj");
+            kSd3Root + "joint_blocks.0.x_block.attn.proj");
   EXPECT_EQ(find("transformer_blocks.0.norm1.linear"),
-            kRoot + "joint_blocks.0.x_block.adaLN_modulation.1");
+            kSd3Root + "joint_blocks.0.x_block.adaLN_modulation.1");
   EXPECT_EQ(find("transformer.time_text_embed.timestep_embedder.linear_2"),
-            kRoot + "t_embedder.mlp.2");
-  EXPECT_EQ(find("lora_transformer_proj_out"), kRoot + "final_layer.linear");
+            kSd3Root + "t_embedder.mlp.2");
+  EXPECT_EQ(find("lora_transformer_proj_out"), kSd3Root + "final_layer.linear");
   // diffusers q, k, v: parts of the fused qkv.
   const auto k = index.find_part("transformer.transformer_blocks.0.attn.to_k");
   ASSERT_TRUE(k.has_value());
-  EXPECT_EQ(k->base, kRoot + "joint_blocks.0.x_block.attn.qkv");
+  EXPECT_EQ(k->base, kSd3Root + "joint_blocks.0.x_block.attn.qkv");
   EXPECT_EQ(k->part, 1);
   const auto v = index.find_part("transformer.transformer_blocks.0.attn.add_v_proj");
   ASSERT_TRUE(v.has_value());
-  EXPECT_EQ(v->base, kRoot + "joint_blocks.0.context_block.attn.qkv");
+  EXPECT_EQ(v->base, kSd3Root + "joint_blocks.0.context_block.attn.qkv");
   EXPECT_EQ(v->part, 2);
   const auto q2 = index.find_part("lora_transformer_transformer_blocks_0_attn2_to_q");
   ASSERT_TRUE(q2.has_value());
-  EXPECT_EQ(q2->base, kRoot + "joint_blocks.0.x_block.attn2.qkv");
+  EXPECT_EQ(q2->base, kSd3Root + "joint_blocks.0.x_block.attn2.qkv");
   // The three text encoders.
   EXPECT_EQ(find("lora_te1_text_model_encoder_layers_0_mlp_fc1"),
             "text_encoders.clip_l.transformer.text_model.encoder.layers.0.mlp.fc1");

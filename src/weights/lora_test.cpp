@@ -10,6 +10,7 @@
 #include "tensor/error.h"
 #include "tensor/quant/quant.h"
 #include "weights/lora_names.h"
+#include "weights/lora_test_util.h"
 
 namespace sd::weights {
 namespace {
@@ -41,16 +42,6 @@ std::map<std::string, Shape> tiny_model() {
   };
 }
 
-std::vector<float> values(int64_t n, uint32_t seed) {
-  std::vector<float> v(static_cast<size_t>(n));
-  uint32_t s = seed * 2654435761u + 12345u;
-  for (float& x : v) {
-    s = s * 1664525u + 1013904223u;
-    x = static_cast<float>((s >> 8) & 0xffff) / 32768.0f - 1.0f;
-  }
-  return v;
-}
-
 int64_t count(const Shape& ne) {
   return ne[0] * ne[1] * ne[2] * ne[3];
 }
@@ -64,7 +55,7 @@ class LoraWriter {
                                 uint32_t seed) {
     int64_t n = 1;
     for (uint64_t d : shape) n *= static_cast<int64_t>(d);
-    std::vector<float> v = values(n, seed);
+    std::vector<float> v = sd::test::lcg_values(n, seed);
     io::test::Bytes bytes(row_size(type_, n));
     quantize_row(type_, v.data(), bytes.data(), n);
     dequantize_row(type_, bytes.data(), v.data(), n);
@@ -121,7 +112,7 @@ void expect_near_all(const std::vector<float>& got, const std::vector<float>& wa
 
 // Merges into a copy of `base` and checks the change is multiplier * want.
 void expect_merge(const LoraUpdate& u, float multiplier, const std::vector<float>& want) {
-  const std::vector<float> base = values(count(u.target_ne), 99);
+  const std::vector<float> base = sd::test::lcg_values(count(u.target_ne), 99);
   std::vector<float> w = base;
   add_lora_delta(u, multiplier, u.target_ne, w.data());
   std::vector<float> change(w.size());

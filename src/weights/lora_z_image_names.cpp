@@ -5,10 +5,6 @@
 namespace sd::weights {
 namespace {
 
-bool ends_with(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
-}
-
 // A block of the joint stream or of either refiner: "<stream>.<N>.".
 bool in_block(std::string_view base) {
   for (std::string_view stream : {"layers.", "noise_refiner.", "context_refiner."}) {
@@ -26,12 +22,12 @@ bool in_block(std::string_view base) {
 std::vector<FluxSpelling> z_image_diffusers_spellings(std::string_view base) {
   std::vector<FluxSpelling> out;
   const std::string b(base);
-  if (in_block(base) && ends_with(base, ".attention.qkv")) {
+  if (in_block(base) && base.ends_with(".attention.qkv")) {
     const std::string stem = b.substr(0, b.size() - 3);  // "....attention."
     out.push_back({stem + "to_q", 0});
     out.push_back({stem + "to_k", 1});
     out.push_back({stem + "to_v", 2});
-  } else if (in_block(base) && ends_with(base, ".attention.out")) {
+  } else if (in_block(base) && base.ends_with(".attention.out")) {
     out.push_back({b.substr(0, b.size() - 3) + "to_out.0", -1});
   } else if (base == "x_embedder") {
     out.push_back({"all_x_embedder.2-1", -1});

@@ -48,10 +48,6 @@ std::string shape_text(const Shape& ne) {
   return s + "]";
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-  return s.compare(0, prefix.size(), prefix) == 0;
-}
-
 // Whether `compute` can run kernels on `buffer` in place.
 bool readable_by(const Buffer& buffer, Device& compute) {
   return &buffer.type().device() == &compute ||
@@ -90,7 +86,7 @@ ModelManager::Module& ModelManager::module_of(const std::string& name) {
   size_t best_length = 0;
   for (Module& m : modules_) {
     for (const std::string& p : m.spec.prefixes) {
-      if (starts_with(name, p) && (!best || p.size() > best_length)) {
+      if (name.starts_with(p) && (!best || p.size() > best_length)) {
         best = &m;
         best_length = p.size();
       }
@@ -379,7 +375,7 @@ void ModelManager::phase_done(const std::string& module) {
 void ModelManager::release(const std::string& prefix) {
   for (auto it = resident_.begin(); it != resident_.end();) {
     auto next = std::next(it);
-    if (starts_with(it->first, prefix)) drop(it);
+    if (it->first.starts_with(prefix)) drop(it);
     it = next;
   }
 }

@@ -15,7 +15,7 @@ namespace sd::weights {
 namespace {
 
 const char* kQ = "cond_stage_model.transformer.text_model.encoder.layers.0.self_attn.q_proj.weight";
-constexpr int64_t kDim = 32, kRank = 4;  // 32: a whole q8_0 block per row
+constexpr int64_t kDim = 32, kLoraRank = 4;  // 32: a whole q8_0 block per row
 
 class ManagerLora : public ::testing::Test {
  protected:
@@ -26,14 +26,14 @@ class ManagerLora : public ::testing::Test {
     w.get(ctx, kQ, make_shape({kDim, kDim}));
     w.save_safetensors(model_);
     lora_ = dir_.file("style.safetensors");
-    up_.resize(kDim * kRank);
-    down_.resize(kRank * kDim);
+    up_.resize(kDim * kLoraRank);
+    down_.resize(kLoraRank * kDim);
     for (size_t i = 0; i < up_.size(); ++i) up_[i] = 0.01f * static_cast<float>(i % 11) - 0.05f;
     for (size_t i = 0; i < down_.size(); ++i) down_[i] = 0.02f * static_cast<float>(i % 7) - 0.06f;
     nn::RandomWeights l;
     const std::string stem = "lora_te_text_model_encoder_layers_0_self_attn_q_proj";
-    l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
-    l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+    l.set(stem + ".lora_up.weight", make_shape({kLoraRank, kDim}), up_);
+    l.set(stem + ".lora_down.weight", make_shape({kDim, kLoraRank}), down_);
     l.set(stem + ".alpha", make_shape({1}), {2.0f});
     l.set("lora_unet_no_such_block.lora_up.weight", make_shape({1, 2}), {1.0f, 1.0f});
     l.set("lora_unet_no_such_block.lora_down.weight", make_shape({2, 1}), {1.0f, 1.0f});
@@ -56,8 +56,8 @@ class ManagerLora : public ::testing::Test {
     for (int64_t o = 0; o < kDim; ++o)
       for (int64_t i = 0; i < kDim; ++i) {
         float d = 0;
-        for (int64_t a = 0; a < kRank; ++a) d += up_[o * kRank + a] * down_[a * kDim + i];
-        const float v = w[o * kDim + i] + multiplier * (2.0f / kRank) * d;
+        for (int64_t a = 0; a < kLoraRank; ++a) d += up_[o * kLoraRank + a] * down_[a * kDim + i];
+        const float v = w[o * kDim + i] + multiplier * (2.0f / kLoraRank) * d;
         uint16_t h = 0;
         quantize_row(DType::F16, &v, &h, 1);
         dequantize_row(DType::F16, &h, &w[o * kDim + i], 1);
@@ -133,7 +133,7 @@ TEST_F(ManagerLora, AtRuntimeLeavesTheWeightAsStoredAndAddsTheProductInTheGraph)
   for (int64_t o = 0; o < kDim; ++o)
     for (int64_t i = 0; i < kDim; ++i) {
       float d = 0;
-      for (int64_t a = 0; a < kRank; ++a) d += up_[o * kRank + a] * down_[a * kDim + i];
+      for (int64_t a = 0; a < kLoraRank; ++a) d += up_[o * kLoraRank + a] * down_[a * kDim + i];
       EXPECT_NEAR(got[o * kDim + i], original[o * kDim + i] + 0.75f * 0.5f * d, 1e-5f);
     }
 }
@@ -159,8 +159,8 @@ TEST_F(ManagerLora, ALoraForAnotherFamilysNetworkIsRefusedAndChangesNothing) {
   const std::string sd3 = dir_.file("sd3.safetensors");
   nn::RandomWeights l;
   const std::string stem = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj";
-  l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
-  l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+  l.set(stem + ".lora_up.weight", make_shape({kLoraRank, kDim}), up_);
+  l.set(stem + ".lora_down.weight", make_shape({kDim, kLoraRank}), down_);
   l.set("lora_unet_joint_blocks_0_x_block_attn_qkv.lora_up.weight", make_shape({1, 2}), {1, 1});
   l.set("lora_unet_joint_blocks_0_x_block_attn_qkv.lora_down.weight", make_shape({2, 1}), {1, 1});
   l.save_safetensors(sd3);
@@ -191,8 +191,8 @@ TEST_F(ManagerLora, MissingNamesOfTheModelsOwnNetworkAreAWarning) {
   const std::string sdxl = dir_.file("sdxl.safetensors");
   nn::RandomWeights l;
   const std::string stem = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj";
-  l.set(stem + ".lora_up.weight", make_shape({kRank, kDim}), up_);
-  l.set(stem + ".lora_down.weight", make_shape({kDim, kRank}), down_);
+  l.set(stem + ".lora_up.weight", make_shape({kLoraRank, kDim}), up_);
+  l.set(stem + ".lora_down.weight", make_shape({kDim, kLoraRank}), down_);
   l.set("lora_unet_input_blocks_7_1_proj_in.lora_up.weight", make_shape({1, 2}), {1, 1});
   l.set("lora_unet_input_blocks_7_1_proj_in.lora_down.weight", make_shape({2, 1}), {1, 1});
   l.save_safetensors(sdxl);

@@ -17,7 +17,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-Device& cpu() {
+Device& cpu_device() {
   return DeviceRegistry::instance().get("CPU");
 }
 
@@ -43,8 +43,8 @@ TEST(ModelManager, LoadsWeightsThatComputeLikeTheOriginals) {
   const std::string path = write_checkpoint(original, DType::F16);
   ModelLoader loader;
   loader.add(path);
-  ModelManager manager(loader, cpu());
-  auto backend = cpu().create_backend(BackendOptions{2});
+  ModelManager manager(loader, cpu_device());
+  auto backend = cpu_device().create_backend(BackendOptions{2});
   std::vector<float> x(32 * 3);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 7) - 3.0f;
   auto run = [&](nn::Weights& w) {
@@ -66,7 +66,7 @@ TEST(ModelManager, WeightTypeConvertsMatricesAndKeepsBiases) {
   const std::string path = write_checkpoint(original, DType::F32);
   ModelLoader loader;
   loader.add(path);
-  ModelManager manager(loader, cpu(), {DType::Q8_0});
+  ModelManager manager(loader, cpu_device(), {DType::Q8_0});
   EXPECT_EQ(manager.resident_type("model.diffusion_model.out.2.weight"), DType::Q8_0);
   EXPECT_EQ(manager.resident_type("model.diffusion_model.out.2.bias"), DType::F32);
   Context ctx;
@@ -83,7 +83,7 @@ TEST(ModelManager, MissingAndMisshapedTensorsAreNamed) {
   const std::string path = write_checkpoint(original, DType::F32);
   ModelLoader loader;
   loader.add(path);
-  ModelManager manager(loader, cpu());
+  ModelManager manager(loader, cpu_device());
   Context ctx;
   try {
     manager.get(ctx, "model.diffusion_model.out.2.weight", make_shape({16, 8}));

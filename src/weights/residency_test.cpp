@@ -20,7 +20,7 @@ const char* kUnetWeight = "model.diffusion_model.out.2.weight";
 const char* kUnetBias = "model.diffusion_model.out.2.bias";
 const char* kTextNorm = "cond_stage_model.transformer.text_model.final_layer_norm.weight";
 
-Device& cpu() {
+Device& host_cpu() {
   return DeviceRegistry::instance().get("CPU");
 }
 
@@ -40,8 +40,8 @@ class WeightResidency : public ::testing::Test {
     w.get(ctx, kTextNorm, make_shape({16}));
     w.save_safetensors(path);
   }
-  void add(ModelManager& m, Residency unet, Device& unet_device = cpu()) {
-    m.add_module({"te", {"cond_stage_model."}, &cpu(), {}});
+  void add(ModelManager& m, Residency unet, Device& unet_device = host_cpu()) {
+    m.add_module({"te", {"cond_stage_model."}, &host_cpu(), {}});
     m.add_module({"diffusion", {"model.diffusion_model."}, &unet_device, unet});
     m.declare("diffusion", {{kUnetWeight, make_shape({32, 8})}, {kUnetBias, make_shape({8})}});
     m.declare("te", {{kTextNorm, make_shape({16})}});
@@ -153,7 +153,7 @@ TEST_F(WeightResidency, WithoutConversionDefaultResidencyKeepsEverything) {
 TEST_F(WeightResidency, WeightsOnTheHostAreStagedIntoADeviceForEachGraph) {
   test::FakeDevice gpu("CUDA0");
   ModelManager m(loader_);
-  add(m, {Residency::Kind::Device, &cpu()}, gpu);
+  add(m, {Residency::Kind::Device, &host_cpu()}, gpu);
   Tensor* w = get(m, kUnetWeight);
   EXPECT_EQ(w->buffer->type().device().name(), "CUDA0");
   get(m, kUnetWeight);  // one staged copy per graph, however often it is asked for
@@ -207,7 +207,7 @@ TEST_F(WeightResidency, EagerLoadReadsEveryDeclaredWeightInParallel) {
 
 TEST_F(WeightResidency, DeclarationListsEveryProblemAtOnce) {
   ModelManager m(loader_);
-  m.add_module({"diffusion", {"model.diffusion_model."}, &cpu(), {}});
+  m.add_module({"diffusion", {"model.diffusion_model."}, &host_cpu(), {}});
   try {
     m.declare("diffusion", {{kUnetWeight, make_shape({32, 9})},
                             {"model.diffusion_model.missing.weight", make_shape({4})},

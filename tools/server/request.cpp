@@ -11,6 +11,7 @@
 #include "io/folder_lookup.h"
 #include "server/base64.h"
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd::server {
 
@@ -18,12 +19,6 @@ namespace {
 
 const std::vector<std::string> kLoraExtensions = {".safetensors", ".gguf", ".pt", ".ckpt"};
 constexpr double kBig = 1e9;
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 std::string sampler_list() {
   std::string out;
@@ -44,7 +39,7 @@ int round_up_to_8(int v) {
 }
 
 void apply_output_format(RequestDraft& d, const std::string& format, const std::string& field) {
-  const std::string f = lower(format);
+  const std::string f = ascii_lower(format);
   if (f == "png" || f == "jpeg" || f == "webp") {
     d.output_format = f;
   } else if (f == "jpg") {
@@ -119,7 +114,7 @@ sample_method_t parse_sampler(const std::string& name, const std::string& field)
       {"ddim", DDIM_TRAILING_SAMPLE_METHOD},
       {"k_lms", LMS_SAMPLE_METHOD},
   };
-  const std::string l = lower(name);
+  const std::string l = ascii_lower(name);
   for (const auto& [alias, method] : aliases)
     if (l == alias) return method;
   const sample_method_t lowered = str_to_sample_method(l.c_str());
@@ -129,7 +124,7 @@ sample_method_t parse_sampler(const std::string& name, const std::string& field)
 }
 
 scheduler_t parse_scheduler(const std::string& name, const std::string& field) {
-  const std::string l = lower(name);
+  const std::string l = ascii_lower(name);
   if (l == "normal" || l == "automatic")
     return l == "normal" ? DISCRETE_SCHEDULER : SCHEDULER_COUNT;
   const scheduler_t s = str_to_scheduler(l.c_str());

@@ -4,15 +4,11 @@
 #include <cctype>
 
 #include "backend/rpc/access.h"
+#include "tensor/text.h"
 
 namespace sd::server {
 
 namespace {
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 bool listed(const std::vector<std::string>& list, const std::string& value) {
   return std::find(list.begin(), list.end(), value) != list.end();
@@ -25,17 +21,13 @@ bool host_allowed(const ServerOptions& o, const std::string& host) {
   if (listed(o.allowed_hosts, "*") || listed(o.allowed_hosts, host)) return true;
   if (rpc::is_loopback_host(host)) return true;
   if (rpc::is_loopback_host(o.listen_ip)) return false;
-  return o.allowed_hosts.empty() || host == lower(o.listen_ip);
-}
-
-bool starts_with(const std::string& s, const char* prefix) {
-  return s.rfind(prefix, 0) == 0;
+  return o.allowed_hosts.empty() || host == ascii_lower(o.listen_ip);
 }
 
 }  // namespace
 
 std::string host_name(const std::string& host_header) {
-  std::string h = lower(host_header);
+  std::string h = ascii_lower(host_header);
   if (!h.empty() && h.front() == '[') {
     const size_t close = h.find(']');
     return close == std::string::npos ? h : h.substr(1, close - 1);
@@ -62,7 +54,7 @@ std::optional<Refusal> guard_request(const ServerOptions& o, const RequestHeader
                    "send the request body with a Content-Length (Transfer-Encoding '" +
                        h.transfer_encoding.front() + "' is not accepted)"};
   for (const std::string& encoding : h.content_encoding)
-    if (lower(encoding) != "identity")
+    if (ascii_lower(encoding) != "identity")
       return Refusal{415, "unsupported_media_type",
                      "send the request body uncompressed (Content-Encoding '" + encoding +
                          "' is not accepted)"};
@@ -78,9 +70,9 @@ std::optional<Refusal> guard_request(const ServerOptions& o, const RequestHeader
   // Browsers name the page's origin on every cross-site request and on same-site POSTs.
   if (!h.origin.empty() && h.method != "OPTIONS") {
     const std::string origin = h.origin.front();
-    const std::string self = h.host.empty() ? "" : lower(h.host.front());
-    const bool same_site =
-        !self.empty() && (lower(origin) == "http://" + self || lower(origin) == "https://" + self);
+    const std::string self = h.host.empty() ? "" : ascii_lower(h.host.front());
+    const bool same_site = !self.empty() && (ascii_lower(origin) == "http://" + self ||
+                                             ascii_lower(origin) == "https://" + self);
     if (!same_site && !listed(o.allowed_origins, origin))
       return Refusal{403, "forbidden",
                      "origin '" + origin +
@@ -91,8 +83,8 @@ std::optional<Refusal> guard_request(const ServerOptions& o, const RequestHeader
   const bool has_body = !h.transfer_encoding.empty() ||
                         (!h.content_length.empty() && h.content_length.front() != "0");
   if (h.method == "POST" && has_body && h.path != "/v1/images/edits") {
-    const std::string type = h.content_type.empty() ? "" : lower(h.content_type.front());
-    if (!starts_with(type, "application/json"))
+    const std::string type = h.content_type.empty() ? "" : ascii_lower(h.content_type.front());
+    if (!type.starts_with("application/json"))
       return Refusal{415, "unsupported_media_type",
                      "the request body must be JSON sent with 'Content-Type: application/json' "
                      "(got '" +

@@ -11,7 +11,7 @@
 namespace sd {
 namespace {
 
-constexpr double kAtol = 1e-8, kRtol = 1e-5;
+constexpr double kSoftmaxAtol = 1e-8, kSoftmaxRtol = 1e-5;
 
 test::GraphCase softmax_case(Shape shape, Shape mask_shape, DType type, DType mask_type,
                              float scale, bool with_mask = true) {
@@ -31,8 +31,8 @@ TEST(CpuSoftmax, RowsOfOddLengthsWithoutMask) {
   for (int64_t n : {1, 3, 17, 64, 1001}) {
     SCOPED_TRACE(n);
     test::expect_fast_path(
-        softmax_case(make_shape({n, 7, 3}), {}, DType::F32, DType::F32, 0.125f, false), kAtol,
-        kRtol);
+        softmax_case(make_shape({n, 7, 3}), {}, DType::F32, DType::F32, 0.125f, false),
+        kSoftmaxAtol, kSoftmaxRtol);
   }
 }
 
@@ -43,24 +43,25 @@ TEST(CpuSoftmax, MaskBroadcastPatterns) {
     for (DType mt : {DType::F32, DType::F16}) {
       SCOPED_TRACE(::testing::Message()
                    << m[0] << "x" << m[1] << "x" << m[2] << "x" << m[3] << " " << dtype_name(mt));
-      test::expect_fast_path(softmax_case(a, m, DType::F32, mt, 0.3f), kAtol, kRtol);
+      test::expect_fast_path(softmax_case(a, m, DType::F32, mt, 0.3f), kSoftmaxAtol, kSoftmaxRtol);
     }
   }
 }
 
 TEST(CpuSoftmax, HalfPrecisionScores) {
   test::expect_fast_path(
-      softmax_case(make_shape({33, 5}), make_shape({33, 5}), DType::F16, DType::F16, 1.0f), kAtol,
-      kRtol);
+      softmax_case(make_shape({33, 5}), make_shape({33, 5}), DType::F16, DType::F16, 1.0f),
+      kSoftmaxAtol, kSoftmaxRtol);
   test::expect_fast_path(
-      softmax_case(make_shape({33, 5}), {}, DType::BF16, DType::F32, 2.0f, false), kAtol, kRtol);
+      softmax_case(make_shape({33, 5}), {}, DType::BF16, DType::F32, 2.0f, false), kSoftmaxAtol,
+      kSoftmaxRtol);
 }
 
 TEST(CpuSoftmax, AttentionSizedRows) {
   // SD1.5's largest self-attention rows: 4096 keys.
   test::expect_fast_path(
-      softmax_case(make_shape({4096, 16}), {}, DType::F32, DType::F32, 0.125f, false), kAtol,
-      kRtol);
+      softmax_case(make_shape({4096, 16}), {}, DType::F32, DType::F32, 0.125f, false), kSoftmaxAtol,
+      kSoftmaxRtol);
 }
 
 TEST(CpuSoftmax, MaskedEntriesAndFullyMaskedRows) {
@@ -77,7 +78,7 @@ TEST(CpuSoftmax, MaskedEntriesAndFullyMaskedRows) {
     }
     return v;
   };
-  test::expect_fast_path(c, kAtol, kRtol);
+  test::expect_fast_path(c, kSoftmaxAtol, kSoftmaxRtol);
   auto out = test::run_case(c, CpuKernels::Fast)[0];
   EXPECT_FLOAT_EQ(out[2 * 21 + 5], 0.0f);
   EXPECT_EQ(out[0 * 21 + 20], 0.0f);
@@ -91,7 +92,7 @@ TEST(CpuSoftmax, StridedScores) {
     return std::vector<Tensor*>{softmax(ctx, permute(ctx, a, {0, 2, 1, 3})),
                                 softmax(ctx, slice(ctx, a, 0, 3, 38), nullptr, 0.5f)};
   };
-  test::expect_fast_path(c, kAtol, kRtol);
+  test::expect_fast_path(c, kSoftmaxAtol, kSoftmaxRtol);
 }
 
 }  // namespace

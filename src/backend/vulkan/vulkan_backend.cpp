@@ -14,7 +14,6 @@ namespace {
 
 // Nodes recorded per submission: cancellation is checked between submissions.
 constexpr uint32_t kBatch = 256;
-constexpr uint32_t kBindings = 6;
 
 ShaderType shader_type(DType t) {
   switch (t) {

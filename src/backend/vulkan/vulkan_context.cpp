@@ -26,14 +26,6 @@ void check_vk(VkResult result, const char* call, const std::string& device) {
   fail("[%s] %s failed (VkResult %d)", device.c_str(), call, static_cast<int>(result));
 }
 
-namespace {
-
-// Bindings every shader declares (shaders/common.glsl): the node records, then the output
-// and up to four sources.
-constexpr uint32_t kBindings = 6;
-
-}  // namespace
-
 VulkanContext::VulkanContext(VkPhysicalDevice physical, const std::string& name)
     : physical_(physical), name_(name) {
   VkPhysicalDeviceProperties props;

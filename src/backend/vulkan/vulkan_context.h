@@ -15,6 +15,10 @@
 
 namespace sd::vulkan {
 
+// Storage buffers every shader declares (shaders/common.glsl): the node records, then the
+// output and up to four sources.
+constexpr uint32_t kBindings = 6;
+
 class VulkanContext {
  public:
   VulkanContext(VkPhysicalDevice physical, const std::string& name);

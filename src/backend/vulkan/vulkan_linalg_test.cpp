@@ -19,16 +19,8 @@ namespace {
 
 using sd::test::GraphCase;
 
-// Error bound for sums of `reduction` products of values in [-1, 1]: the shaders sum in f32
-// in tile order, the reference in double; 3e-7 per term (as the CPU kernels' tests allow)
-// is far below the O(1) error of an indexing bug. 16-bit weights widen to f32 exactly, so
-// the same bound holds for them.
-double atol_for(int64_t reduction) {
-  return 1e-6 + 3e-7 * static_cast<double>(reduction);
-}
-
 using sd::test::matmul_case;
-using Layout = sd::test::MatMulLayout;
+using MatMulLayout = sd::test::MatMulLayout;
 
 TEST(VulkanLinalg, MatMulSizesOffTheTile) {
   SD_REQUIRE_VULKAN(device);
@@ -38,8 +30,8 @@ TEST(VulkanLinalg, MatMulSizesOffTheTile) {
   for (auto [K, M, N] : sizes) {
     SCOPED_TRACE(testing::Message() << "K " << K << " M " << M << " N " << N);
     test::expect_matches_reference(
-        *device, matmul_case(DType::F32, make_shape({K, M}), make_shape({K, N, 2})), atol_for(K),
-        1e-6);
+        *device, matmul_case(DType::F32, make_shape({K, M}), make_shape({K, N, 2})),
+        test::atol_for(K), 1e-6);
   }
 }
 
@@ -48,14 +40,14 @@ TEST(VulkanLinalg, MatMulWeightBroadcastsOverBatch) {
   // b's 4 x 6 batch over a's 2 x 3: each slice of a serves 2 x 2 slices of b.
   test::expect_matches_reference(
       *device, matmul_case(DType::F32, make_shape({40, 7, 2, 3}), make_shape({40, 5, 4, 6})),
-      atol_for(40), 1e-6);
+      test::atol_for(40), 1e-6);
   test::expect_matches_reference(
       *device, matmul_case(DType::F16, make_shape({24, 9, 1, 1}), make_shape({24, 70, 3, 2})),
-      atol_for(24), 1e-6);
+      test::atol_for(24), 1e-6);
   // Broadcast along dim 3 only.
   test::expect_matches_reference(
       *device, matmul_case(DType::BF16, make_shape({18, 5, 3, 1}), make_shape({18, 4, 3, 2})),
-      atol_for(18), 1e-6);
+      test::atol_for(18), 1e-6);
 }
 
 TEST(VulkanLinalg, MatMulHalfWidthWeights) {
@@ -64,12 +56,14 @@ TEST(VulkanLinalg, MatMulHalfWidthWeights) {
     SCOPED_TRACE(dtype_name(t));
     // Even K: rows start on a word, read as pairs (130: the last step holds one pair).
     for (int64_t K : {64, 130}) {
-      test::expect_matches_reference(
-          *device, matmul_case(t, make_shape({K, 67}), make_shape({K, 9, 2})), atol_for(K), 1e-6);
+      test::expect_matches_reference(*device,
+                                     matmul_case(t, make_shape({K, 67}), make_shape({K, 9, 2})),
+                                     test::atol_for(K), 1e-6);
     }
     // Odd K: every other row starts mid-word, read value by value.
-    test::expect_matches_reference(
-        *device, matmul_case(t, make_shape({33, 66}), make_shape({33, 10})), atol_for(33), 1e-6);
+    test::expect_matches_reference(*device,
+                                   matmul_case(t, make_shape({33, 66}), make_shape({33, 10})),
+                                   test::atol_for(33), 1e-6);
   }
 }
 
@@ -100,7 +94,7 @@ TEST(VulkanLinalg, MatMulHalfWidthSlices) {
     c.fill = [start](const Tensor& t, int) {
       return t.name == "a" ? nan_outside(t, 34, start, start + 33) : std::vector<float>{};
     };
-    test::expect_matches_reference(*device, c, atol_for(33), 1e-6);
+    test::expect_matches_reference(*device, c, test::atol_for(33), 1e-6);
   }
 }
 
@@ -109,16 +103,17 @@ TEST(VulkanLinalg, MatMulStridedViews) {
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
     SCOPED_TRACE(dtype_name(t));
     test::expect_matches_reference(
-        *device, matmul_case(t, make_shape({45, 21}), make_shape({45, 19, 3}), Layout::TransposedB),
-        atol_for(45), 1e-6);
+        *device,
+        matmul_case(t, make_shape({45, 21}), make_shape({45, 19, 3}), MatMulLayout::TransposedB),
+        test::atol_for(45), 1e-6);
     test::expect_matches_reference(
         *device,
-        matmul_case(t, make_shape({40, 21}), make_shape({40, 19, 3, 2}), Layout::PermutedB),
-        atol_for(40), 1e-6);
+        matmul_case(t, make_shape({40, 21}), make_shape({40, 19, 3, 2}), MatMulLayout::PermutedB),
+        test::atol_for(40), 1e-6);
     test::expect_matches_reference(
         *device,
-        matmul_case(t, make_shape({24, 70, 2}), make_shape({24, 10, 4}), Layout::TransposedA),
-        atol_for(24), 1e-6);
+        matmul_case(t, make_shape({24, 70, 2}), make_shape({24, 10, 4}), MatMulLayout::TransposedA),
+        test::atol_for(24), 1e-6);
   }
 }
 
@@ -158,7 +153,7 @@ void expect_conv(Device& device, const ConvCase& k, DType wt,
                                   << k.s1 << " p " << k.p0 << "," << k.p1 << " d " << k.d0 << ","
                                   << k.d1 << " groups " << k.groups << " " << dtype_name(wt));
   const int64_t taps = k.cin / k.groups * k.KW * k.KH + (k.bias ? 1 : 0);
-  test::expect_matches_reference(device, conv_case(k, wt, layout), atol_for(taps), 1e-6);
+  test::expect_matches_reference(device, conv_case(k, wt, layout), test::atol_for(taps), 1e-6);
 }
 
 TEST(VulkanLinalg, Conv2dKernelsStridesPaddingDilation) {
@@ -228,7 +223,7 @@ TEST(VulkanLinalg, Conv2dHalfWidthWeightSlice) {
   c.fill = [](const Tensor& t, int) {
     return t.name == "w" ? nan_outside(t, 3 * 3 * 6, 0, 3 * 3 * 5) : std::vector<float>{};
   };
-  test::expect_matches_reference(*device, c, atol_for(45), 1e-6);
+  test::expect_matches_reference(*device, c, test::atol_for(45), 1e-6);
 }
 
 TEST(VulkanLinalg, SupportsDeclinesWhatTheShadersDoNotHandle) {

@@ -11,6 +11,10 @@
 
 namespace sd::vulkan {
 
+// local_size_x of the element-wise, layout and reduction shaders (shaders/*.comp,
+// workgroup_reduce.glsl).
+constexpr uint32_t kThreads = 256;
+
 struct Dispatch {
   const char* shader = nullptr;
   uint32_t groups[3] = {1, 1, 1};

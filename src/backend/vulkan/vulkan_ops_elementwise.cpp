@@ -6,8 +6,6 @@ namespace sd::vulkan {
 
 namespace {
 
-constexpr uint32_t kThreads = 256;  // local_size_x of binary.comp and map.comp
-
 // binary.comp and map.comp read and write elements with decode()/store(): scalar types
 // only (a block-typed cont, cast or sum would need a block codec in the shader).
 bool any_float(const Tensor& node) {

@@ -11,8 +11,6 @@ namespace sd::vulkan {
 
 namespace {
 
-constexpr uint32_t kThreads = 256;  // local_size_x of every shader here
-
 bool is_float_type(DType t) {
   return t == DType::F32 || t == DType::F16 || t == DType::BF16;
 }

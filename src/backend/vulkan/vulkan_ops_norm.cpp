@@ -16,8 +16,6 @@ constexpr uint32_t kCentered = 4;                    // row_norm.comp: LayerNorm
 constexpr uint32_t kHasMask = 1;                     // softmax.comp
 constexpr uint32_t kIsMean = 1, kPerInvocation = 2;  // reduce.comp
 
-constexpr uint32_t kThreads = 256;  // local_size_x of the shaders (workgroup_reduce.glsl)
-
 // Enough workgroups to fill any current GPU (a thousand or more resident 256-invocation
 // groups); beyond that each workgroup loops over several rows.
 constexpr uint32_t kMaxRowGroups = 2048;

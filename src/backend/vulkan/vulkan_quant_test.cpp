@@ -59,14 +59,9 @@ GraphCase block_case(std::function<std::vector<Tensor*>(Context&)> build) {
   return c;
 }
 
-// As vulkan_linalg_test.cpp's bound for f32 sums of `reduction` products, in f32 tile order
-// against the reference's double; the weights' values are the same dequantized numbers.
-double atol_for(int64_t reduction) {
-  return 1e-6 + 3e-7 * static_cast<double>(reduction);
-}
-constexpr double kRtol = 1e-4;
+constexpr double kQuantRtol = 1e-4;
 
-GraphCase matmul_case(DType type, Shape sa, Shape sb) {
+GraphCase quant_matmul_case(DType type, Shape sa, Shape sb) {
   return block_case([=](Context& ctx) {
     return std::vector<Tensor*>{
         matmul(ctx, ctx.new_tensor(type, sa, "a"), ctx.new_tensor(DType::F32, sb, "b"))};
@@ -83,9 +78,9 @@ TEST(VulkanQuant, MatMulEveryBlockType) {
       const int64_t K = blocks * bs;
       SCOPED_TRACE(testing::Message()
                    << dtype_name(type) << " K " << K << " M " << M << " N " << N);
-      test::expect_matches_reference(*device,
-                                     matmul_case(type, make_shape({K, M}), make_shape({K, N, 2})),
-                                     atol_for(K), kRtol);
+      test::expect_matches_reference(
+          *device, quant_matmul_case(type, make_shape({K, M}), make_shape({K, N, 2})),
+          test::atol_for(K), kQuantRtol);
     }
   }
 }
@@ -97,8 +92,8 @@ TEST(VulkanQuant, MatMulBlockWeightBroadcastsOverBatch) {
     // b's 4 x 6 batch over a's 2 x 3: each slice of a (its own blocks) serves 2 x 2 of b.
     const int64_t K = 2 * block_size(type);
     test::expect_matches_reference(
-        *device, matmul_case(type, make_shape({K, 9, 2, 3}), make_shape({K, 5, 4, 6})), atol_for(K),
-        kRtol);
+        *device, quant_matmul_case(type, make_shape({K, 9, 2, 3}), make_shape({K, 5, 4, 6})),
+        test::atol_for(K), kQuantRtol);
   }
 }
 
@@ -119,7 +114,7 @@ TEST(VulkanQuant, MatMulBlockWeightViews) {
       return std::vector<Tensor*>{matmul(ctx, columns, b), matmul(ctx, rows, b),
                                   matmul(ctx, permuted, b)};
     });
-    test::expect_matches_reference(*device, c, atol_for(K), kRtol);
+    test::expect_matches_reference(*device, c, test::atol_for(K), kQuantRtol);
   }
 }
 

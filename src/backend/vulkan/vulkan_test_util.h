@@ -49,4 +49,12 @@ inline void expect_matches_reference(Device& device, const sd::test::GraphCase& 
   EXPECT_EQ(validation_errors(), errors_before) << "the validation layers reported errors";
 }
 
+// Error bound for sums of `reduction` products of values in [-1, 1]: the shaders sum in f32
+// in tile order, the reference in double; 3e-7 per term (as the CPU kernels' tests allow)
+// is far below the O(1) error of an indexing bug. 16-bit and block-quantized weights widen
+// to f32 exactly, so the same bound holds for them.
+inline double atol_for(int64_t reduction) {
+  return 1e-6 + 3e-7 * static_cast<double>(reduction);
+}
+
 }  // namespace sd::vulkan::test

@@ -7,8 +7,8 @@
 
 namespace sd::pipeline {
 
-bool ModelFiles::contains(const std::string& name) const {
-  return loader.contains(name);
+bool ModelFiles::contains(std::string_view name) const {
+  return loader.contains(std::string(name));
 }
 
 ShapeOf ModelFiles::shape_of() const {

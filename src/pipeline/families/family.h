@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/backend.h"
@@ -48,7 +49,7 @@ struct ModelFiles {
   const ModelOptions& options;
   const ModelArgs& model_args;
 
-  bool contains(const std::string& name) const;
+  bool contains(std::string_view name) const;
   // The shape of a tensor of the files (for pipeline/model_shapes.h), or none.
   ShapeOf shape_of() const;
   void note(const std::string& text) const {

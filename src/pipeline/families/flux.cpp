@@ -23,7 +23,6 @@ float flux_flow_shift(ModelVersion v) {
 const std::string kClipToken =
     std::string(FluxConditioner::kClipScope) + "embeddings.token_embedding.weight";
 const std::string kT5Shared = std::string(FluxConditioner::kT5Scope) + "shared.weight";
-const std::string kVaeConvIn = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
 
 }  // namespace
 
@@ -45,7 +44,7 @@ void FluxFamily::require_files(const ModelFiles& files) const {
            "FLUX.1 needs its T5-XXL text encoder: pass --t5xxl FILE (t5xxl_fp16.safetensors)");
   SD_CHECK(files.contains(kClipToken),
            "FLUX.1 needs its CLIP-L text encoder: pass --clip_l FILE (clip_l.safetensors)");
-  SD_CHECK(files.contains(kVaeConvIn),
+  SD_CHECK(files.contains(io::kVaeConvIn),
            "FLUX.1 needs its autoencoder: pass --vae FILE (ae.safetensors)");
 }
 

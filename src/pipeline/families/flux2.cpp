@@ -24,8 +24,6 @@ namespace {
 
 using io::ModelVersion;
 
-const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_tokens.weight";
-const std::string kVaeConvIn = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
 const std::string kVaeBatchNorm = std::string(io::kVaeRoot) + "bn.running_mean";
 
 // What tells the variants' text encoders apart: the decoder each takes, and the Hugging
@@ -74,14 +72,14 @@ class Flux2 final : public LlmFamily {
   Flux2() : LlmFamily(io::ModelFamily::Flux2, defaults()) {}
 
   void require_files(const ModelFiles& files) const override {
-    SD_CHECK(files.contains(kLlmEmbeddings),
+    SD_CHECK(files.contains(io::kLlmEmbeddings),
              is_dev(files)
                  ? "FLUX.2 dev needs its Mistral Small 3.2 text encoder: pass --llm FILE "
                    "(Mistral-Small-3.2-24B-Instruct-2506 as a GGUF, or its language model as "
                    "safetensors)"
                  : "FLUX.2 klein needs its Qwen3 text encoder: pass --llm FILE "
                    "(qwen_3_4b.safetensors for klein 4B, qwen_3_8b for 9B, or a Qwen3 GGUF)");
-    SD_CHECK(files.contains(kVaeConvIn),
+    SD_CHECK(files.contains(io::kVaeConvIn),
              "FLUX.2 needs its autoencoder: pass --vae FILE (flux2-vae.safetensors)");
     SD_CHECK(files.contains(kVaeBatchNorm),
              "the --vae file has no bn.running_mean: FLUX.2 needs its own autoencoder "

@@ -20,7 +20,6 @@ namespace {
 
 using io::ModelVersion;
 
-const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_tokens.weight";
 const std::string kWanDecoder = std::string(io::kVaeRoot) + "decoder.head.0.gamma";
 
 class QwenImage final : public LlmFamily {
@@ -28,7 +27,7 @@ class QwenImage final : public LlmFamily {
   QwenImage() : LlmFamily(io::ModelFamily::QwenImage, defaults()) {}
 
   void require_files(const ModelFiles& files) const override {
-    SD_CHECK(files.contains(kLlmEmbeddings),
+    SD_CHECK(files.contains(io::kLlmEmbeddings),
              "Qwen-Image needs its Qwen2.5-VL text encoder: pass --llm FILE "
              "(qwen_2.5_vl_7b.safetensors, or a Qwen2.5-VL-7B GGUF)");
     SD_CHECK(files.contains(std::string(io::kVaeRoot) + "conv2.bias"),

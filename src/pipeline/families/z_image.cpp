@@ -18,18 +18,15 @@ namespace {
 
 using io::ModelVersion;
 
-const std::string kLlmEmbeddings = std::string(io::kLlmRoot) + "model.embed_tokens.weight";
-const std::string kVaeConvIn = std::string(io::kVaeRoot) + "decoder.conv_in.weight";
-
 class ZImage final : public LlmFamily {
  public:
   ZImage() : LlmFamily(io::ModelFamily::ZImage, defaults()) {}
 
   void require_files(const ModelFiles& files) const override {
-    SD_CHECK(files.contains(kLlmEmbeddings),
+    SD_CHECK(files.contains(io::kLlmEmbeddings),
              "Z-Image needs its Qwen3 text encoder: pass --llm FILE (qwen_3_4b.safetensors, or "
              "a Qwen3-4B GGUF)");
-    SD_CHECK(files.contains(kVaeConvIn),
+    SD_CHECK(files.contains(io::kVaeConvIn),
              "Z-Image needs its autoencoder: pass --vae FILE (ae.safetensors, FLUX.1's)");
     note_unused_encoders(files);
   }

@@ -21,6 +21,7 @@
 
 #include "tensor/quant/quant.h"
 #include "tensor/quant/test_files.h"
+#include "test_support.h"
 
 namespace sd {
 namespace {
@@ -61,17 +62,6 @@ std::vector<float> as_floats(const test_files::TestTensor& t) {
   std::vector<float> v(t.data.size() / sizeof(float));
   std::memcpy(v.data(), t.data.data(), v.size() * sizeof(float));
   return v;
-}
-
-// RMS of the reconstruction error relative to the RMS of the input, per tensor.
-double relative_rmse(const std::vector<float>& ref, const std::vector<float>& got) {
-  double err = 0, sig = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - ref[i];
-    err += d * d;
-    sig += static_cast<double>(ref[i]) * ref[i];
-  }
-  return sig > 0 ? std::sqrt(err / sig) : std::sqrt(err / static_cast<double>(ref.size()));
 }
 
 // Bounds on relative_rmse per type and golden tensor (gauss, smooth, tails, tiny): the
@@ -220,7 +210,7 @@ TEST_P(GoldenQuant, DequantizeReferenceBytesWithinBound) {
       dequantize_row(type, ref.data.data() + static_cast<size_t>(r) * in_row,
                      y.data() + r * n_per_row, n_per_row);
     }
-    const double err = relative_rmse(x, y);
+    const double err = test::relative_rmse(x, y);
     EXPECT_LT(err, golden_bound(type, name));
     RecordProperty(name + "." + std::string(dtype_name(type)), std::to_string(err));
   }

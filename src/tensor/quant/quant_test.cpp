@@ -15,6 +15,7 @@
 #include "hwy/targets.h"
 #include "tensor/error.h"
 #include "tensor/quant/quant.h"
+#include "test_support.h"
 
 namespace sd {
 namespace {
@@ -33,16 +34,6 @@ std::vector<float> normal_data(size_t n, uint32_t seed, float sigma = 1.0f) {
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
-}
-
-double relative_rmse(const std::vector<float>& ref, const std::vector<float>& got) {
-  double err = 0, sig = 0;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    const double d = static_cast<double>(got[i]) - ref[i];
-    err += d * d;
-    sig += static_cast<double>(ref[i]) * ref[i];
-  }
-  return std::sqrt(err / sig);
 }
 
 std::vector<float> round_trip(DType type, const std::vector<float>& x, int64_t n_per_row,
@@ -87,12 +78,12 @@ TEST_P(QuantRoundTrip, NormalDataWithinBound) {
   const DType type = GetParam();
   const int64_t n_per_row = 4096;
   const std::vector<float> x = normal_data(16 * n_per_row, 1234);
-  const double err = relative_rmse(x, round_trip(type, x, n_per_row));
+  const double err = test::relative_rmse(x, round_trip(type, x, n_per_row));
   EXPECT_LE(err, round_trip_bound(type).plain);
   RecordProperty("plain", std::to_string(err));
 
   const std::vector<float> ones(n_per_row, 1.0f);
-  const double werr = relative_rmse(x, round_trip(type, x, n_per_row, ones.data()));
+  const double werr = test::relative_rmse(x, round_trip(type, x, n_per_row, ones.data()));
   EXPECT_LE(werr, round_trip_bound(type).weighted);
   RecordProperty("weighted", std::to_string(werr));
 }
