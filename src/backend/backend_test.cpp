@@ -83,6 +83,7 @@ TEST(ComputeBuffer, KeepsItsBufferForGraphsOfTheSameShape) {
   }
 }
 
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
 // RssAnon of this process in KiB.
 size_t anonymous_kib() {
   std::ifstream in("/proc/self/status");
@@ -98,7 +99,6 @@ size_t anonymous_kib() {
   return 0;
 }
 
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
 TEST(CpuBackend, ReleasingCachesReturnsFreedHeapMemory) {
   // 200 MiB in blocks below glibc's mmap threshold, each pinned in place by a small block
   // after it, so freeing them leaves holes inside the heap, not at its top.

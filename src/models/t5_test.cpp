@@ -103,8 +103,9 @@ TEST(T5, EncoderMatchesALoopImplementation) {
   EXPECT_LE(test::max_scaled_error(out, reference_encoder(w, c, ids), 1e-4, 1e-3), 1.0);
   // Only block 0 holds the bias table.
   for (const std::string& name : w.names()) {
-    if (name.find("relative_attention_bias") != std::string::npos)
+    if (name.find("relative_attention_bias") != std::string::npos) {
       EXPECT_NE(name.find("block.0."), std::string::npos) << name;
+    }
   }
 }
 
