@@ -21,17 +21,20 @@ std::string shared_dir() {
 }
 
 Backend& cpu_backend() {
-  static std::unique_ptr<Backend> b =
-      DeviceRegistry::instance().get("CPU").create_backend(BackendOptions{2});
-  return *b;
+  return cpu_backend(CpuKernels::Fast);
 }
 
 Backend& cpu_backend(CpuKernels kernels) {
-  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
-  static std::unique_ptr<Backend> fast = cpu.create_backend(BackendOptions{2}, CpuKernels::Fast);
-  static std::unique_ptr<Backend> reference =
-      cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
-  return kernels == CpuKernels::Fast ? *fast : *reference;
+  auto make = [kernels] {
+    auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+    return cpu.create_backend(BackendOptions{2}, kernels);
+  };
+  if (kernels == CpuKernels::Fast) {
+    static std::unique_ptr<Backend> fast = make();
+    return *fast;
+  }
+  static std::unique_ptr<Backend> reference = make();
+  return *reference;
 }
 
 std::vector<float> random_values(int64_t n, uint32_t seed, float lo, float hi) {

@@ -4,6 +4,7 @@
 
 #include "backend/max_vram.h"
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd {
 
@@ -57,8 +58,7 @@ Device& BackendManager::resolve(const std::string& name, const char* flag, Modul
       if (d->kind() == DeviceKind::Gpu) return d.get();
     return nullptr;
   };
-  std::string lower;
-  for (char c : name) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string lower = ascii_lower(name);
   if (lower == "gpu") {
     Device* gpu = first_gpu();
     SD_CHECK(gpu, "%s %s=gpu: no GPU device here; devices: %s (see --list-devices)", flag,

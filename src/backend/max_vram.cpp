@@ -10,12 +10,6 @@ namespace sd {
 
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out;
-  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
 double parse_gib(std::string_view text, std::string_view entry) {
   std::optional<float> v = parse_finite_float(trim(text));
   SD_CHECK(v && std::fabs(*v) <= 1 << 20,
@@ -43,7 +37,7 @@ MaxVram parse_max_vram(std::string_view spec) {
       out.all = parse_gib(entry, entry);
       continue;
     }
-    const std::string device = lower(trim(entry.substr(0, eq)));
+    const std::string device = ascii_lower(trim(entry.substr(0, eq)));
     SD_CHECK(!device.empty(), "--max-vram: '%.*s' names no device; write DEVICE=GiB",
              static_cast<int>(entry.size()), entry.data());
     const double gib = parse_gib(entry.substr(eq + 1), entry);
@@ -59,7 +53,7 @@ MaxVram parse_max_vram(std::string_view spec) {
 }
 
 size_t MaxVram::bytes_for(const Device& device) const {
-  auto it = by_device.find(lower(device.name()));
+  auto it = by_device.find(ascii_lower(device.name()));
   const std::optional<double> gib = it != by_device.end() ? std::optional(it->second) : all;
   if (!gib || *gib == 0) return 0;
   constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;

@@ -33,11 +33,6 @@ const std::vector<ModuleNames>& module_table() {
   return table;
 }
 
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
 }  // namespace
 
 const std::vector<Module>& all_modules() {
@@ -56,7 +51,7 @@ const char* module_name(Module m) {
 }
 
 std::optional<Module> parse_module(std::string_view name) {
-  std::string key = lower(trim(name));
+  std::string key = ascii_lower(trim(name));
   key.erase(std::remove_if(key.begin(), key.end(), [](char c) { return c == '-' || c == '_'; }),
             key.end());
   for (const ModuleNames& n : module_table()) {
@@ -102,7 +97,7 @@ Assignment parse_assignment(std::string_view spec, const char* flag) {
     const std::string value = trim(std::string_view(part).substr(eq + 1));
     SD_CHECK(!key.empty() && !value.empty(),
              "%s: '%s' needs a module and a device, e.g. te=cpu or *=cpu", flag, part.c_str());
-    const std::string key_lower = lower(key);
+    const std::string key_lower = ascii_lower(key);
     if (key_lower == "all" || key_lower == "default" || key_lower == "*") {
       a.default_name = value;
       continue;
@@ -116,12 +111,12 @@ Assignment parse_assignment(std::string_view spec, const char* flag) {
 }
 
 bool is_default_device_name(std::string_view name) {
-  const std::string n = lower(trim(name));
+  const std::string n = ascii_lower(trim(name));
   return n.empty() || n == "auto" || n == "default";
 }
 
 bool is_disk_name(std::string_view name) {
-  return lower(trim(name)) == "disk";
+  return ascii_lower(trim(name)) == "disk";
 }
 
 }  // namespace sd

@@ -13,9 +13,7 @@ namespace {
 
 // sd.cpp's strict booleans: 1/true/yes/on and 0/false/no/off, any case.
 bool to_bool(const std::string& key, const std::string& value) {
-  std::string v = value;
-  std::transform(v.begin(), v.end(), v.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string v = ascii_lower(value);
   if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
   if (v == "0" || v == "false" || v == "no" || v == "off") return false;
   fail("--ref-image-args %s=%s: '%s' is not a boolean (use 1/0, true/false, on/off)", key.c_str(),

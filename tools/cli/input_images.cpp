@@ -8,6 +8,7 @@
 
 #include "cli/cli_log.h"
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd::cli {
 
@@ -42,9 +43,7 @@ std::vector<io::Image> read_image_folder(const std::string& dir) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (!entry.is_regular_file()) continue;
-    std::string ext = entry.path().extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(),
-                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    const std::string ext = ascii_lower(entry.path().extension().string());
     if (ext == ".jpg" || ext == ".jpeg" || ext == ".png" || ext == ".bmp" || ext == ".webp") {
       files.push_back(entry.path());
     }

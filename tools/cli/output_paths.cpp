@@ -1,4 +1,5 @@
 #include "cli/output_paths.h"
+#include "tensor/text.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,9 +17,8 @@ const std::regex& specifier_regex() {
   return re;
 }
 
-bool is_image_extension(std::string ext) {
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+bool is_image_extension(const std::string& extension) {
+  const std::string ext = ascii_lower(extension);
   return ext == ".png" || ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" || ext == ".webp";
 }
 

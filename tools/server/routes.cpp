@@ -10,6 +10,7 @@
 #include "server/base64.h"
 #include "server/request_guard.h"
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd::server {
 
@@ -168,9 +169,7 @@ std::string model_path(const ServerState& s) {
 }
 
 bool has_model_extension(const std::filesystem::path& p) {
-  std::string ext = p.extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(),
-                 [](unsigned char c) { return std::tolower(c); });
+  const std::string ext = ascii_lower(p.extension().string());
   return ext == ".safetensors" || ext == ".gguf" || ext == ".ckpt" || ext == ".pt" || ext == ".pth";
 }
 

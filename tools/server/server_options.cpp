@@ -8,6 +8,7 @@
 
 #include "backend/rpc/access.h"
 #include "tensor/error.h"
+#include "tensor/text.h"
 
 namespace sd::server {
 
@@ -112,9 +113,7 @@ void resolve(ServerOptions& o) {
   for (size_t start = 0; start < o.hosts.size();) {
     size_t end = o.hosts.find(',', start);
     if (end == std::string::npos) end = o.hosts.size();
-    std::string host = trimmed(o.hosts.substr(start, end - start));
-    std::transform(host.begin(), host.end(), host.begin(),
-                   [](unsigned char c) { return std::tolower(c); });
+    const std::string host = ascii_lower(trimmed(o.hosts.substr(start, end - start)));
     SD_CHECK(host.find_first_of(":/[] ") == std::string::npos,
              "--allowed-hosts: '%s' is not a host name (give names without port or scheme, "
              "e.g. sd.example.com)",

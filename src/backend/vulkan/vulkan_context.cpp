@@ -7,6 +7,7 @@
 #include <iterator>
 #include <vector>
 
+#include "backend/byte_units.h"
 #include "backend/vulkan/vulkan_shaders.h"
 #include "tensor/cache_folder.h"
 #include "tensor/error.h"
@@ -175,7 +176,7 @@ VkDeviceMemory VulkanContext::allocate(const VkMemoryRequirements& req, bool pre
   SD_CHECK(r == VK_SUCCESS,
            "[%s] cannot allocate %.1f MiB of device memory (VkResult %d); place some modules "
            "elsewhere with --backend, or keep weights off the device with --params-backend",
-           name_.c_str(), static_cast<double>(req.size) / (1 << 20), static_cast<int>(r));
+           name_.c_str(), mib(req.size), static_cast<int>(r));
   const size_t now = device_bytes_ += req.size;
   size_t peak = peak_device_bytes_.load();
   while (now > peak && !peak_device_bytes_.compare_exchange_weak(peak, now)) {
@@ -199,7 +200,7 @@ VkDeviceMemory VulkanContext::allocate_host(const VkMemoryRequirements& req) {
   VkDeviceMemory memory = VK_NULL_HANDLE;
   const VkResult r = vkAllocateMemory(device_, &info, nullptr, &memory);
   SD_CHECK(r == VK_SUCCESS, "[%s] cannot allocate %.1f MiB of host-visible memory (VkResult %d)",
-           name_.c_str(), static_cast<double>(req.size) / (1 << 20), static_cast<int>(r));
+           name_.c_str(), mib(req.size), static_cast<int>(r));
   return memory;
 }
 

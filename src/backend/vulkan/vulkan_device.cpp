@@ -9,6 +9,7 @@
 #include <sstream>
 #include <vector>
 
+#include "backend/byte_units.h"
 #include "backend/registry.h"
 #include "backend/vulkan/vulkan_backend.h"
 #include "backend/vulkan/vulkan_context.h"
@@ -91,8 +92,7 @@ std::unique_ptr<Buffer> VulkanBufferType::allocate(size_t size) {
   SD_CHECK(size <= max_size(),
            "[%s] cannot allocate %.1f MiB in one buffer: the device's largest allocation is "
            "%.1f MiB",
-           device_.name().c_str(), static_cast<double>(size) / (1 << 20),
-           static_cast<double>(max_size()) / (1 << 20));
+           device_.name().c_str(), mib(size), mib(max_size()));
   const char* env = std::getenv("SD_VULKAN_STAGING");
   const bool allow_mapping = !(env && std::strcmp(env, "1") == 0);
   return std::make_unique<VulkanBuffer>(*this, device_.pool(allow_mapping), size,
