@@ -12,6 +12,19 @@
 #include "backend/cpu/cpu_device.h"
 #include "tensor/context.h"
 
+// SD_TEST_ASAN is 1 in a build with AddressSanitizer (GCC says so with __SANITIZE_ADDRESS__,
+// Clang with __has_feature), for the few tests that measure memory or take minutes there.
+#if defined(__SANITIZE_ADDRESS__)
+#define SD_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SD_TEST_ASAN 1
+#endif
+#endif
+#ifndef SD_TEST_ASAN
+#define SD_TEST_ASAN 0
+#endif
+
 namespace sd::test {
 
 // Path of ../shared beside the project, or "" when it is absent.

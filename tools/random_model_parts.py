@@ -168,36 +168,64 @@ def values(name, shape, mean, std, seed):
     return x + np.float32(mean)
 
 
-def value_chunks(name, shape, mean, std, seed):
-    """values(name, shape, mean, std, seed) as consecutive slices along the first axis, each
-    at most about CHUNK_VALUES values: one generator draws them in the same order, so the
-    numbers are the same as in one piece."""
-    per_row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
-    if isinstance(mean, np.ndarray) or std == 0.0 or len(shape) == 0 \
-            or shape[0] * per_row <= CHUNK_VALUES:
-        yield values(name, shape, mean, std, seed)
-        return
-    rng = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
-    step = max(1, CHUNK_VALUES // per_row)
-    for r0 in range(0, shape[0], step):
-        n = min(step, shape[0] - r0)
-        x = rng.standard_normal(size=(n,) + tuple(shape[1:]), dtype=np.float32) * np.float32(std)
-        yield x + np.float32(mean)
+class TensorEncoder:
+    """Draws tensors' values and encodes them for the file through buffers it keeps: each
+    chunk of at most about CHUNK_VALUES values is drawn, scaled and encoded in place, so
+    writing gigabytes costs no fresh memory per chunk (the kernel zeroing new pages was most
+    of the time). The numbers are values(...)'s: one generator per tensor draws them in
+    the same order, and float32 x * std + mean is computed alike in place."""
+
+    def __init__(self):
+        self._f32 = np.empty(0, np.float32)
+        self._u32 = np.empty(0, np.uint32)
+        self._u16 = np.empty(0, np.uint16)
+
+    def _buffers(self, n):
+        if self._f32.size < n:
+            self._f32 = np.empty(n, np.float32)
+            self._u32 = np.empty(n, np.uint32)
+            self._u16 = np.empty(n, np.uint16)
+        return self._f32[:n], self._u32[:n], self._u16[:n]
+
+    def chunks(self, name, shape, mean, std, seed, dtype):
+        """The encoded bytes of one tensor, as consecutive memoryviews (valid until the
+        next one is asked for)."""
+        per_row = int(np.prod(shape[1:])) if len(shape) > 1 else 1
+        if isinstance(mean, np.ndarray) or std == 0.0 or len(shape) == 0:
+            yield self._encode(values(name, shape, mean, std, seed), dtype)
+            return
+        rng = np.random.default_rng([seed, zlib.crc32(name.encode("utf-8"))])
+        rows = shape[0] if shape[0] * per_row <= CHUNK_VALUES else max(1, CHUNK_VALUES // per_row)
+        for r0 in range(0, shape[0], rows):
+            n = min(rows, shape[0] - r0)
+            x, _, _ = self._buffers(n * per_row)
+            rng.standard_normal(dtype=np.float32, out=x.reshape((n,) + tuple(shape[1:])))
+            np.multiply(x, np.float32(std), out=x)
+            np.add(x, np.float32(mean), out=x)
+            yield self._encode(x, dtype)
+
+    def _encode(self, x, dtype):
+        x = np.ascontiguousarray(x, dtype=np.float32).reshape(-1)
+        if dtype == "f32":
+            return memoryview(x).cast("B")
+        _, u, h = self._buffers(x.size)  # never reallocates the x it was drawn into
+        if dtype == "f16":
+            f16 = h.view(np.float16)
+            np.copyto(f16, x, casting="same_kind")
+            return memoryview(f16).cast("B")
+        # bf16: round to nearest even on the upper 16 bits of the float32 pattern
+        bits = x.view(np.uint32)
+        np.right_shift(bits, np.uint32(16), out=u)
+        np.bitwise_and(u, np.uint32(1), out=u)
+        np.add(u, np.uint32(0x7FFF), out=u)
+        np.add(u, bits, out=u)
+        np.right_shift(u, np.uint32(16), out=u)
+        np.copyto(h, u, casting="unsafe")
+        return memoryview(h).cast("B")
 
 
 def tensor_dtype(spec, dtype):
     return spec[3] if isinstance(spec[2], np.ndarray) else dtype
-
-
-def encode(x, dtype):
-    if dtype == "f32":
-        return x.astype("<f4").tobytes()
-    if dtype == "f16":
-        return x.astype("<f2").tobytes()
-    # bf16: round to nearest even on the upper 16 bits of the float32 pattern
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32)
-    u = (u + np.uint32(0x7FFF) + ((u >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
-    return u.astype("<u2").tobytes()
 
 
 def write_safetensors(path, specs, dtype, seed, metadata):
@@ -219,10 +247,11 @@ def write_safetensors(path, specs, dtype, seed, metadata):
     with open(tmp, "wb") as f:
         f.write(struct.pack("<Q", len(head)))
         f.write(head)
+        encoder = TensorEncoder()
         for spec in specs:
             name, shape, mean, std = spec
-            for x in value_chunks(name, shape, mean, std, seed):
-                f.write(encode(x, tensor_dtype(spec, dtype)))
+            for chunk in encoder.chunks(name, shape, mean, std, seed, tensor_dtype(spec, dtype)):
+                f.write(chunk)
     os.replace(tmp, path)
     return offset
 

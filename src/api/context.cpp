@@ -210,6 +210,8 @@ void free_sd_ctx(sd_ctx_t* sd_ctx) {
   delete sd_ctx;
 }
 
+namespace {
+
 // sd_cache_params_t as the sampling layer takes it; a threshold left at INFINITY means the
 // mode's default, as in stable-diffusion.cpp.
 sd::sampling::CacheOptions cache_options(const sd_cache_params_t& c) {
@@ -262,8 +264,6 @@ sd::sampling::CacheOptions cache_options(const sd_cache_params_t& c) {
   o.spectrum.stop = c.spectrum_stop_percent;
   return o;
 }
-
-namespace {
 
 // A C request as the pipeline's, with the images it points at (not copyable: the request
 // points into it).

@@ -383,7 +383,7 @@ class FamilyConformance : public ::testing::Test {
   void SetUp() override {
     if (sd::test::shared_dir().empty())
       GTEST_SKIP() << "needs ../shared/data/clip for the CLIP vocabulary";
-#ifdef __SANITIZE_ADDRESS__
+#if SD_TEST_ASAN
     // dev's 512 text rows through 48 blocks take minutes there; klein (FLUX2) runs the same
     // code under the sanitizers, dev in Release.
     if (std::is_same_v<Trait, Flux2Dev>) GTEST_SKIP() << "FLUX2 covers its code here";
@@ -577,7 +577,7 @@ TYPED_TEST(FamilyConformance, Q8_0DiffusionNetRunsFromItsBlocks) {
 }
 
 TYPED_TEST(FamilyConformance, OnAVulkanDeviceTheImageIsTheCpus) {
-#ifdef __SANITIZE_ADDRESS__
+#if SD_TEST_ASAN
   // A whole generation on a software Vulkan device under the sanitizers takes minutes: this
   // runs in Release (where vulkan_tests check every op with the validation layers).
   GTEST_SKIP() << "runs in the Release pass";

@@ -12,6 +12,7 @@
 #include "tensor/error.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/softmax.h"
+#include "test_support.h"
 
 namespace sd {
 namespace {
@@ -83,7 +84,7 @@ TEST(ComputeBuffer, KeepsItsBufferForGraphsOfTheSameShape) {
   }
 }
 
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+#if defined(__GLIBC__) && !SD_TEST_ASAN
 // RssAnon of this process in KiB.
 size_t anonymous_kib() {
   std::ifstream in("/proc/self/status");

@@ -13,14 +13,13 @@ namespace sd::sampling::detail {
 // Calls the Denoiser and checks what comes back fits the latent.
 class Model {
  public:
-  Model(const Denoiser& denoiser, bool wants_uncond) : fn_(denoiser), wants_uncond_(wants_uncond) {}
+  explicit Model(const Denoiser& denoiser) : fn_(denoiser) {}
   Latent operator()(const Latent& x, float sigma, int step) const;
   // The guided and the unconditional denoised latents (CFG++).
   std::pair<Latent, Latent> with_uncond(const Latent& x, float sigma, int step) const;
 
  private:
   const Denoiser& fn_;
-  bool wants_uncond_;
 };
 
 Latent noise_like(const Latent& x, Rng& rng);

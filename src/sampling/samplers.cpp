@@ -121,7 +121,7 @@ std::vector<float> sample(SampleMethod method, const Denoiser& denoiser, std::ve
              sample_method_name(method), s);
   }
   using namespace detail;
-  const Model model(denoiser, needs_uncond(method));
+  const Model model(denoiser);
   const StepArgs a{model,
                    sigmas,
                    rng,

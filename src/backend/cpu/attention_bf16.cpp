@@ -36,7 +36,9 @@ namespace sd {
 // which its own -Wuninitialized then reports at every use.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 namespace {
 
 constexpr int64_t kLanes = 16;  // f32 lanes of a 512-bit vector

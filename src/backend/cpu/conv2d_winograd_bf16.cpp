@@ -57,7 +57,9 @@ namespace sd {
 // which its own -Wuninitialized then reports at every use.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#ifndef __clang__  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 namespace {
 
 using dnnl::memory;
@@ -109,55 +111,60 @@ inline __mmask16 lanes_inside(int64_t from, int64_t W) {
 }
 
 // U[k][co][ci] = (G g G^T)[k] for the filter g of output channel co and input channel ci,
-// with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; 16 input channels per vector.
-SD_BF16_TARGET void transform_weights(const Tensor* w, const WinogradShape& s, uint16_t* u,
-                                      int threads) {
-  const auto* base = static_cast<const uint16_t*>(w->data);  // contiguous [co][ci][ky][kx]
+// with G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1]; 16 input channels per vector. This is
+// output channel co's part; base is the weights, contiguous [co][ci][ky][kx].
+SD_BF16_TARGET void transform_filters(const uint16_t* base, const WinogradShape& s, int64_t co,
+                                      uint16_t* u) {
   const int64_t plane = s.u_stride();
-#pragma omp parallel for num_threads(threads) schedule(static)
-  for (int64_t co = 0; co < s.cout; ++co) {
-    for (int64_t ci = 0; ci < s.cin; ci += kLanes) {
-      const int64_t n = std::min(kLanes, s.cin - ci);
-      // The 16 filters' 144 taps, contiguous, to f32; then each tap across the filters.
-      alignas(64) float aos[kLanes * 9];
-      const uint16_t* src = base + (co * s.cin + ci) * 9;
-      if (n == kLanes) {
-        for (int j = 0; j < 9; ++j) {
-          const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + kLanes * j));
-          _mm512_store_ps(aos + kLanes * j,
-                          _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
-        }
-      } else {  // the last, partial block: zeros past its filters
-        for (int64_t i = 0; i < kLanes * 9; ++i) aos[i] = i < n * 9 ? bf16_to_f32(src[i]) : 0.0f;
+  for (int64_t ci = 0; ci < s.cin; ci += kLanes) {
+    const int64_t n = std::min(kLanes, s.cin - ci);
+    // The 16 filters' 144 taps, contiguous, to f32; then each tap across the filters.
+    alignas(64) float aos[kLanes * 9];
+    const uint16_t* src = base + (co * s.cin + ci) * 9;
+    if (n == kLanes) {
+      for (int j = 0; j < 9; ++j) {
+        const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + kLanes * j));
+        _mm512_store_ps(aos + kLanes * j,
+                        _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
       }
-      const __m512i filters =
-          _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                             _mm512_set1_epi32(9));
-      __m512 f[3][3], gg[4][3];
-      for (int t = 0; t < 9; ++t)
-        f[t / 3][t % 3] =
-            _mm512_i32gather_ps(_mm512_add_epi32(filters, _mm512_set1_epi32(t)), aos, 4);
-      const __m512 half = _mm512_set1_ps(0.5f);
-      for (int kx = 0; kx < 3; ++kx) {  // G g
-        const __m512 outer = _mm512_add_ps(f[0][kx], f[2][kx]);
-        gg[0][kx] = f[0][kx];
-        gg[1][kx] = _mm512_mul_ps(half, _mm512_add_ps(outer, f[1][kx]));
-        gg[2][kx] = _mm512_mul_ps(half, _mm512_sub_ps(outer, f[1][kx]));
-        gg[3][kx] = f[2][kx];
-      }
-      uint16_t* out = u + co * s.cin + ci;
-      const __mmask16 m = first_lanes(n);
-      for (int i = 0; i < 4; ++i) {  // (G g) G^T
-        const __m512 outer = _mm512_add_ps(gg[i][0], gg[i][2]);
-        store_bf16(out + kPlane[4 * i] * plane, gg[i][0], m);
-        store_bf16(out + kPlane[4 * i + 1] * plane,
-                   _mm512_mul_ps(half, _mm512_add_ps(outer, gg[i][1])), m);
-        store_bf16(out + kPlane[4 * i + 2] * plane,
-                   _mm512_mul_ps(half, _mm512_sub_ps(outer, gg[i][1])), m);
-        store_bf16(out + kPlane[4 * i + 3] * plane, gg[i][2], m);
-      }
+    } else {  // the last, partial block: zeros past its filters
+      for (int64_t i = 0; i < kLanes * 9; ++i) aos[i] = i < n * 9 ? bf16_to_f32(src[i]) : 0.0f;
+    }
+    const __m512i filters =
+        _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                           _mm512_set1_epi32(9));
+    __m512 f[3][3], gg[4][3];
+    for (int t = 0; t < 9; ++t)
+      f[t / 3][t % 3] =
+          _mm512_i32gather_ps(_mm512_add_epi32(filters, _mm512_set1_epi32(t)), aos, 4);
+    const __m512 half = _mm512_set1_ps(0.5f);
+    for (int kx = 0; kx < 3; ++kx) {  // G g
+      const __m512 outer = _mm512_add_ps(f[0][kx], f[2][kx]);
+      gg[0][kx] = f[0][kx];
+      gg[1][kx] = _mm512_mul_ps(half, _mm512_add_ps(outer, f[1][kx]));
+      gg[2][kx] = _mm512_mul_ps(half, _mm512_sub_ps(outer, f[1][kx]));
+      gg[3][kx] = f[2][kx];
+    }
+    uint16_t* out = u + co * s.cin + ci;
+    const __mmask16 m = first_lanes(n);
+    for (int i = 0; i < 4; ++i) {  // (G g) G^T
+      const __m512 outer = _mm512_add_ps(gg[i][0], gg[i][2]);
+      store_bf16(out + kPlane[4 * i] * plane, gg[i][0], m);
+      store_bf16(out + kPlane[4 * i + 1] * plane,
+                 _mm512_mul_ps(half, _mm512_add_ps(outer, gg[i][1])), m);
+      store_bf16(out + kPlane[4 * i + 2] * plane,
+                 _mm512_mul_ps(half, _mm512_sub_ps(outer, gg[i][1])), m);
+      store_bf16(out + kPlane[4 * i + 3] * plane, gg[i][2], m);
     }
   }
+}
+
+// The parallel loop stays outside the AVX-512 function: Clang does not pass a function's
+// target attribute on to the OpenMP region it outlines.
+void transform_weights(const Tensor* w, const WinogradShape& s, uint16_t* u, int threads) {
+  const auto* base = static_cast<const uint16_t*>(w->data);
+#pragma omp parallel for num_threads(threads) schedule(static)
+  for (int64_t co = 0; co < s.cout; ++co) transform_filters(base, s, co, u);
 }
 
 // Columns c, c + 2, ... (`even`) and c + 1, c + 3, ... (`odd`) of input row `row`, 16 of

@@ -25,7 +25,9 @@
 
 // GCC 12's AVX-512 reductions and masked stores start from _mm512_undefined_*(), which
 // -Wmaybe-uninitialized reports at every use; nothing here reads an undefined lane.
+#ifndef __clang__  // a GCC-only warning
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #define SD_INT8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
 

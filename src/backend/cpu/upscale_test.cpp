@@ -14,7 +14,8 @@ TEST(CpuUpscale, ModesSizesAndTypes) {
   for (auto mode :
        {UpscaleMode::Nearest, UpscaleMode::Bilinear, UpscaleMode::BilinearAlignCorners}) {
     for (DType t : {DType::F32, DType::F16}) {
-      for (auto [w, h] : sizes) {
+      for (const auto& size : sizes) {
+        const int64_t w = size.first, h = size.second;  // captured below (Clang 14: no bindings)
         SCOPED_TRACE(::testing::Message() << "mode " << static_cast<int>(mode) << " "
                                           << dtype_name(t) << " " << w << "x" << h);
         test::GraphCase c;
