@@ -12,6 +12,7 @@
 #include "tensor/graph.h"
 #include "tensor/ops/access.h"
 #include "tensor/quant/quant.h"
+#include "tensor/uniform_float.h"
 
 namespace sd::test {
 
@@ -39,9 +40,8 @@ Backend& cpu_backend(CpuKernels kernels) {
 
 std::vector<float> random_values(int64_t n, uint32_t seed, float lo, float hi) {
   std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(static_cast<size_t>(n));
-  for (float& x : v) x = dist(rng);
+  for (float& x : v) x = uniform_float(rng, lo, hi);
   return v;
 }
 

@@ -9,6 +9,7 @@
 #include "backend/registry.h"
 #include "tensor/error.h"
 #include "tensor/quant/quant.h"
+#include "tensor/uniform_float.h"
 
 namespace sd::nn {
 
@@ -61,11 +62,10 @@ RandomWeights::Entry& RandomWeights::create(const std::string& name, const Shape
   const int64_t n = e.tensor.nelements();
   std::vector<float> v(static_cast<size_t>(n));
   std::mt19937 rng(name_seed(name, seed_));
-  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   const float fan_in = matrix ? static_cast<float>(n / ne[dims_of(ne) - 1]) : 1.0f;
   const float amplitude = matrix ? std::sqrt(3.0f / fan_in) : 0.1f;
   const float offset = !matrix && name.ends_with("weight") ? 1.0f : 0.0f;
-  for (float& x : v) x = offset + amplitude * u(rng);
+  for (float& x : v) x = offset + amplitude * uniform_float(rng, -1.0f, 1.0f);
   std::vector<uint8_t> bytes(e.tensor.nbytes());
   quantize_rows(e.tensor.type, v.data(), bytes.data(), e.tensor.nrows(), ne[0]);
   tensor_set(e.tensor, bytes.data());
