@@ -16,6 +16,7 @@ packages=(
   clang-format
   python3 python3-numpy
   nlohmann-json3-dev libcpp-httplib-dev
+  libpq-dev postgresql
   libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
   libpcre2-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libxxhash-dev

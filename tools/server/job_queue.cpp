@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
-#include <random>
 
 namespace sd::server {
 
@@ -13,38 +12,7 @@ int64_t now() {
   return static_cast<int64_t>(std::time(nullptr));
 }
 
-// Unguessable, so one client cannot poll or cancel another's job by counting.
-std::string new_job_id() {
-  static std::mutex mutex;
-  static std::mt19937_64 rng{std::random_device{}()};
-  std::lock_guard<std::mutex> lock(mutex);
-  char text[40];
-  std::snprintf(text, sizeof text, "job_%016llx%08llx", static_cast<unsigned long long>(rng()),
-                static_cast<unsigned long long>(rng() & 0xffffffffu));
-  return text;
-}
-
-bool finished(JobStatus s) {
-  return s == JobStatus::Completed || s == JobStatus::Failed || s == JobStatus::Cancelled;
-}
-
 }  // namespace
-
-const char* job_status_name(JobStatus status) {
-  switch (status) {
-    case JobStatus::Queued:
-      return "queued";
-    case JobStatus::Generating:
-      return "generating";
-    case JobStatus::Completed:
-      return "completed";
-    case JobStatus::Failed:
-      return "failed";
-    case JobStatus::Cancelled:
-      return "cancelled";
-  }
-  return "unknown";
-}
 
 struct JobQueue::Job {
   JobState state;
@@ -111,7 +79,7 @@ JobQueue::CancelOutcome JobQueue::cancel(const std::string& id) {
   auto it = jobs_.find(id);
   if (it == jobs_.end()) return CancelOutcome::NotFound;
   Job& job = *it->second;
-  if (finished(job.state.status)) return CancelOutcome::AlreadyFinished;
+  if (job_finished(job.state.status)) return CancelOutcome::AlreadyFinished;
   job.cancel_requested = true;
   if (job.state.status == JobStatus::Queued) {
     for (auto w = waiting_.begin(); w != waiting_.end(); ++w) {
@@ -135,7 +103,7 @@ std::optional<JobState> JobQueue::wait_finished(const std::string& id) {
   for (;;) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return std::nullopt;
-    if (finished(it->second->state.status)) return snapshot(*it->second);
+    if (job_finished(it->second->state.status)) return snapshot(*it->second);
     changed_.wait(lock);
   }
 }
@@ -146,7 +114,7 @@ std::optional<JobState> JobQueue::wait_finished(const std::string& id, int64_t t
   for (;;) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return std::nullopt;
-    if (finished(it->second->state.status) ||
+    if (job_finished(it->second->state.status) ||
         changed_.wait_until(lock, deadline) == std::cv_status::timeout)
       return snapshot(*it->second);
   }
@@ -159,7 +127,7 @@ std::optional<JobState> JobQueue::wait_changed(const std::string& id, uint64_t v
   for (;;) {
     auto it = jobs_.find(id);
     if (it == jobs_.end()) return std::nullopt;
-    if (it->second->state.version != version || finished(it->second->state.status))
+    if (it->second->state.version != version || job_finished(it->second->state.status))
       return snapshot(*it->second);
     if (changed_.wait_until(lock, deadline) == std::cv_status::timeout)
       return snapshot(*it->second);
@@ -255,7 +223,7 @@ int64_t JobQueue::last_run_seconds() const {
   return last_run_seconds_;
 }
 
-int JobQueue::waiting() const {
+int JobQueue::waiting(const std::string&) const {
   std::lock_guard<std::mutex> lock(mutex_);
   return static_cast<int>(waiting_.size());
 }

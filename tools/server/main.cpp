@@ -8,7 +8,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +21,8 @@
 #include "cli/cli_log.h"
 #include "server/generator.h"
 #include "server/job_queue.h"
+#include "server/pg_job_queue.h"
+#include "server/request.h"
 #include "server/routes.h"
 #include "server/server_options.h"
 #include "server/web_page.h"
@@ -47,6 +52,58 @@ preview_t live_preview_mode(int argc, char** argv, preview_t parsed) {
     if (std::strcmp(argv[i], "--preview") == 0 || std::strncmp(argv[i], "--preview=", 10) == 0)
       return parsed;
   return PREVIEW_PROJ;
+}
+
+// The model a server's jobs need and its worker serves, by its file's stem, as /v1/models
+// names it: servers loading the same file share its jobs.
+std::string model_key(const cli::ContextOptions& c) {
+  const std::string& path = c.model_path.empty() ? c.diffusion_model_path : c.model_path;
+  return std::filesystem::path(path).stem().string();
+}
+
+std::unique_ptr<server::Jobs> open_shared_queue(const server::ServerOptions& so,
+                                                const server::ServerState& state,
+                                                server::Generator* generator,
+                                                std::function<void()> cancel_running) {
+  server::PgQueueOptions q;
+  q.url = so.queue_url;
+  q.schema = so.queue_schema;
+  q.model = model_key(state.requests.context);
+  q.worker = generator != nullptr;
+  q.max_waiting = so.max_queue;
+  q.max_attempts = so.max_attempts;
+  q.lease_seconds = so.lease_seconds;
+  q.keep_results_seconds = so.keep_results_seconds;
+  // A worker parses a stored request with its own limits, as if a client had sent it here.
+  server::QueuedWork run = [&state, generator](const nlohmann::json& payload,
+                                               const server::JobReporter& report) {
+    server::GenRequest request;
+    try {
+      request = server::parse_queued_request(payload, state.requests);
+    } catch (const server::BadRequest& e) {
+      throw server::InvalidJob(e.what());
+    } catch (const nlohmann::json::exception& e) {
+      throw server::InvalidJob(std::string("the queued request is not readable: ") + e.what());
+    }
+    if (const std::string problem = generator->check(request); !problem.empty())
+      throw server::InvalidJob("invalid request: " + server::flags_to_fields(problem));
+    return generator->run(request, report);
+  };
+  std::unique_ptr<server::Jobs> queue;
+  try {
+    queue = std::make_unique<server::PgJobQueue>(q, run, std::move(cancel_running));
+  } catch (const server::PgError& e) {
+    fail("%s%s", e.what(),
+         e.connection_lost() ? "; is PostgreSQL running and does --queue (or SD_QUEUE_URL) name it?"
+                             : "");
+  }
+  const std::string role = q.worker
+                               ? "worker " + static_cast<server::PgJobQueue&>(*queue).worker_id()
+                               : std::string("accepting only");
+  cli::log_message(SD_LOG_INFO, "sharing the job queue at %s (schema %s): %s, model '%s'",
+                   server::redact_database_url(q.url).c_str(), q.schema.c_str(), role.c_str(),
+                   q.model.c_str());
+  return queue;
 }
 
 int run(int argc, char** argv) {
@@ -87,10 +144,21 @@ int run(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the process
 
   state.live_preview = live_preview_mode(argc, argv, a.cli.preview_method);
-  server::Generator generator(a, state.live_preview);
-  server::JobQueue queue(so.max_queue, so.job_history, [&generator] { generator.cancel(); });
-  state.generator = &generator;
-  state.queue = &queue;
+  // The generator outlives the queue, whose worker calls it.
+  std::unique_ptr<server::Generator> generator;
+  if (!so.accept_only) generator = std::make_unique<server::Generator>(a, state.live_preview);
+  auto cancel_running = [g = generator.get()] {
+    if (g) g->cancel();
+  };
+  std::unique_ptr<server::Jobs> queue;
+  if (so.queue_url.empty()) {
+    queue = std::make_unique<server::JobQueue>(so.max_queue, so.job_history, cancel_running);
+  } else {
+    queue = open_shared_queue(so, state, generator.get(), cancel_running);
+    state.durable_queue = true;
+  }
+  state.generator = generator.get();
+  state.queue = queue.get();
 
   httplib::Server http;
   // Synchronous API calls hold a thread while their job waits; leave room for polling.
@@ -120,7 +188,7 @@ int run(int argc, char** argv) {
     cli::log_message(SD_LOG_INFO, "stopping (%s): cancelling the jobs, then closing",
                      strsignal(sig));
     state.stopping = true;
-    queue.shutdown();  // the running job stops at its next step; waiting ones are cancelled
+    queue->shutdown();  // the running job stops at its next step; waiting ones are cancelled
     // A signal right after binding can come before the listener runs; stop() would miss it.
     for (int i = 0; i < 500 && !http.is_running() && !listen_ended; ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));

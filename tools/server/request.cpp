@@ -429,4 +429,35 @@ GenRequest parse_native_request(const nlohmann::json& body, const RequestContext
   return finish_request(std::move(d), rc);
 }
 
+GenRequest parse_queued_request(const nlohmann::json& payload, const RequestContext& rc) {
+  const std::string api = payload.at("api").get<std::string>();
+  GenRequest r;
+  if (api == "native") {
+    r = parse_native_request(payload.at("body"), rc);
+  } else if (api == "sdapi") {
+    r = parse_sdapi_request(payload.at("body"), rc, payload.at("img2img").get<bool>());
+  } else if (api == "openai" || api == "openai_edit") {
+    OpenAiForm form;
+    const int max_side = max_input_side(rc.max_image_side);
+    auto image = [&](const nlohmann::json& b64, const std::string& field) {
+      const std::optional<std::string> bytes = base64_decode(b64.get<std::string>());
+      if (!bytes) throw BadRequest("queued request: field '" + field + "' is not base64");
+      return decode_image_bytes(*bytes, field, max_side);
+    };
+    if (api == "openai") {
+      form.fields = payload.at("body");
+    } else {
+      form.fields = payload.at("fields");
+      for (const auto& b64 : payload.at("images")) form.images.push_back(image(b64, "image"));
+      if (!payload.at("mask").is_null()) form.mask = image(payload.at("mask"), "mask");
+    }
+    r = parse_openai_request(form, rc);
+  } else {
+    throw BadRequest("a queued request of kind '" + api +
+                     "', which this sd-server does not know (written by a newer one?)");
+  }
+  r.generation.seed = payload.at("seed").get<int64_t>();
+  return r;
+}
+
 }  // namespace sd::server

@@ -84,6 +84,11 @@ struct OpenAiForm {
 };
 GenRequest parse_openai_request(const OpenAiForm& form, const RequestContext& rc);
 
+// A request as a shared queue stored it (routes.cpp builds it: {"api", the body or form,
+// "seed"}), parsed again by the worker that runs it, with that worker's own limits; the
+// seed drawn by the server that accepted it is kept.
+GenRequest parse_queued_request(const nlohmann::json& payload, const RequestContext& rc);
+
 // Moves "<sd_cpp_extra_args>{...}</sd_cpp_extra_args>" out of a prompt; nullopt if none.
 std::optional<nlohmann::json> take_extra_args(std::string& prompt);
 

@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <thread>
 
+#include <xxhash.h>
+
 #include "backend/rpc/access.h"
 #include "server/base64.h"
 #include "server/request_guard.h"
@@ -65,6 +67,12 @@ httplib::Server::Handler guarded(F f) {
       f(req, res);
     } catch (const BadRequest& e) {
       send_error(res, e.status(), code_for(e.status()), e.what());
+    } catch (const QueueUnavailable& e) {
+      res.set_header("Retry-After", "5");
+      send_error(res, 503, "queue_unavailable",
+                 std::string("the job queue's database cannot be reached; retry after the "
+                             "Retry-After seconds (") +
+                     e.what() + ")");
     } catch (const std::exception& e) {
       send_error(res, 500, "server_error", std::string("internal error: ") + e.what());
     }
@@ -102,13 +110,22 @@ json job_json(const JobState& s, bool with_images) {
     j["result"] = {{"output_format", s.result.output_format}, {"images", images}};
   }
   if (!s.error_code.empty()) j["error"] = {{"code", s.error_code}, {"message", s.error_message}};
+  // A shared queue runs a job again when its worker dies: how often, where and why.
+  if (!s.history.is_null()) {
+    j["attempts"] = s.attempts;
+    j["history"] = s.history;
+  }
   return j;
 }
 
 // Seconds a refused client should wait: the queue's length times the last job's time.
-std::string retry_after(ServerState& s) {
-  const int64_t seconds =
-      std::clamp<int64_t>(s.queue->last_run_seconds() * (s.queue->waiting() + 1), 1, 3600);
+std::string retry_after(ServerState& s, const std::string& tenant) {
+  int waiting = s.queue->max_waiting();
+  try {
+    waiting = s.queue->waiting(tenant);
+  } catch (const QueueUnavailable&) {
+  }
+  const int64_t seconds = std::clamp<int64_t>(s.queue->last_run_seconds() * (waiting + 1), 1, 3600);
   return std::to_string(seconds);
 }
 
@@ -118,24 +135,59 @@ Work make_work(ServerState& s, GenRequest request) {
   return [generator, shared](const JobReporter& report) { return generator->run(*shared, report); };
 }
 
+// Whose waiting jobs a request counts against on a shared queue: clients of a server with
+// a token are its token's (by a hash: the token itself is never stored), others share one.
+std::string tenant_of(const ServerState& s) {
+  if (s.options->token.empty()) return "";
+  char text[24];
+  std::snprintf(text, sizeof text, "token:%016llx",
+                static_cast<unsigned long long>(
+                    XXH3_64bits(s.options->token.data(), s.options->token.size())));
+  return text;
+}
+
 // Submits and, for the synchronous APIs, waits. Returns nullopt after answering an error.
-std::optional<JobState> submit(ServerState& s, GenRequest request, Response& res, bool wait) {
+// `payload` is the request as the client sent it, stored by a shared queue for a worker to
+// parse again (request.h: parse_queued_request); built only for such a queue.
+std::optional<JobState> submit(ServerState& s, GenRequest request,
+                               const std::function<json()>& payload, Response& res, bool wait) {
   // What only the loaded model can tell (a clip_skip past its text encoder's layers, a step
-  // cache for another kind of network) is refused before queueing too.
-  if (const std::string problem = s.generator->check(request); !problem.empty()) {
-    send_error(res, 400, "invalid_request", "invalid request: " + flags_to_fields(problem));
+  // cache for another kind of network) is refused before queueing too; an --accept-only
+  // server has no model, and its workers refuse such a job when they take it.
+  if (s.generator) {
+    if (const std::string problem = s.generator->check(request); !problem.empty()) {
+      send_error(res, 400, "invalid_request", "invalid request: " + flags_to_fields(problem));
+      return std::nullopt;
+    }
+  }
+  JobTicket ticket;
+  ticket.tenant = tenant_of(s);
+  if (s.durable_queue) {
+    ticket.payload = payload();
+    // The seed drawn here for seed -1: a job run again gives the same image.
+    ticket.payload["seed"] = request.generation.seed;
+  } else {
+    ticket.work = make_work(s, std::move(request));
+  }
+  Jobs::Submitted submitted = s.queue->submit(std::move(ticket));
+  if (submitted.refusal == Jobs::Refusal::Full) {
+    res.set_header("Retry-After", retry_after(s, tenant_of(s)));
+    send_error(
+        res, 429, "queue_full",
+        "the job queue is full (" + std::to_string(s.queue->max_waiting()) +
+            (s.durable_queue ? " waiting for this client" : " waiting behind the running job") +
+            "); retry after the Retry-After seconds");
     return std::nullopt;
   }
-  JobQueue::Submitted submitted = s.queue->submit("img_gen", make_work(s, std::move(request)));
-  if (submitted.refusal == JobQueue::Refusal::Full) {
-    res.set_header("Retry-After", retry_after(s));
-    send_error(res, 429, "queue_full",
-               "the job queue is full (" + std::to_string(s.queue->max_waiting()) +
-                   " waiting behind the running job); retry after the Retry-After seconds");
-    return std::nullopt;
-  }
-  if (submitted.refusal == JobQueue::Refusal::Stopping) {
+  if (submitted.refusal == Jobs::Refusal::Stopping) {
     send_error(res, 503, "shutdown", "the server is shutting down; retry on its next start");
+    return std::nullopt;
+  }
+  if (submitted.refusal == Jobs::Refusal::Unavailable) {
+    res.set_header("Retry-After", "5");
+    send_error(res, 503, "queue_unavailable",
+               "the job queue's database cannot be reached; the job was not taken, retry "
+               "after the Retry-After seconds");
     return std::nullopt;
   }
   if (!wait) return submitted.job;
@@ -243,12 +295,15 @@ json list_schedulers() {
 
 json defaults_json(const ServerState& s) {
   const cli::GenerationOptions& g = s.requests.defaults;
-  const sample_method_t method = g.sample_params.sample_method == SAMPLE_METHOD_COUNT
+  // The model's own defaults where none is given; an --accept-only server has no model
+  // loaded and names them as its workers will pick them ("default").
+  const sample_method_t method = g.sample_params.sample_method == SAMPLE_METHOD_COUNT && s.generator
                                      ? s.generator->default_sample_method()
                                      : g.sample_params.sample_method;
-  const scheduler_t scheduler = g.sample_params.scheduler == SCHEDULER_COUNT
+  const scheduler_t scheduler = g.sample_params.scheduler == SCHEDULER_COUNT && s.generator
                                     ? s.generator->default_scheduler(method)
                                     : g.sample_params.scheduler;
+
   return {{"prompt", g.prompt},
           {"negative_prompt", g.negative_prompt},
           {"clip_skip", g.clip_skip},
@@ -258,8 +313,10 @@ json defaults_json(const ServerState& s) {
           {"seed", g.seed},
           {"batch_count", g.batch_count},
           {"sample_params",
-           {{"scheduler", sd_scheduler_name(scheduler)},
-            {"sample_method", sd_sample_method_name(method)},
+           {{"scheduler",
+             scheduler == SCHEDULER_COUNT ? json("default") : json(sd_scheduler_name(scheduler))},
+            {"sample_method",
+             method == SAMPLE_METHOD_COUNT ? json("default") : json(sd_sample_method_name(method))},
             {"sample_steps", g.sample_params.sample_steps},
             {"guidance", {{"txt_cfg", g.sample_params.guidance.txt_cfg}}}}},
           {"output_format", "png"},
@@ -294,7 +351,14 @@ json capabilities(const ServerState& s) {
   for (const json& model : list_model_files(s.requests.context.hires_upscalers_dir))
     upscalers.push_back({{"name", model["path"]}});
   const std::string path = model_path(s);
-  return {{"model",
+  json fleet = nullptr;
+  try {
+    fleet = s.queue->fleet();
+  } catch (const QueueUnavailable& e) {
+    fleet = {{"queue", "postgresql"}, {"error", e.what()}};
+  }
+  return {{"fleet", fleet},
+          {"model",
            {{"name", std::filesystem::path(path).filename().string()}, {"stem", file_stem(path)}}},
           {"current_mode", "img_gen"},
           {"supported_modes", {"img_gen"}},
@@ -345,6 +409,16 @@ OpenAiForm read_edit_form(const Request& req, int max_side) {
   if (form.images.empty())
     throw BadRequest("field 'image' is required: the image to edit, as a file part");
   return form;
+}
+
+// The edit form as a shared queue stores it: its text fields and the image files' bytes.
+json edit_form_payload(const Request& req, const OpenAiForm& form) {
+  json images = json::array(), mask = nullptr;
+  for (const auto& [name, part] : req.files) {
+    if (name == "image" || name == "image[]") images.push_back(base64_encode(part.content));
+    if (name == "mask") mask = base64_encode(part.content);
+  }
+  return {{"api", "openai_edit"}, {"fields", form.fields}, {"images", images}, {"mask", mask}};
 }
 
 json openai_response(const JobState& job) {
@@ -467,13 +541,15 @@ void install_routes(httplib::Server& svr, ServerState& s) {
              OpenAiForm form;
              form.fields = parse_json_body(req.body);
              GenRequest r = parse_openai_request(form, s.requests);
-             if (auto job = submit(s, std::move(r), res, true))
+             auto payload = [&form] { return json{{"api", "openai"}, {"body", form.fields}}; };
+             if (auto job = submit(s, std::move(r), payload, res, true))
                send_json(res, 200, openai_response(*job));
            }));
   svr.Post("/v1/images/edits", guarded([&s](const Request& req, Response& res) {
-             GenRequest r = parse_openai_request(
-                 read_edit_form(req, max_input_side(s.requests.max_image_side)), s.requests);
-             if (auto job = submit(s, std::move(r), res, true))
+             const OpenAiForm form = read_edit_form(req, max_input_side(s.requests.max_image_side));
+             GenRequest r = parse_openai_request(form, s.requests);
+             if (auto job = submit(
+                     s, std::move(r), [&] { return edit_form_payload(req, form); }, res, true))
                send_json(res, 200, openai_response(*job));
            }));
 
@@ -484,7 +560,10 @@ void install_routes(httplib::Server& svr, ServerState& s) {
                const json body = parse_json_body(req.body);
                GenRequest r = parse_sdapi_request(body, s.requests, img2img);
                const json echoed = sdapi_parameters(body, img2img);
-               if (auto job = submit(s, std::move(r), res, true))
+               auto payload = [&] {
+                 return json{{"api", "sdapi"}, {"img2img", img2img}, {"body", body}};
+               };
+               if (auto job = submit(s, std::move(r), payload, res, true))
                  send_json(res, 200, sdapi_response(*job, echoed));
              }));
   }
@@ -523,8 +602,10 @@ void install_routes(httplib::Server& svr, ServerState& s) {
   svr.Get("/sdcpp/v1/capabilities",
           guarded([&s](const Request&, Response& res) { send_json(res, 200, capabilities(s)); }));
   svr.Post("/sdcpp/v1/img_gen", guarded([&s](const Request& req, Response& res) {
-             GenRequest r = parse_native_request(parse_json_body(req.body), s.requests);
-             if (auto job = submit(s, std::move(r), res, false)) {
+             const json body = parse_json_body(req.body);
+             GenRequest r = parse_native_request(body, s.requests);
+             auto payload = [&body] { return json{{"api", "native"}, {"body", body}}; };
+             if (auto job = submit(s, std::move(r), payload, res, false)) {
                send_json(res, 202,
                          {{"id", job->id},
                           {"kind", job->kind},
@@ -536,7 +617,8 @@ void install_routes(httplib::Server& svr, ServerState& s) {
              }
            }));
   static const char* kUnknownJob =
-      "no job '%s' (finished jobs are kept for the last --job-history jobs only)";
+      "no job '%s' (finished jobs are kept for the last --job-history jobs, or --keep-results "
+      "on a shared queue)";
   auto unknown_job = [](Response& res, const std::string& id) {
     send_error(res, 404, "not_found", format(kUnknownJob, id.c_str()));
   };
@@ -551,15 +633,17 @@ void install_routes(httplib::Server& svr, ServerState& s) {
            guarded([&s, unknown_job](const Request& req, Response& res) {
              const std::string id = req.matches[1];
              switch (s.queue->cancel(id)) {
-               case JobQueue::CancelOutcome::NotFound:
+               case Jobs::CancelOutcome::NotFound:
                  return unknown_job(res, id);
-               case JobQueue::CancelOutcome::AlreadyFinished:
+               case Jobs::CancelOutcome::AlreadyFinished:
                  send_error(res, 409, "conflict", "job '" + id + "' has already finished");
                  return;
                default:
                  break;
              }
-             send_json(res, 200, job_json(*s.queue->find(id), false));
+             const std::optional<JobState> job = s.queue->find(id);
+             if (!job) return unknown_job(res, id);  // swept in between
+             send_json(res, 200, job_json(*job, false));
            }));
   // The latest live preview of a running job, as a PNG.
   svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/preview)",
@@ -586,7 +670,15 @@ void install_routes(httplib::Server& svr, ServerState& s) {
             res.set_header("Cache-Control", "no-cache");
             res.set_chunked_content_provider(
                 "text/event-stream", [&s, id, version](size_t, httplib::DataSink& sink) {
-                  const std::optional<JobState> job = s.queue->wait_changed(id, *version, 1000);
+                  std::optional<JobState> job;
+                  try {
+                    job = s.queue->wait_changed(id, *version, 1000);
+                  } catch (const QueueUnavailable&) {
+                    // The shared queue's database is away: keep the stream, say so.
+                    std::this_thread::sleep_for(std::chrono::seconds(1));
+                    static const std::string note = ": queue database unavailable\n\n";
+                    return sink.write(note.data(), note.size());
+                  }
                   if (!job || s.stopping) {
                     sink.done();
                     return true;

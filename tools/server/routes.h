@@ -9,7 +9,7 @@
 #include <httplib.h>
 
 #include "server/generator.h"
-#include "server/job_queue.h"
+#include "server/jobs.h"
 #include "server/request.h"
 #include "server/server_options.h"
 
@@ -18,8 +18,9 @@ namespace sd::server {
 struct ServerState {
   const ServerOptions* options = nullptr;
   RequestContext requests;
-  Generator* generator = nullptr;
-  JobQueue* queue = nullptr;
+  Generator* generator = nullptr;  // null on an --accept-only server (no model loaded)
+  Jobs* queue = nullptr;
+  bool durable_queue = false;  // jobs go to a shared queue as the requests clients sent
   std::string index_html;
   preview_t live_preview = PREVIEW_NONE;  // what jobs' live previews show
   std::atomic<bool> stopping{false};

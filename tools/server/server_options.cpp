@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -78,13 +79,74 @@ cli::Section server_section(ServerOptions& o) {
                              &o.sync_timeout, 1, 86400));
   v.push_back(bounded_option("--job-history", "finished jobs kept for polling (default: 64)",
                              &o.job_history, 1, 100000));
+  v.push_back(cli::text_option("", "--queue",
+                               "share a durable job queue with other sd-servers: "
+                               "postgresql://USER:PASSWORD@HOST/DB (or set SD_QUEUE_URL); "
+                               "see docs/server.md",
+                               &o.queue_url));
+  v.push_back(cli::text_option("", "--queue-schema",
+                               "the database schema of the queue's tables (default: sdcpp)",
+                               &o.queue_schema));
+  v.push_back(cli::switch_option("", "--accept-only",
+                                 "with --queue: take requests and serve results, run no jobs "
+                                 "(the model is not loaded; its flags name what jobs need)",
+                                 &o.accept_only));
+  v.push_back(cli::switch_option("", "--no-worker", "the same as --accept-only", &o.accept_only));
+  v.push_back(bounded_option("--max-attempts",
+                             "with --queue: runs a job gets when its worker fails or dies "
+                             "before it fails for good (default: 3)",
+                             &o.max_attempts, 1, 100));
+  v.push_back(bounded_option("--lease-seconds",
+                             "with --queue: a worker that stops renewing its lease this long "
+                             "loses its job to another (default: 30)",
+                             &o.lease_seconds, 3, 3600));
+  v.push_back(cli::text_option("", "--keep-results",
+                               "with --queue: how long finished jobs and their images are kept, "
+                               "e.g. 90s, 30m, 2h, 7d (default: 1h)",
+                               &o.keep_results));
   v.push_back(cli::switch_option("", "--insecure",
                                  "allow a non-loopback --listen-ip without a token", &o.insecure));
   return s;
 }
 
+int64_t parse_duration_seconds(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long long count = std::strtoll(text.c_str(), &end, 10);
+  const std::string unit = end ? end : "";
+  const int64_t scale = unit.empty() || unit == "s" ? 1
+                        : unit == "m"               ? 60
+                        : unit == "h"               ? 3600
+                        : unit == "d"               ? 86400
+                                                    : 0;
+  SD_CHECK(!text.empty() && end != text.c_str() && errno == 0 && scale > 0 && count >= 0 &&
+               count <= int64_t{3650} * 86400 / scale,
+           "%s takes a duration such as 90s, 30m, 2h or 7d (up to 3650d), got '%s'", flag.c_str(),
+           text.c_str());
+  return count * scale;
+}
+
 void resolve(ServerOptions& o) {
   if (const char* t = std::getenv("SD_SERVER_TOKEN")) o.token = trimmed(t);
+  if (o.queue_url.empty())
+    if (const char* q = std::getenv("SD_QUEUE_URL")) o.queue_url = trimmed(q);
+  if (o.queue_url.empty()) {
+    SD_CHECK(!o.accept_only,
+             "--accept-only runs no jobs, so it needs a shared queue: give --queue "
+             "postgresql://... (or SD_QUEUE_URL)");
+  } else {
+    SD_CHECK(o.queue_url.rfind("postgresql://", 0) == 0 || o.queue_url.rfind("postgres://", 0) == 0,
+             "--queue takes a PostgreSQL URL, postgresql://USER:PASSWORD@HOST:PORT/DATABASE "
+             "(got something else)");
+    SD_CHECK(!o.queue_schema.empty() && o.queue_schema.size() <= 48 &&
+                 o.queue_schema.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_") ==
+                     std::string::npos &&
+                 !std::isdigit(static_cast<unsigned char>(o.queue_schema[0])),
+             "--queue-schema must be a lower-case name of letters, digits and _ (up to 48, not "
+             "starting with a digit), got '%s'",
+             o.queue_schema.c_str());
+  }
+  o.keep_results_seconds = parse_duration_seconds("--keep-results", o.keep_results);
   if (!o.token_file.empty()) {
     std::ifstream in(o.token_file, std::ios::binary);
     SD_CHECK(in, "--token-file: cannot read '%s'", o.token_file.c_str());

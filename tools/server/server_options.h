@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,26 @@ struct ServerOptions {
   int sync_timeout = 600;          // seconds a synchronous call waits for its job
   int job_history = 64;            // finished jobs kept for polling
 
+  // The shared durable queue (pg_job_queue.h); empty url: the in-process queue.
+  std::string queue_url;  // --queue or SD_QUEUE_URL
+  std::string queue_schema = "sdcpp";
+  bool accept_only = false;  // --accept-only (or --no-worker): enqueue, never run jobs
+  int max_attempts = 3;
+  int lease_seconds = 30;
+  std::string keep_results = "1h";
+
   // Filled by resolve().
   std::string token;
   std::vector<std::string> allowed_origins;
   std::vector<std::string> allowed_hosts;  // lower case
+  int64_t keep_results_seconds = 3600;
 };
 
 // The "Server Options" -h section, writing into `o`.
 cli::Section server_section(ServerOptions& o);
+
+// "90", "90s", "30m", "2h", "7d" in seconds; throws sd::Error naming `flag`.
+int64_t parse_duration_seconds(const std::string& flag, const std::string& text);
 
 // Reads the token, splits the origin list and checks the combination: a non-loopback
 // address needs a token unless --insecure. Throws sd::Error naming the flag and the fix.
