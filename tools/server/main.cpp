@@ -61,22 +61,37 @@ std::string model_key(const cli::ContextOptions& c) {
   return std::filesystem::path(path).stem().string();
 }
 
-std::unique_ptr<server::Jobs> open_shared_queue(const server::ServerOptions& so,
-                                                const server::ServerState& state,
-                                                server::Generator* generator,
-                                                std::function<void()> cancel_running) {
+// Connects to the shared queue (before the model loads: a wrong URL is said at once).
+std::unique_ptr<server::PgJobQueue> open_shared_queue(const server::ServerOptions& so,
+                                                      const server::ServerState& state) {
   server::PgQueueOptions q;
   q.url = so.queue_url;
   q.schema = so.queue_schema;
   q.model = model_key(state.requests.context);
-  q.worker = generator != nullptr;
+  q.worker = !so.accept_only;
   q.max_waiting = so.max_queue;
   q.max_attempts = so.max_attempts;
   q.lease_seconds = so.lease_seconds;
   q.keep_results_seconds = so.keep_results_seconds;
-  // A worker parses a stored request with its own limits, as if a client had sent it here.
-  server::QueuedWork run = [&state, generator](const nlohmann::json& payload,
-                                               const server::JobReporter& report) {
+  try {
+    auto queue = std::make_unique<server::PgJobQueue>(q);
+    const std::string role =
+        q.worker ? "worker " + queue->worker_id() : std::string("accepting only");
+    cli::log_message(SD_LOG_INFO, "sharing the job queue at %s (schema %s): %s, model '%s'",
+                     server::redact_database_url(q.url).c_str(), q.schema.c_str(), role.c_str(),
+                     q.model.c_str());
+    return queue;
+  } catch (const server::PgError& e) {
+    fail("%s%s", e.what(),
+         e.connection_lost() ? "; is PostgreSQL running and does --queue (or SD_QUEUE_URL) name it?"
+                             : "");
+  }
+}
+
+// How a worker runs a stored request: parsed with this server's limits, as if a client had
+// sent it here; a request that can never run is an InvalidJob (no retry).
+server::QueuedWork queued_work(const server::ServerState& state, server::Generator* generator) {
+  return [&state, generator](const nlohmann::json& payload, const server::JobReporter& report) {
     server::GenRequest request;
     try {
       request = server::parse_queued_request(payload, state.requests);
@@ -89,21 +104,6 @@ std::unique_ptr<server::Jobs> open_shared_queue(const server::ServerOptions& so,
       throw server::InvalidJob("invalid request: " + server::flags_to_fields(problem));
     return generator->run(request, report);
   };
-  std::unique_ptr<server::Jobs> queue;
-  try {
-    queue = std::make_unique<server::PgJobQueue>(q, run, std::move(cancel_running));
-  } catch (const server::PgError& e) {
-    fail("%s%s", e.what(),
-         e.connection_lost() ? "; is PostgreSQL running and does --queue (or SD_QUEUE_URL) name it?"
-                             : "");
-  }
-  const std::string role = q.worker
-                               ? "worker " + static_cast<server::PgJobQueue&>(*queue).worker_id()
-                               : std::string("accepting only");
-  cli::log_message(SD_LOG_INFO, "sharing the job queue at %s (schema %s): %s, model '%s'",
-                   server::redact_database_url(q.url).c_str(), q.schema.c_str(), role.c_str(),
-                   q.model.c_str());
-  return queue;
 }
 
 int run(int argc, char** argv) {
@@ -144,6 +144,8 @@ int run(int argc, char** argv) {
   signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not end the process
 
   state.live_preview = live_preview_mode(argc, argv, a.cli.preview_method);
+  std::unique_ptr<server::PgJobQueue> shared_queue;
+  if (!so.queue_url.empty()) shared_queue = open_shared_queue(so, state);
   // The generator outlives the queue, whose worker calls it.
   std::unique_ptr<server::Generator> generator;
   if (!so.accept_only) generator = std::make_unique<server::Generator>(a, state.live_preview);
@@ -151,11 +153,12 @@ int run(int argc, char** argv) {
     if (g) g->cancel();
   };
   std::unique_ptr<server::Jobs> queue;
-  if (so.queue_url.empty()) {
-    queue = std::make_unique<server::JobQueue>(so.max_queue, so.job_history, cancel_running);
-  } else {
-    queue = open_shared_queue(so, state, generator.get(), cancel_running);
+  if (shared_queue) {
+    shared_queue->start(queued_work(state, generator.get()), cancel_running);
+    queue = std::move(shared_queue);
     state.durable_queue = true;
+  } else {
+    queue = std::make_unique<server::JobQueue>(so.max_queue, so.job_history, cancel_running);
   }
   state.generator = generator.get();
   state.queue = queue.get();

@@ -71,13 +71,14 @@ const char* kReapExpiredLeases = R"sql(
       lease_owner = NULL, lease_deadline = NULL, started = NULL,
       step = 0, steps = 0, preview_step = 0, preview = NULL
     FROM expired WHERE j.id = expired.id
-    RETURNING j.id, j.attempts)
+    RETURNING j.id)
   UPDATE {s}.attempts a SET ended = now(), outcome = 'lease_expired',
                             error = 'the worker stopped renewing its lease'
-    FROM taken WHERE a.job_id = taken.id AND a.number = taken.attempts)sql";
+    FROM taken WHERE a.job_id = taken.id AND a.ended IS NULL)sql";
 
 // Takes the oldest job of the highest priority for this worker's model, with a lease, and
-// records the attempt.
+// records the run (numbered apart from the attempts counted: a run a stopping worker hands
+// back is recorded, not counted).
 const char* kClaim = R"sql(
   WITH claimed AS (
     UPDATE {s}.jobs SET state = 'generating', attempts = attempts + 1, lease_owner = $1,
@@ -87,10 +88,15 @@ const char* kClaim = R"sql(
                   WHERE state = 'queued' AND model = $2 AND NOT cancel_requested
                   ORDER BY priority DESC, seq
                   FOR UPDATE SKIP LOCKED LIMIT 1)
-    RETURNING id, request, attempts),
+    RETURNING id, request),
   noted AS (
-    INSERT INTO {s}.attempts (job_id, number, worker) SELECT id, attempts, $1 FROM claimed)
-  SELECT id, request, attempts FROM claimed)sql";
+    INSERT INTO {s}.attempts (job_id, number, worker)
+    SELECT id, (SELECT COALESCE(max(number), 0) + 1 FROM {s}.attempts a WHERE a.job_id = claimed.id),
+           $1
+      FROM claimed
+    RETURNING job_id, number)
+  SELECT claimed.id, claimed.request, noted.number
+    FROM claimed JOIN noted ON noted.job_id = claimed.id)sql";
 
 const char* kRenewLease = R"sql(
   UPDATE {s}.jobs SET lease_deadline = now() + make_interval(secs => $3)
@@ -138,18 +144,19 @@ auto with_connection(PgPool& pool, F f) {
 
 }  // namespace
 
-PgJobQueue::PgJobQueue(PgQueueOptions options, QueuedWork run, std::function<void()> cancel_running)
-    : options_(std::move(options)),
-      run_(std::move(run)),
-      cancel_running_(std::move(cancel_running)),
-      worker_id_(new_worker_id()),
-      pool_(options_.url, 32) {
-  {
+PgJobQueue::PgJobQueue(PgQueueOptions options)
+    : options_(std::move(options)), worker_id_(new_worker_id()), pool_(options_.url, 32) {
+  PgPool::Lease c = pool_.borrow();
+  migrate_queue_schema(*c, options_.schema);
+}
+
+void PgJobQueue::start(QueuedWork run, std::function<void()> cancel_running) {
+  run_ = std::move(run);
+  cancel_running_ = std::move(cancel_running);
+  if (options_.worker) {
     PgPool::Lease c = pool_.borrow();
-    migrate_queue_schema(*c, options_.schema);
-    if (options_.worker)
-      c->exec(sql("INSERT INTO {s}.workers (id, model, host) VALUES ($1, $2, $3)"),
-              {pg_text(worker_id_), pg_text(options_.model), pg_text(host_name())});
+    c->exec(sql("INSERT INTO {s}.workers (id, model, host) VALUES ($1, $2, $3)"),
+            {pg_text(worker_id_), pg_text(options_.model), pg_text(host_name())});
   }
   listener_ = std::thread([this] { listen_loop(); });
   upkeep_ = std::thread([this] { upkeep_loop(); });
@@ -202,7 +209,7 @@ std::optional<JobState> PgJobQueue::read_job(PgConnection& c, const std::string&
                          {pg_text(id)});
   s.history = nlohmann::json::array();
   for (int i = 0; i < runs.rows(); ++i) {
-    s.history.push_back({{"attempt", runs.integer(i, 0)},
+    s.history.push_back({{"run", runs.integer(i, 0)},
                          {"worker", runs.text(i, 1)},
                          {"started", runs.integer(i, 2)},
                          {"ended", runs.is_null(i, 3) || runs.integer(i, 3) == 0
@@ -422,8 +429,12 @@ void PgJobQueue::work_loop() {
     try {
       ran = claim_and_run();
       backoff = milliseconds(250);
-    } catch (const std::exception& e) {
-      database_state.failed(e.what());
+    } catch (const PgError& e) {
+      if (e.connection_lost()) {
+        database_state.failed(e.what());
+      } else {
+        cli::log_message(SD_LOG_ERROR, "cannot claim a job: %s", e.what());
+      }
       sleep_unless_stopping(backoff);
       backoff = std::min(backoff * 2, milliseconds(5000));
       continue;
@@ -439,7 +450,7 @@ void PgJobQueue::work_loop() {
 
 bool PgJobQueue::claim_and_run() {
   std::string id, request;
-  int attempt = 0;
+  int run = 0;
   {
     PgPool::Lease c = pool_.borrow();
     PgResult r = c->exec(sql(kClaim), {pg_text(worker_id_), pg_text(options_.model),
@@ -448,13 +459,13 @@ bool PgJobQueue::claim_and_run() {
     if (r.rows() == 0) return false;
     id = r.text(0, 0);
     request = r.text(0, 1);
-    attempt = static_cast<int>(r.integer(0, 2));
+    run = static_cast<int>(r.integer(0, 2));
   }
-  run_claimed(id, request, attempt);
+  run_claimed(id, request, run);
   return true;
 }
 
-void PgJobQueue::run_claimed(const std::string& id, const std::string& request, int attempt) {
+void PgJobQueue::run_claimed(const std::string& id, const std::string& request, int run) {
   {
     std::lock_guard<std::mutex> lock(running_mutex_);
     running_id_ = id;
@@ -531,8 +542,9 @@ void PgJobQueue::run_claimed(const std::string& id, const std::string& request, 
       return;
     }
     const bool cancelled = mine.boolean(0, 0);
-    const bool last_attempt = mine.integer(0, 1) >= mine.integer(0, 2);
-    const std::string number = std::to_string(attempt);
+    const int64_t attempts = mine.integer(0, 1);
+    const bool last_attempt = attempts >= mine.integer(0, 2);
+    const std::string number = std::to_string(run);
     auto note_attempt = [&](const char* outcome_name, const std::string& why) {
       c.exec(sql(R"sql(UPDATE {s}.attempts SET ended = now(), outcome = $3, error = $4
                         WHERE job_id = $1 AND number = $2)sql"),
@@ -573,7 +585,7 @@ void PgJobQueue::run_claimed(const std::string& id, const std::string& request, 
       note_attempt("failed", error);
     } else if (last_attempt) {
       end_job("failed", "generation_failed",
-              "failed on all " + std::to_string(attempt) + " attempts; the last: " + error);
+              "failed on all " + std::to_string(attempts) + " attempts; the last: " + error);
       note_attempt("failed", error);
     } else {
       c.exec(sql(R"sql(UPDATE {s}.jobs SET state = 'queued', lease_owner = NULL,

@@ -41,9 +41,13 @@ using QueuedWork = std::function<JobResult(const nlohmann::json& payload, const 
 
 class PgJobQueue final : public Jobs {
  public:
-  // Connects and creates or migrates the tables; throws PgError when it cannot.
-  PgJobQueue(PgQueueOptions options, QueuedWork run, std::function<void()> cancel_running);
+  // Connects and creates or migrates the tables; throws PgError when it cannot. Before a
+  // model is loaded, so that a wrong URL is said at once.
+  explicit PgJobQueue(PgQueueOptions options);
   ~PgJobQueue() override;
+  // Starts listening, upkeep and (for a worker) running jobs with `run`; `cancel_running`
+  // stops the run in progress (any thread).
+  void start(QueuedWork run, std::function<void()> cancel_running);
 
   Submitted submit(JobTicket ticket) override;
   std::optional<JobState> find(const std::string& id) const override;
@@ -68,7 +72,7 @@ class PgJobQueue final : public Jobs {
   void work_loop();
   void upkeep_loop();
   bool claim_and_run();
-  void run_claimed(const std::string& id, const std::string& request, int attempt);
+  void run_claimed(const std::string& id, const std::string& request, int run);
   // Waits for a change of `id` (a notification) or `timeout_ms`; false when stopping.
   bool wait_note(const std::string& id, uint64_t seen, int timeout_ms) const;
   uint64_t note_count(const std::string& id) const;
