@@ -55,7 +55,8 @@ void im2col(const CpuContext& ctx, const Tensor* dst, float* cols) {
           for (int64_t ky = 0; ky < kh; ++ky) {
             const int64_t iy = oy * p.s1 - p.p1 + ky * p.d1;
             const bool row_in = iy >= 0 && iy < x->ne[1];
-            const char* row = base + c * x->nb[2] + n * x->nb[3] + iy * x->nb[1];
+            // No pointer is formed into the padding (outside the tensor, undefined).
+            const char* row = row_in ? base + c * x->nb[2] + n * x->nb[3] + iy * x->nb[1] : nullptr;
             for (int64_t kx = 0; kx < kw; ++kx) {
               const int64_t ix = ox * p.s0 - p.p0 + kx * p.d0;
               *out++ = row_in && ix >= 0 && ix < x->ne[0]
