@@ -12,7 +12,8 @@ Two workers and an --accept-only front on the tiny random SDXL-shaped checkpoint
 - a poison job (fails every time) ends failed after --max-attempts, and jobs behind it run;
 - PostgreSQL stopped under load: 503 with Retry-After meanwhile, never a crash; after its
   restart every accepted job finishes exactly once;
-- the database password appears in no server output.
+- waiting jobs are limited per tenant (429 with Retry-After), a newer schema and TLS the
+  database lacks are refused at start, and the password appears in no server output.
 
 usage: queue_test.py SD_SERVER SD_CLI MAKE_TINY_MODEL SHARED_DIR [JOBS (default 200)]
 Exits 77 (skipped) without ../shared's CLIP vocabulary or PostgreSQL's server binaries.
@@ -127,6 +128,50 @@ try:
     check(fleet["workers"] == 2 and fleet["models"][0]["model"] == "tiny_sdxl"
           and fleet["this_server"]["worker"] is None,
           f"the front sees the two workers of the model: {fleet}")
+
+    # Refusals at start: tables of a newer server, TLS the database does not offer (the
+    # URL's sslmode reaches the client library).
+    sql("CREATE SCHEMA future; CREATE TABLE future.schema_version (version integer);"
+        "INSERT INTO future.schema_version VALUES (99)")
+    run = subprocess.run([SERVER, *COMMON, "--queue-schema", "future", "--listen-port", "0"],
+                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=120)
+    check(run.returncode == 1 and "version 99, newer than this sd-server's" in run.stdout
+          and PASSWORD not in run.stdout, f"tables of a newer server are refused: {run.stdout}")
+    run = subprocess.run([SERVER, "-m", MODEL, "--accept-only", "--listen-port", "0",
+                          "--queue", pg.url + "?sslmode=require"],
+                         env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         timeout=120)
+    check(run.returncode == 1 and "SSL" in run.stdout and PASSWORD not in run.stdout,
+          f"sslmode=require against a server without TLS is refused: {run.stdout}")
+
+    # Waiting jobs are limited per tenant: jobs for a model no worker serves stay queued.
+    other_model = os.path.join(WORK, "other.safetensors")
+    os.symlink(MODEL, other_model)
+    limited = Server(SERVER, ["-m", other_model, "--queue", pg.url, "--accept-only",
+                              "--max-queue", "2"], ENV)
+    token_env = dict(ENV, SD_SERVER_TOKEN="tenant-two-token")
+    tokened = Server(SERVER, ["-m", other_model, "--queue", pg.url, "--accept-only",
+                              "--max-queue", "2"], token_env)
+    servers.extend([limited, tokened])
+    parked = [post(limited, job_body(seed=1)), post(limited, job_body(seed=2))]
+    status, headers, answer = limited.json("POST", "/sdcpp/v1/img_gen", job_body(seed=3))
+    check(status == 429 and "Retry-After" in headers and answer["error"]["code"] == "queue_full",
+          f"a third waiting job of one tenant gets 429: {status} {answer}")
+    auth = {"Authorization": "Bearer tenant-two-token"}
+    for seed in (4, 5):
+        status, _, answer = tokened.json("POST", "/sdcpp/v1/img_gen", job_body(seed=seed),
+                                         headers=auth)
+        check(status == 202, f"another tenant has its own limit: {status} {answer}")
+        parked.append(answer["id"])
+    _, _, caps = front.json("GET", "/sdcpp/v1/capabilities")
+    other = [m for m in caps["fleet"]["models"] if m["model"] == "other"]
+    check(other == [{"model": "other", "workers": 0, "queued": 4}],
+          f"the fleet shows the queued jobs no worker serves: {caps['fleet']['models']}")
+    for job_id in parked:
+        front.json("POST", f"/sdcpp/v1/jobs/{job_id}/cancel")
+    limited.stop()
+    tokened.stop()
 
     # JOBS jobs, round-robin; each read back from the next instance.
     t0 = time.time()

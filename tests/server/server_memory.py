@@ -18,16 +18,14 @@ Exits 77 (skipped) when SHARED_DIR has no CLIP vocabulary.
 """
 import json
 import os
-import re
-import signal
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.error
-import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from server_harness import Server  # noqa: E402
 
 SERVER, MAKE_MODEL, SHARED = sys.argv[1:4]
 TOTAL = int(sys.argv[4]) if len(sys.argv) > 4 else 1000
@@ -50,17 +48,6 @@ def rss_mib(pid):
     raise RuntimeError("no VmRSS")
 
 
-def request(url, method, path, body=None, raw=None, timeout=60):
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    headers = {"Content-Type": "application/json"} if data is not None else {}
-    req = urllib.request.Request(url + path, data=data, method=method, headers=headers)
-    try:
-        with urllib.request.urlopen(req, timeout=timeout) as r:
-            return r.status, r.read()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read()
-
-
 def silent_event_client(url, job_id, clients):
     """Opens the job's event stream and never reads it (closed at the end of the run)."""
     host, port = url.rsplit("/", 1)[1].rsplit(":", 1)
@@ -70,34 +57,25 @@ def silent_event_client(url, job_id, clients):
 
 
 def main():
-    proc = subprocess.Popen([SERVER, "-m", MODEL, "-t", "1", "--listen-port", "0",
-                             "--job-history", "32", "--max-queue", "64"],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=ENV, text=True)
-    url = None
-    deadline = time.time() + 120
-    while time.time() < deadline and not url:
-        line = proc.stdout.readline()
-        if not line:
-            break
-        m = re.search(r"listening on (http://[0-9.]+:\d+)", line)
-        url = m.group(1) if m else None
-    if not url:
-        print("sd-server did not start")
-        return 1
-    threading.Thread(target=lambda: [None for _ in proc.stdout], daemon=True).start()
+    server = Server(SERVER, ["-m", MODEL, "--job-history", "32", "--max-queue", "64"], ENV)
+    proc, url = server.proc, server.url
+
+    def request(method, path, body=None, raw=None):
+        status, _, data = server.request(method, path, body, raw=raw, timeout=60)
+        return status, data
 
     gen = {"prompt": "a cat", "width": 64, "height": 64, "sample_params": {"sample_steps": 1}}
     rounds = [
-        lambda: request(url, "POST", "/sdcpp/v1/img_gen", gen),
-        lambda: request(url, "POST", "/sdapi/v1/txt2img",
+        lambda: request("POST", "/sdcpp/v1/img_gen", gen),
+        lambda: request("POST", "/sdapi/v1/txt2img",
                         {"prompt": "a dog", "width": 64, "height": 64, "steps": 1}),
-        lambda: request(url, "POST", "/v1/images/generations",
+        lambda: request("POST", "/v1/images/generations",
                         {"prompt": "a bird", "size": "64x64", "n": 1}),
-        lambda: request(url, "POST", "/sdcpp/v1/img_gen", raw=b"{oops"),
-        lambda: request(url, "POST", "/sdcpp/v1/img_gen", {"promt": "typo"}),
-        lambda: request(url, "POST", "/sdcpp/v1/img_gen", {"clip_skip": 64}),
-        lambda: request(url, "POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100000}),
-        lambda: request(url, "GET", "/sdcpp/v1/capabilities"),
+        lambda: request("POST", "/sdcpp/v1/img_gen", raw=b"{oops"),
+        lambda: request("POST", "/sdcpp/v1/img_gen", {"promt": "typo"}),
+        lambda: request("POST", "/sdcpp/v1/img_gen", {"clip_skip": 64}),
+        lambda: request("POST", "/sdapi/v1/txt2img", {"prompt": "x", "width": 100000}),
+        lambda: request("GET", "/sdcpp/v1/capabilities"),
     ]
     clients, samples, sent = [], [], 0
     step = max(1, TOTAL // 10)
@@ -107,14 +85,14 @@ def main():
             f()
         # A job cancelled while it runs or waits, its status read, an event client that
         # never reads.
-        status, body = request(url, "POST", "/sdcpp/v1/img_gen",
+        status, body = request("POST", "/sdcpp/v1/img_gen",
                                dict(gen, sample_params={"sample_steps": 4}))
         if status == 202:
             job = json.loads(body)["id"]
             silent_event_client(url, job, clients)
-            request(url, "POST", f"/sdcpp/v1/jobs/{job}/cancel")
-            request(url, "GET", f"/sdcpp/v1/jobs/{job}")
-        request(url, "GET", "/sdcpp/v1/jobs/no-such-job")
+            request("POST", f"/sdcpp/v1/jobs/{job}/cancel")
+            request("GET", f"/sdcpp/v1/jobs/{job}")
+        request("GET", "/sdcpp/v1/jobs/no-such-job")
         sent += len(rounds) + 2
         if sent // step > len(samples) - 1 or not samples:
             time.sleep(0.2)  # let the queue drain
@@ -126,8 +104,7 @@ def main():
     for c in clients:
         c.close()
     seconds = time.time() - start
-    proc.send_signal(signal.SIGTERM)
-    proc.wait(60)
+    server.stop()
 
     half = min(samples, key=lambda s: abs(s[0] - TOTAL // 2))
     end = samples[-1]

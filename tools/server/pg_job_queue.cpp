@@ -109,6 +109,20 @@ const char* kReportProgress = R"sql(
    WHERE id = $1 AND lease_owner = $2 AND state = 'generating'
   RETURNING cancel_requested)sql";
 
+// Waits between retries while the database is away: 0.25 s, doubling up to 5 s.
+class Backoff {
+ public:
+  milliseconds next() {
+    const milliseconds now = wait_;
+    wait_ = std::min(wait_ * 2, milliseconds(5000));
+    return now;
+  }
+  void reset() { wait_ = milliseconds(250); }
+
+ private:
+  milliseconds wait_{250};
+};
+
 // Logs the database going away and coming back once each, not per failed statement.
 class DatabaseStateLog {
  public:
@@ -119,6 +133,14 @@ class DatabaseStateLog {
   }
   void ok() {
     if (down_.exchange(false)) cli::log_message(SD_LOG_INFO, "queue database reachable again");
+  }
+  // An outage is logged once; any other error (a statement the database refused) each time.
+  void failed(const PgError& e, const char* doing) {
+    if (e.connection_lost()) {
+      failed(e.what());
+    } else {
+      cli::log_message(SD_LOG_ERROR, "%s: %s", doing, e.what());
+    }
   }
 
  private:
@@ -386,7 +408,7 @@ void PgJobQueue::sleep_unless_stopping(milliseconds d) {
 }
 
 void PgJobQueue::listen_loop() {
-  milliseconds backoff(250);
+  Backoff backoff;
   const std::string jobs_channel = options_.schema + "_jobs";
   const std::string queued_channel = options_.schema + "_queued";
   while (!stopping_) {
@@ -394,7 +416,7 @@ void PgJobQueue::listen_loop() {
       std::unique_ptr<PgConnection> c = pool_.connect();
       c->exec("LISTEN " + jobs_channel);
       c->exec("LISTEN " + queued_channel);
-      backoff = milliseconds(250);
+      backoff.reset();
       {
         // Changes made while we were not listening: every waiter reads again.
         std::lock_guard<std::mutex> lock(notes_mutex_);
@@ -415,28 +437,22 @@ void PgJobQueue::listen_loop() {
         noted_.notify_all();
       }
     } catch (const PgError& e) {
-      database_state.failed(e.what());
-      sleep_unless_stopping(backoff);
-      backoff = std::min(backoff * 2, milliseconds(5000));
+      database_state.failed(e, "cannot listen for job changes");
+      sleep_unless_stopping(backoff.next());
     }
   }
 }
 
 void PgJobQueue::work_loop() {
-  milliseconds backoff(250);
+  Backoff backoff;
   while (!stopping_) {
     bool ran = false;
     try {
       ran = claim_and_run();
-      backoff = milliseconds(250);
+      backoff.reset();
     } catch (const PgError& e) {
-      if (e.connection_lost()) {
-        database_state.failed(e.what());
-      } else {
-        cli::log_message(SD_LOG_ERROR, "cannot claim a job: %s", e.what());
-      }
-      sleep_unless_stopping(backoff);
-      backoff = std::min(backoff * 2, milliseconds(5000));
+      database_state.failed(e, "cannot claim a job");
+      sleep_unless_stopping(backoff.next());
       continue;
     }
     if (ran) continue;
@@ -597,7 +613,7 @@ void PgJobQueue::run_claimed(const std::string& id, const std::string& request, 
     }
     c.exec("COMMIT");
   };
-  milliseconds backoff(250);
+  Backoff backoff;
   for (;;) {
     try {
       PgPool::Lease c = pool_.borrow();
@@ -612,8 +628,7 @@ void PgJobQueue::run_claimed(const std::string& id, const std::string& request, 
       }
       database_state.failed(e.what());
       if (stopping_) return;
-      sleep_unless_stopping(backoff);
-      backoff = std::min(backoff * 2, milliseconds(5000));
+      sleep_unless_stopping(backoff.next());
     }
   }
 }
@@ -646,11 +661,7 @@ void PgJobQueue::upkeep_loop() {
       c->exec(sql("DELETE FROM {s}.workers WHERE heartbeat < now() - interval '1 day'"));
       database_state.ok();
     } catch (const PgError& e) {
-      if (e.connection_lost()) {
-        database_state.failed(e.what());
-      } else {
-        cli::log_message(SD_LOG_ERROR, "queue upkeep failed: %s", e.what());
-      }
+      database_state.failed(e, "queue upkeep failed");
     }
     sleep_unless_stopping(period);
   }
