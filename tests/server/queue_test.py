@@ -19,6 +19,7 @@ usage: queue_test.py SD_SERVER SD_CLI MAKE_TINY_MODEL SHARED_DIR [JOBS (default 
 Exits 77 (skipped) without ../shared's CLIP vocabulary or PostgreSQL's server binaries.
 """
 import base64
+import http.client
 import os
 import secrets
 import signal
@@ -223,6 +224,22 @@ try:
         "Content-Type": f"multipart/form-data; boundary={boundary}"})
     check(status == 200 and b"b64_json" in data,
           f"OpenAI edits (an image in the stored request) through the front: {status} {data[:200]}")
+
+    # Server-Sent Events on an instance that does not run the job: progress, then done.
+    job_id = post(a, job_body(seed=9, steps=8))
+    host, port = front.url.rsplit("/", 1)[1].split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=60)
+    conn.request("GET", f"/sdcpp/v1/jobs/{job_id}/events")
+    stream = conn.getresponse()
+    events = []
+    for line in stream:
+        if line.startswith(b"event: "):
+            events.append(line[7:].strip().decode())
+            if events[-1] == "done":
+                break
+    conn.close()
+    check(events.count("progress") >= 2 and events[-1:] == ["done"],
+          f"the front streams a worker's job's progress and end: {events}")
 
     # SIGKILL of the worker running a job: it runs again on the other one, once.
     long_id = post(front, job_body(seed=7, steps=LONG_STEPS))
