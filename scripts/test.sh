@@ -120,5 +120,7 @@ if [ "$sanitize" = 1 ]; then
   # under ASan was seen to hang two processes at once. vulkan_tests' sanitizer settings in
   # tests/CMakeLists.txt are ready for a build with -DSD_VULKAN=ON.
   seed_test_costs debug-sanitize
+  # Undefined behaviour fails the test that meets it (the preset sets UBSAN_OPTIONS to halt),
+  # in the test binaries and in every program they start.
   ASAN_OPTIONS=detect_leaks=1 ctest --preset debug-sanitize -j "$jobs" "${args[@]}"
 fi

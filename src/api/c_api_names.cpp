@@ -74,9 +74,19 @@ static_assert(SD_HIRES_UPSCALER_COUNT - SD_HIRES_UPSCALER_LATENT ==
               "sd_hires_upscaler_t and pipeline::HiresUpscaler list the same upscalers");
 constexpr const char* kNoHiresUpscaler = "None";
 
+// A C caller may pass any int as an enum; reading it as the C++ enum type is undefined past
+// the enum's values, so its bytes are read as an int.
+template <class Enum>
+int c_enum_value(const Enum& value) {
+  static_assert(sizeof(Enum) == sizeof(int), "the C API's enums are int-sized");
+  int i = 0;
+  std::memcpy(&i, &value, sizeof i);
+  return i;
+}
+
 template <class Enum, int N>
-const char* name_of(const char* const (&names)[N], Enum value) {
-  const int i = static_cast<int>(value);
+const char* name_of(const char* const (&names)[N], const Enum& value) {
+  const int i = c_enum_value(value);
   return i >= 0 && i < N ? names[i] : kNone;
 }
 
@@ -126,8 +136,8 @@ enum rng_type_t str_to_rng_type(const char* str) {
 }
 
 const char* sd_sample_method_name(enum sample_method_t sample_method) {
-  if (static_cast<int>(sample_method) < 0 || sample_method >= SAMPLE_METHOD_COUNT) return kNone;
-  return sample_method_to_str[sample_method];
+  const int i = c_enum_value(sample_method);
+  return i >= 0 && i < SAMPLE_METHOD_COUNT ? sample_method_to_str[i] : kNone;
 }
 enum sample_method_t str_to_sample_method(const char* str) {
   if (!str) return SAMPLE_METHOD_COUNT;
@@ -138,8 +148,8 @@ enum sample_method_t str_to_sample_method(const char* str) {
 }
 
 const char* sd_scheduler_name(enum scheduler_t scheduler) {
-  if (static_cast<int>(scheduler) < 0 || scheduler >= SCHEDULER_COUNT) return kNone;
-  return scheduler_to_str[scheduler];
+  const int i = c_enum_value(scheduler);
+  return i >= 0 && i < SCHEDULER_COUNT ? scheduler_to_str[i] : kNone;
 }
 enum scheduler_t str_to_scheduler(const char* str) {
   if (!str) return SCHEDULER_COUNT;
@@ -173,10 +183,11 @@ enum lora_apply_mode_t str_to_lora_apply_mode(const char* str) {
 }
 
 const char* sd_hires_upscaler_name(enum sd_hires_upscaler_t upscaler) {
-  if (upscaler == SD_HIRES_UPSCALER_NONE) return kNoHiresUpscaler;
-  if (upscaler < SD_HIRES_UPSCALER_NONE || upscaler >= SD_HIRES_UPSCALER_COUNT) return kNone;
+  const int i = c_enum_value(upscaler);
+  if (i == SD_HIRES_UPSCALER_NONE) return kNoHiresUpscaler;
+  if (i < SD_HIRES_UPSCALER_NONE || i >= SD_HIRES_UPSCALER_COUNT) return kNone;
   return sd::pipeline::hires_upscaler_name(
-      static_cast<sd::pipeline::HiresUpscaler>(upscaler - SD_HIRES_UPSCALER_LATENT));
+      static_cast<sd::pipeline::HiresUpscaler>(i - SD_HIRES_UPSCALER_LATENT));
 }
 enum sd_hires_upscaler_t str_to_sd_hires_upscaler(const char* str) {
   if (!str) return SD_HIRES_UPSCALER_COUNT;

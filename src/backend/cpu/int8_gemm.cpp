@@ -81,8 +81,11 @@ SD_INT8_TARGET void quantize_row_int8(const float* x, int64_t K, int zero_point,
     _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), _mm512_cvtsepi32_epi8(q1));
     const int32_t sum = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
     scale[b] = d;
+    // Wrapping arithmetic: non-finite inputs give codes whose sum may not fit (their
+    // result is garbage either way, and must not be undefined).
     if (zero_point >= 0)
-      zsum[b] = -zero_point * sum;
+      zsum[b] =
+          static_cast<int32_t>(0u - static_cast<uint32_t>(zero_point) * static_cast<uint32_t>(sum));
     else
       fsum[b] = d * static_cast<float>(sum);
   }
