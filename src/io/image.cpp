@@ -1,19 +1,15 @@
 #include "io/image.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <random>
 
 #include "io/file_error.h"
 #include "io/image_codecs.h"
 #include "io/mapped_file.h"
+#include "io/whole_file.h"
 #include "tensor/error.h"
 
 namespace sd::io {
@@ -134,52 +130,11 @@ std::vector<uint8_t> encode_image(const Image& image, ImageFormat file_format,
   fail("[write_image] writing BMP is not supported; use PNG, JPEG or WebP");
 }
 
-namespace {
-
-// Opens a new file beside `path` that no other writer uses: O_EXCL on a random name.
-int create_temp_beside(const std::string& path, std::string& temp_path) {
-  static std::atomic<uint64_t> counter{0};
-  std::random_device entropy;
-  const std::filesystem::path target(path);
-  const std::string stem = target.filename().string();
-  for (int attempt = 0; attempt < 16; ++attempt) {
-    char suffix[64];
-    std::snprintf(suffix, sizeof suffix, ".%d.%llu.%08x.tmp", static_cast<int>(::getpid()),
-                  static_cast<unsigned long long>(counter++), entropy());
-    temp_path = (target.parent_path() / ("." + stem + suffix)).string();
-    const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd >= 0 || errno != EEXIST) return fd;
-  }
-  return -1;
-}
-
-}  // namespace
-
 void write_image(const std::string& path, const Image& image, const std::string& parameters,
                  int quality) {
-  const ImageFormat file_format = output_format_for(path);
-  const std::vector<uint8_t> bytes = encode_image(image, file_format, parameters, quality);
-
-  std::string temp;
-  const int fd = create_temp_beside(path, temp);
-  if (fd < 0) fail_file(path, format("cannot create the image file: %s", std::strerror(errno)));
-  size_t written = 0;
-  int write_errno = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      write_errno = n < 0 ? errno : EIO;
-      break;
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (::close(fd) != 0 && write_errno == 0) write_errno = errno;
-  if (write_errno == 0 && std::rename(temp.c_str(), path.c_str()) != 0) write_errno = errno;
-  if (write_errno != 0) {
-    std::remove(temp.c_str());
-    fail_file(path, format("cannot write the image file: %s", std::strerror(write_errno)));
-  }
+  const std::vector<uint8_t> bytes =
+      encode_image(image, output_format_for(path), parameters, quality);
+  write_file_whole(path, bytes.data(), bytes.size(), "image");
 }
 
 void check_image_writable(const std::string& path) {
@@ -188,14 +143,11 @@ void check_image_writable(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     fail_file(path, "is a folder; give an image file name with -o");
   }
-  std::string temp;
-  const int fd = create_temp_beside(path, temp);
-  if (fd < 0) {
-    fail_file(path, format("cannot write the image file here: %s; choose another -o",
-                           std::strerror(errno)));
+  try {
+    TempFileBeside probe(path, "image");  // removed again at once
+  } catch (const Error& e) {
+    fail("%s; choose another -o", e.what());
   }
-  ::close(fd);
-  std::remove(temp.c_str());
 }
 
 }  // namespace sd::io
