@@ -99,13 +99,18 @@ Tensor* t5_encoder_forward(const nn::Scope& t5, const T5Config& c, Tensor* token
   // 1. Token embeddings (no position embedding: positions enter as attention bias).
   Tensor* x = get_rows(ctx, t5["shared"].param("weight", {c.model_dim, c.vocab_size}),
                        token_ids);  // [d, L, N]
-  Tensor* bias = position_bias(blocks[0]["layer"][0]["SelfAttention"], c, buckets, len);
-  // A padding mask joins the bias: the same for every query and head.
-  if (key_mask) bias = add(ctx, bias, reshape(ctx, key_mask, {len, 1, 1}));
+  // The attention bias of layer i: its block's table (umT5) or block 0's (T5), with a padding
+  // mask joined to it, the same for every query and head.
+  auto bias_of = [&](int i) {
+    Tensor* bias = position_bias(blocks[i]["layer"][0]["SelfAttention"], c, buckets, len);
+    return key_mask ? add(ctx, bias, reshape(ctx, key_mask, {len, 1, 1})) : bias;
+  };
+  Tensor* shared_bias = c.bias_per_layer ? nullptr : bias_of(0);
 
   // 2. Pre-norm layers: x + attn(norm(x)), x + ff(norm(x)).
   for (int i = 0; i < c.layers; ++i) {
     const nn::Scope layer = blocks[i]["layer"];
+    Tensor* bias = c.bias_per_layer ? bias_of(i) : shared_bias;
     Tensor* h = t5_norm(layer[0]["layer_norm"], x, c.model_dim, c.eps);
     h = self_attention(layer[0]["SelfAttention"], c, h, bias);
     x = set_name(add(ctx, x, h), blocks[i].prefix() + "attn_out");

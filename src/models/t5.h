@@ -8,10 +8,14 @@
 // (bidirectional, 32 buckets, max distance 128), stored in the first layer and added in
 // every layer; feed-forward wo(gelu_tanh(wi_0 x) * wi_1 x); a final RMS norm.
 //
+// umT5 (Chung et al. 2023, "UniMax"; Wan's text encoder, umt5-xxl: 256384 tokens) is the
+// same network with one difference: every layer has its own relative position bias table
+// (bias_per_layer), where T5 v1.1 shares block 0's.
+//
 // Parameters, Hugging Face names below the caller's scope: shared.weight,
 // encoder.block.N.layer.0.{layer_norm, SelfAttention.{q,k,v,o}}, block 0's
-// SelfAttention.relative_attention_bias, encoder.block.N.layer.1.{layer_norm,
-// DenseReluDense.{wi_0,wi_1,wo}}, encoder.final_layer_norm.
+// SelfAttention.relative_attention_bias (every block's, for umT5),
+// encoder.block.N.layer.1.{layer_norm, DenseReluDense.{wi_0,wi_1,wo}}, encoder.final_layer_norm.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +35,7 @@ struct T5Config {
   int relative_buckets = 32;
   int relative_max_distance = 128;
   float eps = 1e-6f;
+  bool bias_per_layer = false;  // umT5: block N's own relative_attention_bias in layer N
 
   // google/t5-v1_1-xxl.
   static T5Config xxl() { return T5Config{}; }

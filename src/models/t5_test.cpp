@@ -50,12 +50,14 @@ std::vector<float> reference_encoder(const nn::RandomWeights& w, const T5Config&
   std::vector<float> x(static_cast<size_t>(len * d));
   for (int64_t t = 0; t < len; ++t)
     for (int64_t i = 0; i < d; ++i) x[t * d + i] = shared[ids[t] * d + i];
-  const std::vector<float> table =
-      p("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight");  // [32][heads]
   const std::vector<int32_t> buckets =
       t5_relative_position_buckets(len, c.relative_buckets, c.relative_max_distance);
   for (int l = 0; l < c.layers; ++l) {
     const std::string s = root + "encoder.block." + std::to_string(l) + ".layer.";
+    // [32][heads]: block 0's for T5, the layer's own for umT5.
+    const std::vector<float> table =
+        w.values(root + "encoder.block." + std::to_string(c.bias_per_layer ? l : 0) +
+                 ".layer.0.SelfAttention.relative_attention_bias.weight");
     std::vector<float> h = loops::rms_norm(x, d, w.values(s + "0.layer_norm.weight"), c.eps);
     const auto q = loops::linear(w, s + "0.SelfAttention.q", h, d, c.inner_dim, false);
     const auto k = loops::linear(w, s + "0.SelfAttention.k", h, d, c.inner_dim, false);
@@ -107,6 +109,23 @@ TEST(T5, EncoderMatchesALoopImplementation) {
       EXPECT_NE(name.find("block.0."), std::string::npos) << name;
     }
   }
+}
+
+TEST(T5, UmT5UsesEachLayersOwnBias) {
+  T5Config c = tiny_t5_config();
+  c.layers = 3;
+  c.bias_per_layer = true;
+  nn::RandomWeights w(DType::F32, 6);
+  const std::vector<int32_t> ids = {3, 17, 39, 0, 1, 22, 5};
+  const std::vector<float> out = run_encoder(w, c, ids);
+  EXPECT_LE(test::max_scaled_error(out, reference_encoder(w, c, ids), 1e-4, 1e-3), 1.0);
+  int tables = 0;
+  for (const std::string& name : w.names())
+    tables += name.find("relative_attention_bias") != std::string::npos;
+  EXPECT_EQ(tables, 3);
+  // The same weights read as T5 v1.1 (block 0's table everywhere) give another encoding.
+  c.bias_per_layer = false;
+  EXPECT_GT(test::max_scaled_error(run_encoder(w, c, ids), out, 1e-4, 1e-3), 1.0);
 }
 
 TEST(T5, WrongHeadCountIsAnError) {

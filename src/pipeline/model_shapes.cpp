@@ -301,6 +301,10 @@ models::T5Config t5_config_from_shapes(models::T5Config c, std::string_view scop
     ++c.layers;
   SD_CHECK(c.heads > 0 && c.inner_dim % c.heads == 0,
            "[t5] %lld heads do not divide the attention width %lld", ll(c.heads), ll(c.inner_dim));
+  // umT5 stores a bias table in every block; T5 v1.1 in block 0 only.
+  c.bias_per_layer =
+      c.layers > 1 &&
+      shape_of(root + "encoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight");
   return c;
 }
 

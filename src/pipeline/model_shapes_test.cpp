@@ -209,7 +209,10 @@ TEST(ModelShapes, FluxAndT5ReadBackFromTheirTensors) {
   small_t5.heads = 4;
   small_t5.ff_dim = 512;
   small_t5.layers = 2;
-  for (const models::T5Config& want : {models::T5Config::xxl(), small_t5}) {
+  models::T5Config small_umt5 = small_t5;  // Wan's umT5: a bias table in every block
+  small_umt5.vocab_size = 256384;
+  small_umt5.bias_per_layer = true;
+  for (const models::T5Config& want : {models::T5Config::xxl(), small_t5, small_umt5}) {
     AnyWeights any;
     nn::ParamRecorder rec(any);
     Context ctx;
@@ -226,6 +229,7 @@ TEST(ModelShapes, FluxAndT5ReadBackFromTheirTensors) {
     EXPECT_EQ(got.heads, want.heads);
     EXPECT_EQ(got.ff_dim, want.ff_dim);
     EXPECT_EQ(got.layers, want.layers);
+    EXPECT_EQ(got.bias_per_layer, want.bias_per_layer);
   }
   EXPECT_THROW(flux_config_from_shapes(models::FluxConfig::dev(), "model.diffusion_model.",
                                        lookup(Shapes{})),
