@@ -139,15 +139,7 @@ void write_image(const std::string& path, const Image& image, const std::string&
 
 void check_image_writable(const std::string& path) {
   output_format_for(path);
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    fail_file(path, "is a folder; give an image file name with -o");
-  }
-  try {
-    TempFileBeside probe(path, "image");  // removed again at once
-  } catch (const Error& e) {
-    fail("%s; choose another -o", e.what());
-  }
+  check_file_writable(path, "image");
 }
 
 }  // namespace sd::io

@@ -128,15 +128,7 @@ void write_video(const std::string& path, const std::vector<Image>& frames,
 
 void check_video_writable(const std::string& path) {
   const VideoFormat format = video_format_for(path);
-  const std::string probe = format == VideoFormat::PngFrames ? frame_file_name(path, 0) : path;
-  std::error_code ec;
-  if (std::filesystem::is_directory(probe, ec))
-    fail_file(probe, "is a folder; give a video file name with -o");
-  try {
-    TempFileBeside test(probe, "video");  // removed again at once
-  } catch (const Error& e) {
-    fail("%s; choose another -o", e.what());
-  }
+  check_file_writable(format == VideoFormat::PngFrames ? frame_file_name(path, 0) : path, "video");
 }
 
 }  // namespace sd::io

@@ -248,7 +248,8 @@ TEST(Video, WritabilityIsCheckedBeforeAnyWork) {
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
   expect_error([&] { check_video_writable(dir.file("clip.mov")); }, {"clip.mov", ".mp4"});
   std::filesystem::create_directory(dir.file("taken.mp4"));
-  expect_error([&] { check_video_writable(dir.file("taken.mp4")); }, {"is a folder"});
+  expect_error([&] { check_video_writable(dir.file("taken.mp4")); },
+               {"is a folder; give -o a file name for the video"});
   if (::geteuid() != 0) {
     ::chmod(dir.path().c_str(), 0500);
     expect_error([&] { check_video_writable(dir.file("clip.webm")); }, {"choose another -o"});

@@ -78,4 +78,15 @@ void write_file_whole(const std::string& path, const uint8_t* data, size_t size,
   file.commit();
 }
 
+void check_file_writable(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    fail_file(path, format("is a folder; give -o a file name for the %s", what.c_str()));
+  try {
+    TempFileBeside probe(path, what);  // removed again at once
+  } catch (const Error& e) {
+    fail("%s; choose another -o", e.what());
+  }
+}
+
 }  // namespace sd::io

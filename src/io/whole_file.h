@@ -37,4 +37,9 @@ class TempFileBeside {
 void write_file_whole(const std::string& path, const uint8_t* data, size_t size,
                       const std::string& what);
 
+// Fails, naming `path`, unless a `what` file could be written there now: `path` is not a
+// folder and a file can be created beside it (tried, then removed). For checks before
+// long work; the messages point at -o.
+void check_file_writable(const std::string& path, const std::string& what);
+
 }  // namespace sd::io
