@@ -301,6 +301,23 @@ Jobs::CancelOutcome PgJobQueue::cancel(const std::string& id) {
   });
 }
 
+// While it lives, the listener counts the notifications of job `id`.
+struct PgJobQueue::Watch {
+  Watch(const PgJobQueue& q, const std::string& id) : q(q), id(id) {
+    std::lock_guard<std::mutex> lock(q.notes_mutex_);
+    ++q.watchers_[id];
+  }
+  ~Watch() {
+    std::lock_guard<std::mutex> lock(q.notes_mutex_);
+    if (--q.watchers_[id] == 0) {
+      q.watchers_.erase(id);
+      q.notes_.erase(id);
+    }
+  }
+  const PgJobQueue& q;
+  const std::string& id;
+};
+
 uint64_t PgJobQueue::note_count(const std::string& id) const {
   std::lock_guard<std::mutex> lock(notes_mutex_);
   auto it = notes_.find(id);
@@ -319,21 +336,7 @@ bool PgJobQueue::wait_note(const std::string& id, uint64_t seen, int timeout_ms)
 std::optional<JobState> PgJobQueue::wait_changed(const std::string& id, uint64_t version,
                                                  int timeout_ms) {
   const auto deadline = Clock::now() + milliseconds(timeout_ms);
-  {
-    std::lock_guard<std::mutex> lock(notes_mutex_);
-    ++watchers_[id];
-  }
-  struct Unwatch {
-    const PgJobQueue* q;
-    const std::string& id;
-    ~Unwatch() {
-      std::lock_guard<std::mutex> lock(q->notes_mutex_);
-      if (--q->watchers_[id] == 0) {
-        q->watchers_.erase(id);
-        q->notes_.erase(id);
-      }
-    }
-  } unwatch{this, id};
+  const Watch watch(*this, id);
   std::optional<JobState> last;
   for (;;) {
     const uint64_t seen = note_count(id);
@@ -353,13 +356,21 @@ std::optional<JobState> PgJobQueue::wait_changed(const std::string& id, uint64_t
 
 std::optional<JobState> PgJobQueue::wait_finished(const std::string& id, int64_t timeout_ms) {
   const auto deadline = Clock::now() + milliseconds(timeout_ms);
-  std::optional<JobState> state = find(id);
-  while (state && !job_finished(state->status) && !stopping_) {
+  const Watch watch(*this, id);
+  // Until the end, each change costs one small read of the job's state; the whole job
+  // (its images, its history) is read once.
+  for (;;) {
+    const uint64_t seen = note_count(id);
+    const std::optional<std::string> state = with_connection(pool_, [&](PgConnection& c) {
+      PgResult r = c.exec(sql("SELECT state FROM {s}.jobs WHERE id = $1"), {pg_text(id)});
+      return r.rows() ? std::optional<std::string>(r.text(0, 0)) : std::nullopt;
+    });
+    if (!state) return std::nullopt;
     const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) break;
-    state = wait_changed(id, state->version, static_cast<int>(std::min<int64_t>(left, 60000)));
+    const std::optional<JobStatus> status = parse_job_status(*state);
+    if ((status && job_finished(*status)) || left <= 0 || stopping_) return find(id);
+    wait_note(id, seen, static_cast<int>(std::min<int64_t>(left, 1000)));
   }
-  return state;
 }
 
 int PgJobQueue::waiting(const std::string& tenant) const {

@@ -66,6 +66,7 @@ class PgJobQueue final : public Jobs {
   const std::string& worker_id() const { return worker_id_; }
 
  private:
+  struct Watch;
   std::string sql(const char* text) const;
   std::optional<JobState> read_job(PgConnection& c, const std::string& id) const;
   void listen_loop();
