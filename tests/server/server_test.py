@@ -13,6 +13,7 @@ import base64
 import json
 import os
 import re
+import socket
 import struct
 import subprocess
 import sys
@@ -414,6 +415,39 @@ try:
               f"live preview: {status} {headers} {size}")
     expect_error(server, "GET", f"/sdcpp/v1/jobs/{waiting['id']}/preview", None, 404, "no live preview")
     expect_error(server, "GET", "/sdcpp/v1/jobs/job_nope/preview", None, 404, "no job")
+    # Event streams are bounded (half the request threads): the next gets 503, the rest of
+    # the API is still served, and a closed stream gives its place back.
+    limit = caps["limits"]["max_event_streams"]
+    host, port = server.url.rsplit("/", 1)[1].split(":")
+    def open_stream():
+        c = socket.create_connection((host, int(port)), timeout=30)
+        c.sendall(f"GET /sdcpp/v1/jobs/{running['id']}/events HTTP/1.1\r\nHost: {host}\r\n\r\n".encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            part = c.recv(4096)
+            if not part:
+                break
+            head += part
+        return c, head
+    streams = [open_stream() for _ in range(limit)]
+    check(all(h.startswith(b"HTTP/1.1 200") for _, h in streams),
+          f"{limit} event streams open: {[h[:20] for _, h in streams]}")
+    status, headers, answer = server.json("GET", f"/sdcpp/v1/jobs/{running['id']}/events", timeout=20)
+    check(status == 503 and answer["error"]["code"] == "too_many_streams" and "Retry-After" in headers,
+          f"one event stream past the limit: {status} {answer}")
+    status, _, _ = server.json("GET", "/sdcpp/v1/capabilities", timeout=20)
+    check(status == 200, f"capabilities with every stream place taken: {status}")
+    for c, _ in streams:
+        c.close()
+    reopened = b""
+    for _ in range(50):  # the server sees a closed stream at its next write (within a second)
+        c, reopened = open_stream()
+        c.close()
+        if reopened.startswith(b"HTTP/1.1 200"):
+            break
+        time.sleep(0.2)
+    check(reopened.startswith(b"HTTP/1.1 200"), f"a closed stream gives its place back: {reopened[:60]}")
+
     started = time.time()
     status, _, _ = server.json("POST", f"/sdcpp/v1/jobs/{running['id']}/cancel")
     job = wait_job(server, running["id"], ["cancelled", "completed", "failed"], timeout=60)

@@ -167,6 +167,7 @@ int run(int argc, char** argv) {
   // Synchronous API calls hold a thread while their job waits; leave room for polling.
   const size_t threads = 8 + static_cast<size_t>(std::min(so.max_queue, 56));
   http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  state.max_event_streams = static_cast<int>(threads / 2);
   http.set_payload_max_length(static_cast<size_t>(so.max_body_mb) << 20);
   server::install_routes(http, state);
   int port = so.listen_port;

@@ -379,6 +379,7 @@ json capabilities(const ServerState& s) {
             {"max_height", s.requests.max_image_side},
             {"max_batch_count", s.requests.max_batch},
             {"max_queue_size", s.queue->max_waiting()},
+            {"max_event_streams", s.max_event_streams},
             {"max_body_bytes", static_cast<int64_t>(s.options->max_body_mb) << 20}}}};
 }
 
@@ -666,10 +667,28 @@ void install_routes(httplib::Server& svr, ServerState& s) {
           guarded([&s, unknown_job](const Request& req, Response& res) {
             const std::string id = req.matches[1];
             if (!s.queue->find(id)) return unknown_job(res, id);
+            if (s.event_streams.fetch_add(1) >= s.max_event_streams) {
+              --s.event_streams;
+              res.set_header("Retry-After", "5");
+              send_error(res, 503, "too_many_streams",
+                         std::to_string(s.max_event_streams) +
+                             " event streams are open, the most this server keeps (half its "
+                             "request threads); poll GET /sdcpp/v1/jobs/" +
+                             id + " instead");
+              return;
+            }
+            // The stream's place is given back when its provider is gone, however it ends.
+            struct StreamPlace {
+              explicit StreamPlace(std::atomic<int>& open) : open(open) {}
+              StreamPlace(const StreamPlace&) = delete;
+              ~StreamPlace() { --open; }
+              std::atomic<int>& open;
+            };
+            auto place = std::make_shared<StreamPlace>(s.event_streams);
             auto version = std::make_shared<uint64_t>(~uint64_t{0});
             res.set_header("Cache-Control", "no-cache");
             res.set_chunked_content_provider(
-                "text/event-stream", [&s, id, version](size_t, httplib::DataSink& sink) {
+                "text/event-stream", [&s, id, version, place](size_t, httplib::DataSink& sink) {
                   std::optional<JobState> job;
                   try {
                     job = s.queue->wait_changed(id, *version, 1000);

@@ -24,6 +24,10 @@ struct ServerState {
   std::string index_html;
   preview_t live_preview = PREVIEW_NONE;  // what jobs' live previews show
   std::atomic<bool> stopping{false};
+  // Event streams hold a request thread each while open: at most this many at once (half
+  // the threads), so that polling, cancel and new jobs are always served.
+  int max_event_streams = 4;
+  std::atomic<int> event_streams{0};
 };
 
 void install_routes(httplib::Server& server, ServerState& state);
