@@ -16,6 +16,7 @@
 #include <sstream>
 
 #include "models/byte_level.h"
+#include "models/tekken_vocab.h"
 #include "models/tokenizer_files.h"
 #include "tensor/cache_folder.h"
 #include "tensor/error.h"
@@ -199,17 +200,21 @@ std::string find_bpe_tokenizer(const BpeVocabSearch& which, const std::string& e
          kBpeTokenizerFileName);
   }
   namespace fs = std::filesystem;
-  if (!model_dir.empty()) {
-    const std::string p = (fs::path(model_dir) / "tokenizer" / kBpeTokenizerFileName).string();
-    if (file_exists(p)) return p;
-  }
-  if (!llm_file.empty()) {
-    const std::string p = (fs::path(llm_file).parent_path() / kBpeTokenizerFileName).string();
-    if (file_exists(p)) return p;
-  }
-  const std::string cached =
-      cache_folder_path(std::string(which.cache_folder) + "/" + kBpeTokenizerFileName);
-  if (!cached.empty() && file_exists(cached)) return cached;
+  // In each folder a Hugging Face tokenizer.json, else Mistral's own tekken.json.
+  auto in_folder = [](const fs::path& folder) -> std::string {
+    for (const char* name : {kBpeTokenizerFileName, kTekkenFileName}) {
+      const std::string p = (folder / name).string();
+      if (file_exists(p)) return p;
+    }
+    return "";
+  };
+  if (!model_dir.empty())
+    if (std::string p = in_folder(fs::path(model_dir) / "tokenizer"); !p.empty()) return p;
+  if (!llm_file.empty())
+    if (std::string p = in_folder(fs::path(llm_file).parent_path()); !p.empty()) return p;
+  const std::string cache = cache_folder_path(which.cache_folder);
+  if (!cache.empty())
+    if (std::string p = in_folder(cache); !p.empty()) return p;
   return "";
 }
 
@@ -229,6 +234,7 @@ BpeTokenizer BpeTokenizer::from_file(const std::string& path) {
 BpeTokenizer BpeTokenizer::from_json(std::string_view json_text) {
   json data = json::parse(json_text, nullptr, /*allow_exceptions=*/false);
   SD_CHECK(!data.is_discarded() && data.is_object(), "not a JSON tokenizer file");
+  if (is_tekken_json(data)) return from_gguf_metadata(tekken_vocab(data));
   SD_CHECK(data.contains("model") && data["model"].is_object(),
            "no \"model\" entry: not a Hugging Face tokenizer.json");
   const json& model = data["model"];

@@ -34,6 +34,7 @@
 namespace sd::models {
 
 inline constexpr const char* kBpeTokenizerFileName = "tokenizer.json";
+inline constexpr const char* kTekkenFileName = "tekken.json";  // Mistral's (tekken_vocab.h)
 
 // Which vocabulary a tokenizer search is for: its name in messages, the environment
 // variable that names its tokenizer.json, and its folder in the user cache.
@@ -45,12 +46,13 @@ struct BpeVocabSearch {
 inline constexpr BpeVocabSearch kQwenVocab{"Qwen", "SD_QWEN_TOKENIZER", "qwen"};
 inline constexpr BpeVocabSearch kMistralVocab{"Mistral", "SD_MISTRAL_TOKENIZER", "mistral"};
 
-// Finds the tokenizer.json of `which` vocabulary. Order: `explicit_path` (a flag), the
-// environment variable (SD_QWEN_TOKENIZER, ...), `model_dir`/tokenizer/tokenizer.json (a
-// diffusers folder), a tokenizer.json next to `llm_file`, the user cache ($XDG_CACHE_HOME or
-// ~/.cache)/sd-engine/<cache_folder>/tokenizer.json. "" when none of them exists (for Qwen
-// the caller then uses the built-in tokenizer, models/embedded_vocab.h); an explicit path or
-// environment variable that does not exist is an sd::Error. Nothing is downloaded.
+// Finds the tokenizer file of `which` vocabulary. Order: `explicit_path` (a flag), the
+// environment variable (SD_QWEN_TOKENIZER, ...), `model_dir`/tokenizer/ (a diffusers folder),
+// the folder of `llm_file`, the user cache ($XDG_CACHE_HOME or ~/.cache)/sd-engine/
+// <cache_folder>/; in each folder tokenizer.json, else tekken.json (Mistral's own file). "" when
+// none of them exists (for Qwen the caller then uses the built-in tokenizer,
+// models/embedded_vocab.h); an explicit path or environment variable that does not exist is an
+// sd::Error. Nothing is downloaded.
 std::string find_bpe_tokenizer(const BpeVocabSearch& which, const std::string& explicit_path,
                                const std::string& model_dir, const std::string& llm_file);
 
@@ -67,7 +69,8 @@ struct BpeGgufVocab {
 
 class BpeTokenizer {
  public:
-  // Reads tokenizer.json; throws sd::Error naming the file and the problem.
+  // Reads a tokenizer.json, or Mistral's tekken.json (tekken_vocab.h); throws sd::Error
+  // naming the file and the problem.
   static BpeTokenizer from_file(const std::string& path);
   static BpeTokenizer from_json(std::string_view json_text);
   // GGUF files carry no regex: `pre` names one of a small table (qwen2, llama-bpe, tekken,

@@ -9,7 +9,7 @@
 #include <random>
 
 #include "io/folder_lookup.h"
-#include "server/base64.h"
+#include "tensor/base64.h"
 #include "tensor/error.h"
 #include "tensor/text.h"
 

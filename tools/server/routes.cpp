@@ -9,8 +9,8 @@
 #include <xxhash.h>
 
 #include "backend/rpc/access.h"
-#include "server/base64.h"
 #include "server/request_guard.h"
+#include "tensor/base64.h"
 #include "tensor/error.h"
 #include "tensor/text.h"
 

@@ -82,9 +82,10 @@ std::shared_ptr<const models::BpeTokenizer> find_llm_tokenizer(
   fail(
       "no %s tokenizer found: the --llm file carries none (a GGUF from llama.cpp does) and no "
       "%s was placed. Take the one of the text encoder's Hugging Face repository (FLUX.2 dev: "
-      "black-forest-labs/FLUX.2-dev, tokenizer/tokenizer.json) and put it next to the --llm "
-      "file or in ~/.cache/sd-engine/%s/, or name it with %s",
-      which.name, models::kBpeTokenizerFileName, which.cache_folder, which.env);
+      "black-forest-labs/FLUX.2-dev, tokenizer/tokenizer.json; or Mistral's own %s) and put "
+      "it next to the --llm file or in ~/.cache/sd-engine/%s/, or name it with %s",
+      which.name, models::kBpeTokenizerFileName, models::kTekkenFileName, which.cache_folder,
+      which.env);
 }
 
 std::shared_ptr<const models::BpeTokenizer> llm_tokenizer(const ModelFiles& files,

@@ -1,8 +1,8 @@
-#include "server/base64.h"
+#include "tensor/base64.h"
 
 #include <cstdint>
 
-namespace sd::server {
+namespace sd {
 
 namespace {
 const char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -72,4 +72,4 @@ std::optional<std::string> base64_decode(const std::string& text) {
   return out;
 }
 
-}  // namespace sd::server
+}  // namespace sd

@@ -1,8 +1,8 @@
-#include "server/base64.h"
+#include "tensor/base64.h"
 
 #include <gtest/gtest.h>
 
-namespace sd::server {
+namespace sd {
 namespace {
 
 TEST(Base64, RoundTripsEveryTailLength) {
@@ -28,4 +28,4 @@ TEST(Base64, RejectsWhatIsNotBase64) {
 }
 
 }  // namespace
-}  // namespace sd::server
+}  // namespace sd
