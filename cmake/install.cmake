@@ -47,7 +47,7 @@ foreach(dir LIBDIR INCLUDEDIR)
 endforeach()
 # What linking the static archive needs besides it: the system libraries, linked shared
 # (they bring their own dependencies).
-set(SD_PC_LIBS_PRIVATE "-ldnnl -lhwy -lgrpc++ -lgrpc -lgpr -labsl_synchronization -lprotobuf -lwebp -lxxhash -lpng -ljpeg -lz -lpcre2-8 -licuuc -fopenmp -lstdc++ -lm")
+set(SD_PC_LIBS_PRIVATE "-ldnnl -lhwy -lgrpc++ -lgrpc -lgpr -labsl_synchronization -lprotobuf -lwebpmux -lwebp -lavformat -lavcodec -lswscale -lavutil -lxxhash -lpng -ljpeg -lz -lpcre2-8 -licuuc -fopenmp -lstdc++ -lm")
 if(SD_HAVE_VULKAN)
   string(PREPEND SD_PC_LIBS_PRIVATE "-lvulkan ")
 endif()
