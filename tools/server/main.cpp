@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -54,20 +53,13 @@ preview_t live_preview_mode(int argc, char** argv, preview_t parsed) {
   return PREVIEW_PROJ;
 }
 
-// The model a server's jobs need and its worker serves, by its file's stem, as /v1/models
-// names it: servers loading the same file share its jobs.
-std::string model_key(const cli::ContextOptions& c) {
-  const std::string& path = c.model_path.empty() ? c.diffusion_model_path : c.model_path;
-  return std::filesystem::path(path).stem().string();
-}
-
 // Connects to the shared queue (before the model loads: a wrong URL is said at once).
 std::unique_ptr<server::PgJobQueue> open_shared_queue(const server::ServerOptions& so,
                                                       const server::ServerState& state) {
   server::PgQueueOptions q;
   q.url = so.queue_url;
   q.schema = so.queue_schema;
-  q.model = model_key(state.requests.context);
+  q.model = server::model_name(state);  // servers loading the same file share its jobs
   q.worker = !so.accept_only;
   q.max_waiting = so.max_queue;
   q.max_attempts = so.max_attempts;
@@ -156,7 +148,6 @@ int run(int argc, char** argv) {
   if (shared_queue) {
     shared_queue->start(queued_work(state, generator.get()), cancel_running);
     queue = std::move(shared_queue);
-    state.durable_queue = true;
   } else {
     queue = std::make_unique<server::JobQueue>(so.max_queue, so.job_history, cancel_running);
   }

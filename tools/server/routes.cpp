@@ -160,9 +160,10 @@ std::optional<JobState> submit(ServerState& s, GenRequest request,
       return std::nullopt;
     }
   }
+  const std::string tenant = tenant_of(s);
   JobTicket ticket;
-  ticket.tenant = tenant_of(s);
-  if (s.durable_queue) {
+  ticket.tenant = tenant;
+  if (s.durable_queue()) {
     ticket.payload = payload();
     // The seed drawn here for seed -1: a job run again gives the same image.
     ticket.payload["seed"] = request.generation.seed;
@@ -171,11 +172,11 @@ std::optional<JobState> submit(ServerState& s, GenRequest request,
   }
   Jobs::Submitted submitted = s.queue->submit(std::move(ticket));
   if (submitted.refusal == Jobs::Refusal::Full) {
-    res.set_header("Retry-After", retry_after(s, tenant_of(s)));
+    res.set_header("Retry-After", retry_after(s, tenant));
     send_error(
         res, 429, "queue_full",
         "the job queue is full (" + std::to_string(s.queue->max_waiting()) +
-            (s.durable_queue ? " waiting for this client" : " waiting behind the running job") +
+            (s.durable_queue() ? " waiting for this client" : " waiting behind the running job") +
             "); retry after the Retry-After seconds");
     return std::nullopt;
   }
@@ -213,11 +214,6 @@ std::optional<JobState> submit(ServerState& s, GenRequest request,
 
 std::string file_stem(const std::string& path) {
   return std::filesystem::path(path).stem().string();
-}
-
-std::string model_path(const ServerState& s) {
-  const cli::ContextOptions& c = s.requests.context;
-  return c.model_path.empty() ? c.diffusion_model_path : c.model_path;
 }
 
 bool has_model_extension(const std::filesystem::path& p) {
@@ -303,7 +299,6 @@ json defaults_json(const ServerState& s) {
   const scheduler_t scheduler = g.sample_params.scheduler == SCHEDULER_COUNT && s.generator
                                     ? s.generator->default_scheduler(method)
                                     : g.sample_params.scheduler;
-
   return {{"prompt", g.prompt},
           {"negative_prompt", g.negative_prompt},
           {"clip_skip", g.clip_skip},
@@ -449,6 +444,15 @@ bool authorized(const ServerState& s, const Request& req) {
 
 }  // namespace
 
+std::string model_path(const ServerState& s) {
+  const cli::ContextOptions& c = s.requests.context;
+  return c.model_path.empty() ? c.diffusion_model_path : c.model_path;
+}
+
+std::string model_name(const ServerState& s) {
+  return file_stem(model_path(s));
+}
+
 void install_routes(httplib::Server& svr, ServerState& s) {
   // CORS and the token, before any route: a browser's preflight carries no token.
   svr.set_pre_routing_handler([&s](const Request& req, Response& res) {
@@ -536,7 +540,7 @@ void install_routes(httplib::Server& svr, ServerState& s) {
                         {{{"id", "sd-cpp-local"},
                           {"object", "model"},
                           {"owned_by", "local"},
-                          {"name", file_stem(model_path(s))}}}}});
+                          {"name", model_name(s)}}}}});
           }));
   svr.Post("/v1/images/generations", guarded([&s](const Request& req, Response& res) {
              OpenAiForm form;
@@ -593,11 +597,10 @@ void install_routes(httplib::Server& svr, ServerState& s) {
                                     {"sha256", ""},
                                     {"config", nullptr}}}));
           }));
-  svr.Get("/sdapi/v1/options", guarded([&s](const Request&, Response& res) {
-            send_json(
-                res, 200,
-                {{"samples_format", "png"}, {"sd_model_checkpoint", file_stem(model_path(s))}});
-          }));
+  svr.Get(
+      "/sdapi/v1/options", guarded([&s](const Request&, Response& res) {
+        send_json(res, 200, {{"samples_format", "png"}, {"sd_model_checkpoint", model_name(s)}});
+      }));
 
   // Native, asynchronous
   svr.Get("/sdcpp/v1/capabilities",

@@ -20,7 +20,6 @@ struct ServerState {
   RequestContext requests;
   Generator* generator = nullptr;  // null on an --accept-only server (no model loaded)
   Jobs* queue = nullptr;
-  bool durable_queue = false;  // jobs go to a shared queue as the requests clients sent
   std::string index_html;
   preview_t live_preview = PREVIEW_NONE;  // what jobs' live previews show
   std::atomic<bool> stopping{false};
@@ -28,8 +27,16 @@ struct ServerState {
   // the threads), so that polling, cancel and new jobs are always served.
   int max_event_streams = 4;
   std::atomic<int> event_streams{0};
+
+  // Jobs go to a shared queue (--queue) as the requests clients sent.
+  bool durable_queue() const { return !options->queue_url.empty(); }
 };
 
 void install_routes(httplib::Server& server, ServerState& state);
+
+// The model file the server was started with (-m, else --diffusion-model), and its stem: the
+// name /v1/models and A1111's sd-models show, and the model a shared queue's jobs need.
+std::string model_path(const ServerState& s);
+std::string model_name(const ServerState& s);
 
 }  // namespace sd::server
