@@ -18,7 +18,7 @@ packages=(
   nlohmann-json3-dev libcpp-httplib-dev
   libpq-dev postgresql
   libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
-  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev
+  libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg
   libpcre2-dev libicu-dev
   libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc libxxhash-dev
   libvulkan-dev glslc mesa-vulkan-drivers vulkan-validationlayers

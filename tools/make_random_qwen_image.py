@@ -48,8 +48,8 @@ prompt, not mostly on the noise: ``img_in`` is 5x weaker and the transformer's q
 scales are 1.5 x (1 + normal(0, 0.1)). The autoencoder uses normal(0, 1/sqrt(fan_in))
 convolution weights (fan_in = input channels x kernel volume), normal(0, 0.02) biases and
 1 + normal(0, 0.1) RMS norm scales. Each tensor has its own generator seeded with (seed,
-crc32(name)): same seed, same bytes. The text model and the file writing are
-random_model_parts.py's (beside this script).
+crc32(name)): same seed, same bytes. The text model, the autoencoder and the file
+writing are random_model_parts.py's (beside this script).
 
 dtype: as released by default (all three bf16); ``--dtype`` writes all three in one type.
 Only numpy is needed; the safetensors format is written directly. At the default sizes
@@ -69,10 +69,6 @@ from random_model_parts import FREQ_DIM, HEAD_DIM, linear, norm  # HEAD_DIM: RoP
 PATCH = 2
 LATENT_CHANNELS = 16
 MLP_RATIO = 4
-VAE_MULT = (1, 2, 4, 4)
-VAE_RES_BLOCKS = 2
-VAE_TEMPORAL_DOWN = (False, True, True)   # encoder stages 0..2
-VAE_TEMPORAL_UP = (True, True, False)     # decoder stages 0..2
 
 # Each spec is (name, shape, mean, std): the values are mean + std * normal(0, 1).
 
@@ -104,87 +100,6 @@ def dit_specs(hidden, n_layers, text_dim):
     return s
 
 
-def vae_specs(dim, z=LATENT_CHANNELS):
-    """The Wan 2.1 autoencoder: encoder to 2z channels (mean and log-variance), ``conv1``
-    2z -> 2z, ``conv2`` z -> z, decoder from z channels; all 1x1 / 3x3 kernels."""
-    s = []
-
-    def conv(name, n_out, n_in, kernel):
-        fan_in = n_in
-        for k in kernel:
-            fan_in *= k
-        s.append((f"{name}.weight", (n_out, n_in) + tuple(kernel), 0.0, fan_in ** -0.5))
-        s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
-
-    def rms(name, n, images=False):
-        shape = (n, 1, 1) if images else (n, 1, 1, 1)
-        s.append((f"{name}.gamma", shape, 1.0, 0.1))
-
-    def resblock(name, c_in, c_out):
-        rms(f"{name}.residual.0", c_in)
-        conv(f"{name}.residual.2", c_out, c_in, (3, 3, 3))
-        rms(f"{name}.residual.3", c_out)
-        conv(f"{name}.residual.6", c_out, c_out, (3, 3, 3))
-        if c_in != c_out:
-            conv(f"{name}.shortcut", c_out, c_in, (1, 1, 1))
-
-    def attention(name, c):
-        rms(f"{name}.norm", c, images=True)
-        conv(f"{name}.to_qkv", 3 * c, c, (1, 1))
-        conv(f"{name}.proj", c, c, (1, 1))
-
-    def middle(prefix, c):
-        resblock(f"{prefix}.middle.0", c, c)
-        attention(f"{prefix}.middle.1", c)
-        resblock(f"{prefix}.middle.2", c, c)
-
-    # encoder: dims dim x (1, 1, 2, 4, 4)
-    dims = [dim] + [dim * m for m in VAE_MULT]
-    conv("encoder.conv1", dims[0], 3, (3, 3, 3))
-    idx = 0
-    for i in range(len(VAE_MULT)):
-        c_in, c_out = dims[i], dims[i + 1]
-        for _ in range(VAE_RES_BLOCKS):
-            resblock(f"encoder.downsamples.{idx}", c_in, c_out)
-            c_in = c_out
-            idx += 1
-        if i != len(VAE_MULT) - 1:
-            p = f"encoder.downsamples.{idx}"
-            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
-            if VAE_TEMPORAL_DOWN[i]:
-                conv(f"{p}.time_conv", c_out, c_out, (3, 1, 1))
-            idx += 1
-    c = dims[-1]
-    middle("encoder", c)
-    rms("encoder.head.0", c)
-    conv("encoder.head.2", 2 * z, c, (3, 3, 3))
-    conv("conv1", 2 * z, 2 * z, (1, 1, 1))
-
-    # decoder: dims dim x (4, 4, 4, 2, 1); stages after an upsampling start from half
-    conv("conv2", z, z, (1, 1, 1))
-    dims = [dim * VAE_MULT[-1]] + [dim * m for m in reversed(VAE_MULT)]
-    conv("decoder.conv1", dims[0], z, (3, 3, 3))
-    middle("decoder", dims[0])
-    idx = 0
-    for i in range(len(VAE_MULT)):
-        c_in, c_out = dims[i], dims[i + 1]
-        if i > 0:
-            c_in //= 2
-        for _ in range(VAE_RES_BLOCKS + 1):
-            resblock(f"decoder.upsamples.{idx}", c_in, c_out)
-            c_in = c_out
-            idx += 1
-        if i != len(VAE_MULT) - 1:
-            p = f"decoder.upsamples.{idx}"
-            conv(f"{p}.resample.1", c_out // 2, c_out, (3, 3))
-            if VAE_TEMPORAL_UP[i]:
-                conv(f"{p}.time_conv", 2 * c_out, c_out, (3, 1, 1))
-            idx += 1
-    rms("decoder.head.0", dims[-1])
-    conv("decoder.head.2", 3, dims[-1], (3, 3, 3))
-    return s
-
-
 def main(argv=None):
     ap = rw.parser(__doc__, released="bf16/bf16/bf16", hidden=3072,
                    hidden_help="transformer width, multiple of 128 (fixed 3072 in "
@@ -206,7 +121,7 @@ def main(argv=None):
     parts = {
         "qwen_image": (dit_specs(a.hidden, a.layers, a.llm_hidden), "bf16"),
         "qwen2_5_vl": (rw.qwen25vl_specs(a.llm_hidden, a.llm_layers, a.llm_ff), "bf16"),
-        "qwen_image_vae": (vae_specs(a.vae_dim), "bf16"),
+        "qwen_image_vae": (rw.wan_vae_specs(a.vae_dim, LATENT_CHANNELS), "bf16"),
     }
     return rw.write_parts(a, parts, "make_random_qwen_image.py")
 

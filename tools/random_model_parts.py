@@ -1,10 +1,12 @@
-"""What the random-weight model writers make_random_z_image.py, make_random_flux2.py and
-make_random_qwen_image.py share.
+"""What the random-weight model writers make_random_z_image.py, make_random_flux2.py,
+make_random_qwen_image.py and make_random_wan.py share.
 
 * Tensor specs: ``linear`` and ``norm`` append the specs of one layer, ``qwen3_specs`` the
   Qwen3 text model both models read, ``qwen25vl_specs`` the Qwen2.5-VL text model (Qwen-Image
   reads it), ``ae_specs`` the LDM autoencoder (FLUX.1's 16-channel one, or with
-  ``quant_convs`` the FLUX.2 one without its batch-norm statistics).
+  ``quant_convs`` the FLUX.2 one without its batch-norm statistics), ``wan_vae_specs`` Wan
+  2.1's causal autoencoder (Qwen-Image and Wan read it), ``t5_specs`` T5 v1.1's encoder or,
+  with ``bias_per_layer``, umT5's (Wan reads it).
 * Values and writing: a spec is (name, shape, mean, std), values mean + std * normal(0, 1)
   from a generator of its own seeded with (seed, crc32(name)), so that the same seed writes
   the same bytes; or (name, shape, array, dtype), fixed float values always stored in that
@@ -32,6 +34,11 @@ QWEN3_HEADS, QWEN3_KV_HEADS = 32, 8
 QWEN3_VOCAB = 151936
 QWEN25VL_HEADS, QWEN25VL_KV_HEADS = 28, 4
 QWEN25VL_VOCAB = 152064
+T5_D_KV, T5_BUCKETS = 64, 32  # T5 / umT5 attention head width, relative position buckets
+WAN_VAE_MULT = (1, 2, 4, 4)
+WAN_VAE_RES_BLOCKS = 2
+WAN_VAE_TEMPORAL_DOWN = (False, True, True)   # encoder stages 0..2
+WAN_VAE_TEMPORAL_UP = (True, True, False)     # decoder stages 0..2
 CHUNK_VALUES = 1 << 24     # values generated and encoded at a time when writing
 DTYPES = {"f32": ("F32", 4), "f16": ("F16", 2), "bf16": ("BF16", 2)}
 
@@ -154,6 +161,115 @@ def ae_specs(enc_ch, dec_ch, z, quant_convs=False, mult=(1, 2, 4, 4), n_res=2, s
     return s
 
 
+def wan_vae_specs(dim, z=16):
+    """The Wan 2.1 causal autoencoder, Wan names, base width dim: encoder to 2z channels
+    (mean and log-variance), ``conv1`` 2z -> 2z, ``conv2`` z -> z, decoder from z channels;
+    all 1x1 / 3x3 kernels, 3D convolutions 5-D [out, in, t, h, w]. normal(0, 1/sqrt(fan_in))
+    convolution weights (fan_in = input channels x kernel volume), normal(0, 0.02) biases,
+    1 + normal(0, 0.1) RMS norm scales ``gamma`` [n, 1, 1, 1] ([n, 1, 1] in attention)."""
+    s = []
+
+    def conv(name, n_out, n_in, kernel):
+        fan_in = n_in
+        for k in kernel:
+            fan_in *= k
+        s.append((f"{name}.weight", (n_out, n_in) + tuple(kernel), 0.0, fan_in ** -0.5))
+        s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
+
+    def rms(name, n, images=False):
+        shape = (n, 1, 1) if images else (n, 1, 1, 1)
+        s.append((f"{name}.gamma", shape, 1.0, 0.1))
+
+    def resblock(name, c_in, c_out):
+        rms(f"{name}.residual.0", c_in)
+        conv(f"{name}.residual.2", c_out, c_in, (3, 3, 3))
+        rms(f"{name}.residual.3", c_out)
+        conv(f"{name}.residual.6", c_out, c_out, (3, 3, 3))
+        if c_in != c_out:
+            conv(f"{name}.shortcut", c_out, c_in, (1, 1, 1))
+
+    def attention(name, c):
+        rms(f"{name}.norm", c, images=True)
+        conv(f"{name}.to_qkv", 3 * c, c, (1, 1))
+        conv(f"{name}.proj", c, c, (1, 1))
+
+    def middle(prefix, c):
+        resblock(f"{prefix}.middle.0", c, c)
+        attention(f"{prefix}.middle.1", c)
+        resblock(f"{prefix}.middle.2", c, c)
+
+    # encoder: dims dim x (1, 1, 2, 4, 4)
+    dims = [dim] + [dim * m for m in WAN_VAE_MULT]
+    conv("encoder.conv1", dims[0], 3, (3, 3, 3))
+    idx = 0
+    for i in range(len(WAN_VAE_MULT)):
+        c_in, c_out = dims[i], dims[i + 1]
+        for _ in range(WAN_VAE_RES_BLOCKS):
+            resblock(f"encoder.downsamples.{idx}", c_in, c_out)
+            c_in = c_out
+            idx += 1
+        if i != len(WAN_VAE_MULT) - 1:
+            p = f"encoder.downsamples.{idx}"
+            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
+            if WAN_VAE_TEMPORAL_DOWN[i]:
+                conv(f"{p}.time_conv", c_out, c_out, (3, 1, 1))
+            idx += 1
+    c = dims[-1]
+    middle("encoder", c)
+    rms("encoder.head.0", c)
+    conv("encoder.head.2", 2 * z, c, (3, 3, 3))
+    conv("conv1", 2 * z, 2 * z, (1, 1, 1))
+
+    # decoder: dims dim x (4, 4, 4, 2, 1); stages after an upsampling start from half
+    conv("conv2", z, z, (1, 1, 1))
+    dims = [dim * WAN_VAE_MULT[-1]] + [dim * m for m in reversed(WAN_VAE_MULT)]
+    conv("decoder.conv1", dims[0], z, (3, 3, 3))
+    middle("decoder", dims[0])
+    idx = 0
+    for i in range(len(WAN_VAE_MULT)):
+        c_in, c_out = dims[i], dims[i + 1]
+        if i > 0:
+            c_in //= 2
+        for _ in range(WAN_VAE_RES_BLOCKS + 1):
+            resblock(f"decoder.upsamples.{idx}", c_in, c_out)
+            c_in = c_out
+            idx += 1
+        if i != len(WAN_VAE_MULT) - 1:
+            p = f"decoder.upsamples.{idx}"
+            conv(f"{p}.resample.1", c_out // 2, c_out, (3, 3))
+            if WAN_VAE_TEMPORAL_UP[i]:
+                conv(f"{p}.time_conv", 2 * c_out, c_out, (3, 1, 1))
+            idx += 1
+    rms("decoder.head.0", dims[-1])
+    conv("decoder.head.2", 3, dims[-1], (3, 3, 3))
+    return s
+
+
+def t5_specs(dim, n_layers, ff, heads, vocab, bias_per_layer=False):
+    """T5 v1.1's encoder, Hugging Face names, no biases, heads of T5_D_KV: with
+    bias_per_layer umT5's (a relative position bias table in every block, not only block 0).
+    T5 does not scale its attention logits, so q is sqrt(d_kv) x weaker (Hugging Face's T5
+    initialisation); the embedding and the bias tables are normal(0, 1)."""
+    s = [("shared.weight", (vocab, dim), 0.0, 1.0)]
+    inner = heads * T5_D_KV
+    for i in range(n_layers):
+        p = f"encoder.block.{i}.layer"
+        linear(s, f"{p}.0.SelfAttention.q", inner, dim, gain=T5_D_KV ** -0.5)
+        linear(s, f"{p}.0.SelfAttention.k", inner, dim)
+        linear(s, f"{p}.0.SelfAttention.v", inner, dim)
+        linear(s, f"{p}.0.SelfAttention.o", dim, inner)
+        if i == 0 or bias_per_layer:
+            s.append((f"{p}.0.SelfAttention.relative_attention_bias.weight",
+                      (T5_BUCKETS, heads), 0.0, 1.0))
+        norm(s, f"{p}.0.layer_norm", dim)
+        linear(s, f"{p}.1.DenseReluDense.wi_0", ff, dim)
+        linear(s, f"{p}.1.DenseReluDense.wi_1", ff, dim)
+        linear(s, f"{p}.1.DenseReluDense.wo", dim, ff)
+        norm(s, f"{p}.1.layer_norm", dim)
+    norm(s, "encoder.final_layer_norm", dim)
+    return s
+
+
 # ---------------------------------- values & writing ----------------------------------
 
 
@@ -260,16 +376,16 @@ def write_safetensors(path, specs, dtype, seed, metadata):
 
 
 def parser(doc, released="bf16/bf16/f32", hidden=256,
-           hidden_help="transformer width, multiple of 128"):
+           hidden_help="transformer width, multiple of 128", hidden_flag="--hidden"):
     """The options every writer has: --out, --seed, --dtype (released: the three files'
-    released types, for the help) and the transformer's --hidden; the description is doc's
-    first paragraph."""
+    released types, for the help) and the transformer's width (hidden_flag, --hidden unless
+    the model's own name for it differs); the description is doc's first paragraph."""
     ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("--out", required=True, help="output folder")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dtype", choices=sorted(DTYPES),
                     help=f"one type for all three files (default: as released, {released})")
-    ap.add_argument("--hidden", type=int, default=hidden, help=hidden_help)
+    ap.add_argument(hidden_flag, type=int, default=hidden, help=hidden_help)
     return ap
 
 
@@ -285,9 +401,9 @@ def parse_args(ap, argv):
     return ap.parse_args(argv)
 
 
-def check_hidden(ap, hidden):
+def check_hidden(ap, hidden, flag="--hidden"):
     if hidden % HEAD_DIM or hidden <= 0:
-        ap.error("--hidden must be a positive multiple of 128")
+        ap.error(f"{flag} must be a positive multiple of 128")
 
 
 def check_qwen3_layers(ap, n_layers):

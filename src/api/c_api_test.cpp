@@ -347,15 +347,9 @@ TEST_F(CApiCallbacks, MissingFeaturesFailCleanly) {
   sd_image_t* images = reinterpret_cast<sd_image_t*>(0x1);
   int count = 5;
   sd_audio_t* audio = reinterpret_cast<sd_audio_t*>(0x1);
-  sd_vid_gen_params_t vid;
-  sd_vid_gen_params_init(&vid);
-  EXPECT_FALSE(generate_video(nullptr, &vid, &images, &count, &audio));
-  EXPECT_EQ(images, nullptr);
-  EXPECT_EQ(count, 0);
-  EXPECT_EQ(audio, nullptr);
   EXPECT_EQ(new_adetailer_ctx("x.safetensors", 1, nullptr, nullptr), nullptr);
   EXPECT_FALSE(load_imatrix("x.dat"));
-  ASSERT_GE(log_.lines.size(), 3u);
+  ASSERT_GE(log_.lines.size(), 2u);
   for (const auto& [level, text] : log_.lines) {
     EXPECT_EQ(level, SD_LOG_ERROR);
     EXPECT_NE(text.find("not supported"), std::string::npos) << text;

@@ -15,15 +15,6 @@ void unavailable(const char* function, const char* feature) {
 
 extern "C" {
 
-bool generate_video(sd_ctx_t*, const sd_vid_gen_params_t*, sd_image_t** frames_out,
-                    int* num_frames_out, sd_audio_t** audio_out) {
-  if (frames_out) *frames_out = nullptr;
-  if (num_frames_out) *num_frames_out = 0;
-  if (audio_out) *audio_out = nullptr;
-  unavailable("generate_video", "video generation");
-  return false;
-}
-
 adetailer_ctx_t* new_adetailer_ctx(const char*, int, const char*, const char*) {
   unavailable("new_adetailer_ctx", "ADetailer");
   return nullptr;

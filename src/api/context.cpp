@@ -2,6 +2,7 @@
 // translated here (enum values through their names, so the tables live in one place), and
 // requests for features this build does not have are refused with a message naming the
 // field, before any model is loaded.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -379,6 +380,104 @@ void to_pipeline_request(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, Pipelin
 
 }  // namespace
 
+}  // extern "C"
+
+namespace {
+
+// Runs a checked request on the context and hands its images (a video's frames) to the
+// caller as sd.cpp's API does: one malloc'd array, each image's pixels malloc'd.
+void run_request(sd_ctx_t* sd_ctx, sd::pipeline::ImageRequest& r, sd_image_t** images_out,
+                 int* num_images_out) {
+  if (r.seed < 0) {
+    std::srand(static_cast<unsigned>(std::time(nullptr)));
+    r.seed = std::rand();
+  }
+  r.progress = [](int step, int steps, double seconds) {
+    sd::api::progress(step, steps, static_cast<float>(seconds));
+  };
+  sd_ctx->cancel.reset();
+  r.cancelled = [sd_ctx] { return sd_ctx->cancel.stop_now(); };
+  r.stop_new_images = [sd_ctx] { return sd_ctx->cancel.stop_new_images(); };
+  const sd::api::PreviewRequest preview = sd::api::preview_request();
+  if (preview.callback && preview.mode != PREVIEW_NONE) {
+    using Mode = sd::pipeline::ImageRequest::Preview::Mode;
+    r.preview.mode = preview.mode == PREVIEW_PROJ  ? Mode::Proj
+                     : preview.mode == PREVIEW_TAE ? Mode::Tae
+                                                   : Mode::Vae;
+    r.preview.interval = preview.interval;
+    r.preview.denoised = preview.denoised;
+    r.preview.noisy = preview.noisy;
+    r.preview.callback = [](int step, const sd::io::Image& image, bool noisy) {
+      sd_image_t frame{static_cast<uint32_t>(image.width), static_cast<uint32_t>(image.height),
+                       static_cast<uint32_t>(image.channels),
+                       const_cast<uint8_t*>(image.pixels.data())};
+      sd::api::send_preview(step, 1, &frame, noisy);
+    };
+  }
+  r.info = [](const std::string& text) { sd::api::log(SD_LOG_INFO, "%s", text.c_str()); };
+  r.warn = [](const std::string& text) { sd::api::log(SD_LOG_WARN, "%s", text.c_str()); };
+
+  if (r.video_frames > 0)
+    sd::api::log(SD_LOG_INFO, "generate_video %dx%dx%d, seed %lld", r.width, r.height,
+                 r.video_frames, static_cast<long long>(r.seed));
+  else
+    sd::api::log(SD_LOG_INFO, "generate_image %dx%d, seed %lld", r.width, r.height,
+                 static_cast<long long>(r.seed));
+  std::vector<sd::io::Image> images = sd_ctx->sd->generate(r);
+  const std::string traffic = sd::rpc::rpc_traffic_report(sd::DeviceRegistry::instance());
+  if (!traffic.empty()) sd::api::log(SD_LOG_INFO, "RPC traffic so far, %s", traffic.c_str());
+  const std::string peaks = sd::peak_memory_report(sd::DeviceRegistry::instance());
+  if (!peaks.empty()) sd::api::log(SD_LOG_INFO, "device memory at most: %s", peaks.c_str());
+  auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
+  SD_CHECK(out, "out of memory for %zu images", images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    out[i].width = static_cast<uint32_t>(images[i].width);
+    out[i].height = static_cast<uint32_t>(images[i].height);
+    out[i].channel = static_cast<uint32_t>(images[i].channels);
+    out[i].data = static_cast<uint8_t*>(std::malloc(images[i].pixels.size()));
+    if (!out[i].data) {
+      for (size_t j = 0; j < i; ++j) std::free(out[j].data);
+      std::free(out);
+      sd::fail("out of memory for image %zu", i);
+    }
+    std::memcpy(out[i].data, images[i].pixels.data(), images[i].pixels.size());
+  }
+  *images_out = out;
+  *num_images_out = static_cast<int>(images.size());
+}
+
+// A video request as an image request of the same prompt, size and sampling, with the
+// inputs only image-to-video models read refused.
+void to_image_params(const sd_vid_gen_params_t& v, sd_img_gen_params_t& p) {
+  SD_CHECK(!v.init_image.data && !v.end_image.data,
+           "init_image / end_image (-i, --end-img): image-to-video is not supported by this "
+           "build yet");
+  SD_CHECK(v.control_frames_size == 0 && v.ref_videos_count == 0 && v.ref_audios_count == 0 &&
+               v.ref_images_count == 0,
+           "control frames, reference videos, audio and images (--control-video, --ref-video, "
+           "--ref-audio, -r) are not supported for video by this build yet");
+  sd_img_gen_params_init(&p);
+  p.loras = v.loras;
+  p.lora_count = v.lora_count;
+  p.prompt = v.prompt;
+  p.negative_prompt = v.negative_prompt;
+  p.clip_skip = v.clip_skip;
+  p.width = v.width;
+  p.height = v.height;
+  p.sample_params = v.sample_params;
+  p.strength = v.strength;
+  p.seed = v.seed;
+  p.vae_tiling_params = v.vae_tiling_params;
+  p.cache = v.cache;
+  p.hires = v.hires;
+  p.circular_x = v.circular_x;
+  p.circular_y = v.circular_y;
+}
+
+}  // namespace
+
+extern "C" {
+
 bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t** images_out,
                     int* num_images_out) {
   if (images_out) *images_out = nullptr;
@@ -387,59 +486,24 @@ bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, sd_image_t**
     SD_CHECK(p && images_out && num_images_out, "missing parameters or output pointers");
     PipelineRequest request;
     to_pipeline_request(sd_ctx, p, request, /*quiet=*/false);
-    sd::pipeline::ImageRequest& r = request.request;
-    if (r.seed < 0) {
-      std::srand(static_cast<unsigned>(std::time(nullptr)));
-      r.seed = std::rand();
-    }
-    r.progress = [](int step, int steps, double seconds) {
-      sd::api::progress(step, steps, static_cast<float>(seconds));
-    };
-    sd_ctx->cancel.reset();
-    r.cancelled = [sd_ctx] { return sd_ctx->cancel.stop_now(); };
-    r.stop_new_images = [sd_ctx] { return sd_ctx->cancel.stop_new_images(); };
-    const sd::api::PreviewRequest preview = sd::api::preview_request();
-    if (preview.callback && preview.mode != PREVIEW_NONE) {
-      using Mode = sd::pipeline::ImageRequest::Preview::Mode;
-      r.preview.mode = preview.mode == PREVIEW_PROJ  ? Mode::Proj
-                       : preview.mode == PREVIEW_TAE ? Mode::Tae
-                                                     : Mode::Vae;
-      r.preview.interval = preview.interval;
-      r.preview.denoised = preview.denoised;
-      r.preview.noisy = preview.noisy;
-      r.preview.callback = [](int step, const sd::io::Image& image, bool noisy) {
-        sd_image_t frame{static_cast<uint32_t>(image.width), static_cast<uint32_t>(image.height),
-                         static_cast<uint32_t>(image.channels),
-                         const_cast<uint8_t*>(image.pixels.data())};
-        sd::api::send_preview(step, 1, &frame, noisy);
-      };
-    }
-    r.info = [](const std::string& text) { sd::api::log(SD_LOG_INFO, "%s", text.c_str()); };
-    r.warn = [](const std::string& text) { sd::api::log(SD_LOG_WARN, "%s", text.c_str()); };
+    run_request(sd_ctx, request.request, images_out, num_images_out);
+    return true;
+  });
+}
 
-    sd::api::log(SD_LOG_INFO, "generate_image %dx%d, seed %lld", r.width, r.height,
-                 static_cast<long long>(r.seed));
-    std::vector<sd::io::Image> images = sd_ctx->sd->generate(r);
-    const std::string traffic = sd::rpc::rpc_traffic_report(sd::DeviceRegistry::instance());
-    if (!traffic.empty()) sd::api::log(SD_LOG_INFO, "RPC traffic so far, %s", traffic.c_str());
-    const std::string peaks = sd::peak_memory_report(sd::DeviceRegistry::instance());
-    if (!peaks.empty()) sd::api::log(SD_LOG_INFO, "device memory at most: %s", peaks.c_str());
-    auto* out = static_cast<sd_image_t*>(std::calloc(images.size(), sizeof(sd_image_t)));
-    SD_CHECK(out, "out of memory for %zu images", images.size());
-    for (size_t i = 0; i < images.size(); ++i) {
-      out[i].width = static_cast<uint32_t>(images[i].width);
-      out[i].height = static_cast<uint32_t>(images[i].height);
-      out[i].channel = static_cast<uint32_t>(images[i].channels);
-      out[i].data = static_cast<uint8_t*>(std::malloc(images[i].pixels.size()));
-      if (!out[i].data) {
-        for (size_t j = 0; j < i; ++j) std::free(out[j].data);
-        std::free(out);
-        sd::fail("out of memory for image %zu", i);
-      }
-      std::memcpy(out[i].data, images[i].pixels.data(), images[i].pixels.size());
-    }
-    *images_out = out;
-    *num_images_out = static_cast<int>(images.size());
+bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* v, sd_image_t** frames_out,
+                    int* num_frames_out, sd_audio_t** audio_out) {
+  if (frames_out) *frames_out = nullptr;
+  if (num_frames_out) *num_frames_out = 0;
+  if (audio_out) *audio_out = nullptr;  // no model of this build makes sound
+  return sd::api::c_boundary("generate_video", false, [&] {
+    SD_CHECK(v && frames_out && num_frames_out, "missing parameters or output pointers");
+    sd_img_gen_params_t p;
+    to_image_params(*v, p);
+    PipelineRequest request;
+    to_pipeline_request(sd_ctx, &p, request, /*quiet=*/false);
+    request.request.video_frames = std::max(1, v->video_frames);
+    run_request(sd_ctx, request.request, frames_out, num_frames_out);
     return true;
   });
 }
@@ -489,8 +553,8 @@ enum scheduler_t sd_get_default_scheduler(const sd_ctx_t* sd_ctx,
 bool sd_ctx_supports_image_generation(const sd_ctx_t* sd_ctx) {
   return sd_ctx != nullptr && sd_ctx->sd != nullptr;
 }
-bool sd_ctx_supports_video_generation(const sd_ctx_t*) {
-  return false;
+bool sd_ctx_supports_video_generation(const sd_ctx_t* sd_ctx) {
+  return sd_ctx != nullptr && sd_ctx->sd != nullptr && sd_ctx->sd->makes_video();
 }
 
 void sd_cancel_generation(sd_ctx_t* sd_ctx, enum sd_cancel_mode_t mode) {

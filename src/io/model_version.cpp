@@ -86,6 +86,8 @@ ModelFamily family_of(ModelVersion v) {
       return ModelFamily::Flux2;
     case ModelVersion::QwenImage:
       return ModelFamily::QwenImage;
+    case ModelVersion::Wan:
+      return ModelFamily::Wan;
     case ModelVersion::Unknown:
       break;
   }
@@ -140,6 +142,8 @@ const char* version_name(ModelVersion v) {
       return "Flux.2 klein";
     case ModelVersion::QwenImage:
       return "Qwen Image";
+    case ModelVersion::Wan:
+      return "Wan";
   }
   return "unknown";
 }
@@ -164,6 +168,8 @@ const char* family_name(ModelFamily f) {
       return "Flux.2";
     case ModelFamily::QwenImage:
       return "Qwen-Image";
+    case ModelFamily::Wan:
+      return "Wan";
     case ModelFamily::Unknown:
       break;
   }
@@ -261,6 +267,15 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
   if (find("cap_embedder.0.weight")) {
     if (const TensorInfo* x = find("x_embedder.weight")) d.in_channels = x->ne[0] / 4;
     d.version = ModelVersion::ZImage;
+    return d;
+  }
+
+  // Wan: its blocks' cross-attention key norm (sd.cpp looks for the same name).
+  if (find("blocks.0.cross_attn.norm_k.weight")) {
+    const TensorInfo* patch = find("patch_embedding.weight");
+    const TensorInfo* bias = find("patch_embedding.bias");
+    if (patch && bias && bias->ne[0] > 0) d.in_channels = patch->ne[3] / bias->ne[0];
+    d.version = ModelVersion::Wan;
     return d;
   }
 

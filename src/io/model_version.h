@@ -36,9 +36,22 @@ enum class ModelVersion {
   Flux2,        // FLUX.2 dev: shared modulations (double_stream_modulation_img), 48 single blocks
   Flux2Klein,   // FLUX.2 klein 4B / 9B: as dev with fewer single blocks, no guidance
   QwenImage,    // Qwen-Image (and -Edit): an MMDiT of transformer_blocks.N.img_mod
+  Wan,          // Wan 2.1 / 2.2 text-to-video: blocks.N.cross_attn over umT5, a video latent
 };
 
-enum class ModelFamily { Unknown, SD1, SD2, SDXL, SD3, Flux, Chroma, ZImage, Flux2, QwenImage };
+enum class ModelFamily {
+  Unknown,
+  SD1,
+  SD2,
+  SDXL,
+  SD3,
+  Flux,
+  Chroma,
+  ZImage,
+  Flux2,
+  QwenImage,
+  Wan
+};
 
 ModelFamily family_of(ModelVersion v);
 // sd.cpp's strings where it has the version ("SD 1.x", "SD 2.x Inpaint", "SDXL", "Flux

@@ -41,7 +41,7 @@ VaeConfig VaeConfig::flux2() {
   return c;
 }
 
-VaeConfig VaeConfig::qwen_image() {
+VaeConfig VaeConfig::wan21() {
   VaeConfig c;
   c.arch = Arch::Wan21;
   c.ch = 96;

@@ -50,9 +50,9 @@ struct VaeConfig {
   // FLUX.2's autoencoder (black-forest-labs/flux2 AutoEncoder): 32 channels with quant convs,
   // the sampler's latent in 2x2 patches (128 channels at 1/16) under batch-norm statistics.
   static VaeConfig flux2();
-  // Qwen-Image's autoencoder: Wan 2.1's at width 96, 16 channels under Wan 2.1's published
+  // Wan 2.1's autoencoder (Qwen-Image's too): width 96, 16 channels under its published
   // latent statistics.
-  static VaeConfig qwen_image();
+  static VaeConfig wan21();
   // Image pixels per sampler-latent pixel along each side: 2^(levels - 1) x latent_patch.
   int64_t downscale() const { return (int64_t{1} << (ch_mult.size() - 1)) * latent_patch; }
   // The sampler latent's channels.

@@ -6,6 +6,7 @@
 #include "tensor/error.h"
 #include "tensor/ops/attention.h"
 #include "tensor/ops/cast.h"
+#include "tensor/ops/concat.h"
 #include "tensor/ops/conv2d.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/matmul.h"
@@ -24,19 +25,75 @@ Tensor* as_f16(Context& ctx, Tensor* w) {
   return w->type == DType::F16 ? w : cast(ctx, w, DType::F16);
 }
 
-// A causal 3-d convolution on the first frame of a clip: zeros stand before it in time, so
-// only the kernel's last temporal tap meets the frame. kernel 3 (pad 1) or 1.
-Tensor* causal_conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int kernel) {
+// The temporal tap `t` of a causal convolution's weight [k, k, 3, in * out] as a 2-d
+// kernel [k, k, in, out] in f16.
+Tensor* temporal_tap(Context& ctx, Tensor* w, int kernel, int64_t in, int64_t out, int t) {
+  w = view(ctx, w, {kernel, kernel, in * out, 1}, {w->nb[0], w->nb[1], w->nb[3], w->nb[3]},
+           static_cast<size_t>(t) * w->nb[2]);
+  return reshape(ctx, as_f16(ctx, cont(ctx, w)), {kernel, kernel, in, out});
+}
+
+// A causal convolution with 3 temporal taps over a chunk of a clip x [W, H, in, t]: frame
+// j of the result reads frames j - 2, j - 1 and j of the clip's sequence, where the slot's
+// remembered frames precede the chunk and zeros precede those. Spatial kernel 3 (pad 1) or
+// 1. The slot then remembers the last two frames.
+Tensor* causal_conv_clip(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int spatial,
+                         WanClipCache& clip, int slot) {
   Context& ctx = s.ctx();
-  Tensor* w = s.param("weight", {kernel, kernel, kernel, in * out});
-  if (kernel > 1) {
-    // [k, k, t, in * out] -> the slice t = k - 1: [k, k, in * out].
-    w = view(ctx, w, {kernel, kernel, in * out, 1}, {w->nb[0], w->nb[1], w->nb[3], w->nb[3]},
-             static_cast<size_t>(kernel - 1) * w->nb[2]);
-    w = cont(ctx, w);
+  Tensor* w = s.param("weight", {spatial, spatial, 3, in * out});
+  Tensor* bias = s.param("bias", {out});
+  const int pad = spatial / 2;
+  Tensor* previous = clip.previous(slot);
+  const int64_t remembered = previous ? previous->ne[3] : 0, frames = x->ne[3];
+  Tensor* seq = previous ? concat(ctx, previous, x, 3) : x;  // the real frames
+  auto frame = [&](int64_t i) { return cont(ctx, slice(ctx, seq, 3, i, i + 1)); };
+  Tensor* taps[3];
+  for (int t = 0; t < 3; ++t) taps[t] = temporal_tap(ctx, w, spatial, in, out, t);
+  Tensor* result = nullptr;
+  for (int64_t j = 0; j < frames; ++j) {
+    const int64_t current = remembered + j;  // x_j within seq
+    Tensor* y = conv2d(ctx, frame(current), taps[2], bias, 1, 1, pad, pad, 1, 1);
+    for (int t = 0; t < 2; ++t) {
+      const int64_t source = current - (2 - t);
+      if (source >= 0)
+        y = add(ctx, y, conv2d(ctx, frame(source), taps[t], nullptr, 1, 1, pad, pad, 1, 1));
+    }
+    result = result ? concat(ctx, result, y, 3) : y;
   }
-  w = reshape(ctx, as_f16(ctx, w), {kernel, kernel, in, out});
+  const int64_t total = remembered + frames, keep = total < 2 ? total : 2;
+  clip.save(slot, cont(ctx, slice(ctx, seq, 3, total - keep, total)));
+  return result;
+}
+
+// A causal 3-d convolution, kernel 3 (pad 1) or 1. On an image (no clip) zeros stand before
+// the frame in time, so only the kernel's last temporal tap meets it.
+Tensor* causal_conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int kernel,
+                    WanClipCache* clip = nullptr) {
+  Context& ctx = s.ctx();
+  if (kernel > 1 && clip) return causal_conv_clip(s, x, in, out, kernel, *clip, clip->next_slot());
+  Tensor* w = s.param("weight", {kernel, kernel, kernel, in * out});
+  w = kernel > 1 ? temporal_tap(ctx, w, kernel, in, out, kernel - 1)
+                 : reshape(ctx, as_f16(ctx, w), {kernel, kernel, in, out});
   return conv2d(ctx, x, w, s.param("bias", {out}), 1, 1, kernel / 2, kernel / 2, 1, 1);
+}
+
+// The temporal upsampler of a clip's chunk x [W, H, dim, t]: a 3x1x1 causal convolution to
+// 2 dim channels over the chunks after the first, whose halves become frames 2j and 2j + 1.
+// The first chunk passes through (its slot stays empty).
+Tensor* temporal_upsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipCache& clip) {
+  Context& ctx = s.ctx();
+  const int slot = clip.next_slot();
+  if (clip.chunk() == 0) return x;
+  Tensor* y = causal_conv_clip(s, x, dim, 2 * dim, 1, clip, slot);
+  Tensor* frames = nullptr;
+  for (int64_t j = 0; j < y->ne[3]; ++j) {
+    Tensor* f = slice(ctx, y, 3, j, j + 1);
+    for (int half = 0; half < 2; ++half) {
+      Tensor* part = cont(ctx, slice(ctx, f, 2, half * dim, (half + 1) * dim));
+      frames = frames ? concat(ctx, frames, part, 3) : part;
+    }
+  }
+  return frames;
 }
 
 // A plain 2-d convolution (the resamplers').
@@ -70,11 +127,12 @@ Tensor* rms_silu(const nn::Scope& s, Tensor* x, int64_t c) {
 }
 
 // x + residual: two (norm, SiLU, 3x3x3 conv) steps; a 1x1x1 shortcut when widths differ.
-Tensor* residual_block(const nn::Scope& s, Tensor* x, int64_t in, int64_t out) {
+Tensor* residual_block(const nn::Scope& s, Tensor* x, int64_t in, int64_t out,
+                       WanClipCache* clip = nullptr) {
   Tensor* shortcut = in != out ? causal_conv(s["shortcut"], x, in, out, 1) : x;
   const nn::Scope r = s["residual"];
-  Tensor* h = causal_conv(r["2"], rms_silu(r["0"], x, in), in, out, 3);
-  h = causal_conv(r["6"], rms_silu(r["3"], h, out), out, out, 3);
+  Tensor* h = causal_conv(r["2"], rms_silu(r["0"], x, in), in, out, 3, clip);
+  h = causal_conv(r["6"], rms_silu(r["3"], h, out), out, out, 3, clip);
   return set_name(add(s.ctx(), shortcut, h), s.prefix() + "out");
 }
 
@@ -100,10 +158,10 @@ Tensor* attention_block(const nn::Scope& s, Tensor* x, int64_t c) {
   return set_name(add(ctx, from_tokens(ctx, o, w, h), x), s.prefix() + "out");
 }
 
-Tensor* middle(const nn::Scope& s, Tensor* x, int64_t c) {
-  x = residual_block(s["0"], x, c, c);
-  x = attention_block(s["1"], x, c);
-  return residual_block(s["2"], x, c, c);
+Tensor* middle(const nn::Scope& s, Tensor* x, int64_t c, WanClipCache* clip = nullptr) {
+  x = residual_block(s["0"], x, c, c, clip);
+  x = attention_block(s["1"], x, c);  // each frame on its own
+  return residual_block(s["2"], x, c, c, clip);
 }
 
 void check(const VaeConfig& c) {
@@ -116,33 +174,74 @@ void check(const VaeConfig& c) {
 
 }  // namespace
 
-Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& c, Tensor* z) {
+void WanClipCache::begin_chunk(nn::GraphCall& call, int index) {
+  call_ = &call;
+  chunk_ = index;
+  cursor_ = 0;
+  saved_.clear();
+  saved_slots_.clear();
+}
+
+Tensor* WanClipCache::previous(int slot) {
+  if (slot >= static_cast<int>(slots_.size()) || slots_[static_cast<size_t>(slot)].values.empty())
+    return nullptr;
+  const Frames& f = slots_[static_cast<size_t>(slot)];
+  SD_CHECK(call_, "[wan vae] a clip chunk is built without begin_chunk");
+  return call_->input_f32("clip_cache." + std::to_string(slot),
+                          make_shape({f.ne[0], f.ne[1], f.ne[2], f.ne[3]}), f.values.data());
+}
+
+void WanClipCache::save(int slot, Tensor* frames) {
+  saved_slots_.push_back(slot);
+  saved_.push_back(frames);
+}
+
+void WanClipCache::keep(std::vector<std::vector<float>> values) {
+  SD_CHECK(values.size() == saved_.size(), "[wan vae] %zu cached tensors for %zu slots",
+           values.size(), saved_.size());
+  for (size_t i = 0; i < values.size(); ++i) {
+    const size_t slot = static_cast<size_t>(saved_slots_[i]);
+    if (slots_.size() <= slot) slots_.resize(slot + 1);
+    Frames& f = slots_[slot];
+    f.values = std::move(values[i]);
+    for (int d = 0; d < 4; ++d) f.ne[static_cast<size_t>(d)] = saved_[i]->ne[d];
+  }
+  saved_.clear();
+  saved_slots_.clear();
+  call_ = nullptr;
+}
+
+Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& c, Tensor* z, WanClipCache* clip) {
   check(c);
   SD_CHECK(z->ne[2] == c.z_channels, "[wan vae] decode needs %lld latent channels, got %s",
            static_cast<long long>(c.z_channels), z->shape_string().c_str());
+  SD_CHECK(!clip || z->ne[3] == 1, "[wan vae] a clip is decoded one latent frame at a time, got %s",
+           z->shape_string().c_str());
   Context& ctx = vae.ctx();
   const int levels = static_cast<int>(c.ch_mult.size());
   Tensor* x = causal_conv(vae["conv2"], z, c.z_channels, c.z_channels, 1);
   const nn::Scope d = vae["decoder"];
   int64_t width = c.ch * c.ch_mult.back();
-  x = causal_conv(d["conv1"], x, c.z_channels, width, 3);
-  x = middle(d["middle"], x, width);
+  x = causal_conv(d["conv1"], x, c.z_channels, width, 3, clip);
+  x = middle(d["middle"], x, width, clip);
   // Deepest level first; each upsampler doubles the size and halves the width.
   int index = 0;
   for (int level = levels - 1; level >= 0; --level) {
     const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
     for (int j = 0; j <= c.num_res_blocks; ++j, ++index) {
-      x = residual_block(d["upsamples"][index], x, width, out);
+      x = residual_block(d["upsamples"][index], x, width, out, clip);
       width = out;
     }
     if (level > 0) {
       const nn::Scope up = d["upsamples"][index++];
+      // Every upsampler but the last doubles the frames too (Wan 2.1: upsamples.3 and .7).
+      if (clip && level > 1) x = temporal_upsample(up["time_conv"], x, width, *clip);
       x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), width, width / 2, 1, 1);
       width /= 2;
     }
   }
   const nn::Scope head = d["head"];
-  x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3, 3);
+  x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3, 3, clip);
   return set_name(x, "vae_image");
 }
 

@@ -13,6 +13,7 @@
 #include "models/t5.h"
 #include "models/unet.h"
 #include "models/vae.h"
+#include "models/wan.h"
 #include "models/z_image.h"
 
 namespace sd::pipeline {
@@ -30,6 +31,7 @@ struct Architecture {
   std::optional<models::T5Config> t5;                 // a T5-XXL encoder
   std::optional<models::ZImageConfig> z_image;        // Z-Image's single-stream transformer
   std::optional<models::QwenImageConfig> qwen_image;  // Qwen-Image's MMDiT
+  std::optional<models::WanConfig> wan;               // Wan's video transformer
   std::optional<models::LlmConfig> llm;               // an LLM text encoder
   models::VaeConfig vae;
 };

@@ -65,6 +65,10 @@ Conditioning ChromaConditioner::encode(const std::string& prompt, int /*clip_ski
     const std::vector<float> weights(chunks.weights.begin() + w * window,
                                      chunks.weights.begin() + (w + 1) * window);
     apply_token_weights(hidden, out.dim, weights);
+    if (options_.zero_masked)
+      for (int64_t t = 0; t < window; ++t)
+        if (std::isinf(mask[static_cast<size_t>(w * window + t)]))
+          std::fill_n(hidden.begin() + t * out.dim, out.dim, 0.0f);
     out.context.insert(out.context.end(), hidden.begin(), hidden.end());
   }
   if (options_.dit_mask) out.mask = attend_padding(mask, options_.t5_mask_pad);

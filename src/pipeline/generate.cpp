@@ -129,6 +129,16 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   // 4. Decoding.
   const auto f = static_cast<int>(m.vae->config().downscale());
   std::vector<io::Image> images;
+  if (r.video_frames > 0) {
+    SD_CHECK(m.vae->decodes_video(), "the --vae autoencoder decodes images, not video clips");
+    for (std::vector<float>& frame :
+         m.vae->decode_video(latents.at(0), plan.w, plan.h, plan.frames))
+      images.push_back(planes_to_image(frame.data(), width, height, 3));
+    SD_CHECK(static_cast<int>(images.size()) == r.video_frames,
+             "the autoencoder decoded %zu frames for a clip of %d", images.size(), r.video_frames);
+    timer.done(format("decoding %zu frames", images.size()));
+    latents.clear();
+  }
   for (const std::vector<float>& latent : latents) {
     std::vector<float> planes = m.vae->decode(latent, width / f, height / f);
     images.push_back(planes_to_image(planes.data(), width, height, 3));

@@ -52,7 +52,9 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   p.w = r.width / f;
   p.h = r.height / f;
   p.c = vae->config().latent_channels();
-  const size_t latent_size = static_cast<size_t>(p.w * p.h * p.c);
+  if (const int stride = family->defaults().video_frame_stride; stride > 0 && r.video_frames > 0)
+    p.frames = (r.video_frames - 1) / stride + 1;
+  const size_t latent_size = static_cast<size_t>(p.w * p.h * p.c * p.frames);
   const ImageInput image_input = family->image_input(version);
   const bool inpaint_model = image_input == ImageInput::MaskedImage;
 

@@ -23,6 +23,8 @@ namespace sd::pipeline {
 
 // Images one request may ask for: a batch's images are all kept until it ends.
 inline constexpr int kMaxBatchCount = 4096;
+// The most video frames one request may ask for (a 68 s clip at 15 fps).
+inline constexpr int kMaxVideoFrames = 1025;
 
 struct ImageRequest {
   std::string prompt, negative_prompt;
@@ -45,6 +47,9 @@ struct ImageRequest {
   std::optional<sampling::RngType> sampler_rng;  // unset: the generation RNG
   int64_t seed = 42;
   int batch_count = 1;  // at most kMaxBatchCount
+  // Video models: the clip's frame count (rounded down to what the VAE makes: 4k + 1 for
+  // Wan); the result is its frames in order. 0: one image per batch entry.
+  int video_frames = 0;
   // Image-to-image and inpainting: 8-bit images, resized (nearest) to the output size.
   const io::Image* init_image = nullptr;
   const io::Image* mask = nullptr;  // white = repaint

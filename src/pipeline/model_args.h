@@ -13,6 +13,8 @@ struct ChromaOptions {
   bool dit_mask = true;  // chroma_use_dit_mask: the transformer ignores T5's padding tokens
   bool t5_mask = false;  // chroma_use_t5_mask: T5 ignores its own padding tokens
   int t5_mask_pad = 1;   // chroma_t5_mask_pad: padding tokens the transformer still attends
+  // The padding tokens' hidden states set to zero (not a Chroma argument: Wan's embedder).
+  bool zero_masked = false;
 };
 
 struct ModelArgs {

@@ -8,6 +8,33 @@
 
 namespace sd::pipeline {
 
+// A video request: a video model, its frame count rounded down to what the VAE makes, one
+// clip, no image-side inputs this build's video models do not read.
+void StableDiffusion::Impl::check_video(ImageRequest& r) const {
+  const int stride = family->defaults().video_frame_stride;
+  if (r.video_frames == 0) return;
+  SD_CHECK(stride > 0,
+           "%s is an image model: -M vid_gen (--video-frames) needs a video model (Wan); use "
+           "-M img_gen",
+           io::version_name(version));
+  SD_CHECK(r.video_frames >= 1 && r.video_frames <= kMaxVideoFrames,
+           "--video-frames %d is outside [1, %d]", r.video_frames, kMaxVideoFrames);
+  const int aligned = (r.video_frames - 1) / stride * stride + 1;
+  if (aligned != r.video_frames) {
+    if (r.warn)
+      r.warn(format("--video-frames %d: %s makes 1 + %d k frames; generating %d", r.video_frames,
+                    io::version_name(version), stride, aligned));
+    r.video_frames = aligned;
+  }
+  SD_CHECK(r.batch_count == 1, "a video request makes one clip: drop -b %d (batch count)",
+           r.batch_count);
+  SD_CHECK(!r.init_image && !r.mask && !r.edit_image && !r.control_image,
+           "this %s model makes video from text only: -i, --mask, --control-image and -r need an "
+           "image-to-video model, which this build does not run yet",
+           io::version_name(version));
+  SD_CHECK(!r.hires.enabled, "--hires works on images, not video clips");
+}
+
 // 1. Validation: every check before any work; sizes aligned to what the networks take.
 ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const {
   ImageRequest r = request;
@@ -135,6 +162,7 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   SD_CHECK(!r.hires.enabled || image_input == ImageInput::None,
            "--hires does not work with inpainting and instruct-pix2pix models; generate, then "
            "run img2img on the upscaled image");
+  check_video(r);
   return r;
 }
 

@@ -12,6 +12,19 @@
 
 namespace sd::pipeline {
 
+namespace {
+
+// Frame 0 of a video latent [w, h, frames, C]: its C planes of `plane` values.
+std::vector<float> first_frame(const std::vector<float>& clip, int64_t plane, int64_t frames) {
+  const int64_t channels = static_cast<int64_t>(clip.size()) / (plane * frames);
+  std::vector<float> frame(static_cast<size_t>(plane * channels));
+  for (int64_t c = 0; c < channels; ++c)
+    std::copy_n(clip.begin() + c * frames * plane, plane, frame.begin() + c * plane);
+  return frame;
+}
+
+}  // namespace
+
 // 3. Sampling one batch entry: noise from the entry's seed, the guided denoiser
 // (sampling/guided_denoiser.h) over the diffusion net, and the sampler.
 std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Plan& p,
@@ -27,11 +40,13 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   const std::vector<float> noise = rng.randn(p.init_latent.size());
   std::vector<float> x = schedule.noised_latent(p.sigmas[0], noise, p.init_latent);
 
-  auto send_preview = [&](int step, const std::vector<float>& latent, bool noisy) {
+  auto send_preview = [&](int step, const std::vector<float>& clip, bool noisy) {
     const ImageRequest::Preview& pv = r.preview;
     if (pv.mode == ImageRequest::Preview::Mode::None || !pv.callback || step <= 0) return;
     if ((noisy && !pv.noisy) || (!noisy && !pv.denoised)) return;
     if (step % std::max(1, pv.interval) != 0) return;
+    // A video's preview is its first frame.
+    const std::vector<float> latent = p.frames > 1 ? first_frame(clip, p.w * p.h, p.frames) : clip;
     if (pv.mode == ImageRequest::Preview::Mode::Proj) {
       pv.callback(step, project_latent_to_rgb(latent, p.w, p.h), noisy);
       return;

@@ -43,6 +43,9 @@ io::ModelVersion StableDiffusion::version() const {
 sampling::Prediction StableDiffusion::prediction() const {
   return impl_->prediction;
 }
+bool StableDiffusion::makes_video() const {
+  return impl_->family->defaults().video_frame_stride > 0;
+}
 sampling::SampleMethod StableDiffusion::default_sample_method() const {
   return impl_->family->defaults().sample_method;
 }

@@ -30,6 +30,8 @@ class StableDiffusion {
   // Bytes of weights resident now (copied and mapped), for tests and benchmarks.
   size_t resident_weight_bytes() const;
   sampling::Prediction prediction() const;
+  // A video model: requests with video_frames > 0 make clips.
+  bool makes_video() const;
   // What a request that names no sampler or scheduler gets with this model.
   sampling::SampleMethod default_sample_method() const;
   sampling::Scheduler default_scheduler(sampling::SampleMethod method) const;

@@ -59,6 +59,7 @@ struct StableDiffusion::Impl {
     int sample_steps = 0;  // what the first pass runs before any img2img trimming
     std::vector<float> sigmas;
     int64_t w = 0, h = 0, c = 0;           // the latent
+    int64_t frames = 1;                    // video models: latent frames
     std::vector<float> init_latent;        // the encoded init image; zeros for text-to-image
     std::vector<float> concat;             // the diffusion net's image input (ImageInput)
     std::vector<float> img_uncond_concat;  // the same with the image part zeroed
@@ -98,6 +99,7 @@ struct StableDiffusion::Impl {
 
   // request_checks.cpp
   ImageRequest validate(const ImageRequest& request) const;
+  void check_video(ImageRequest& r) const;
   // Reference images: dropped with a warning where the model does not take them, and
   // their sizes checked, before any work.
   void check_references(ImageRequest& r) const;

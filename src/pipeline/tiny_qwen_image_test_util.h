@@ -45,7 +45,7 @@ inline models::QwenImageConfig tiny_qwen_image_config() {
 }
 
 inline models::VaeConfig tiny_wan_vae_config() {
-  models::VaeConfig c = models::VaeConfig::qwen_image();
+  models::VaeConfig c = models::VaeConfig::wan21();
   c.ch = 32;
   return c;
 }

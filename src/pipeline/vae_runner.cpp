@@ -1,6 +1,9 @@
 #include "pipeline/vae_runner.h"
 
+#include <algorithm>
+
 #include "models/taesd.h"
+#include "models/wan_vae.h"
 #include "tensor/error.h"
 
 namespace sd::pipeline {
@@ -63,6 +66,48 @@ std::vector<float> VaeRunner::decode(const std::vector<float>& latent, int64_t w
   return std::move(out.data);
 }
 
+std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>& sampler_latent,
+                                                        int64_t w, int64_t h, int64_t frames) {
+  SD_CHECK(decodes_video(), "[vae] this autoencoder decodes images, not video clips");
+  const int64_t c = config_.latent_channels();
+  SD_CHECK(frames > 0 && sampler_latent.size() == static_cast<size_t>(w * h * frames * c),
+           "[vae] a video latent of %zu values is not %lld frames of %lldx%lldx%lld",
+           sampler_latent.size(), static_cast<long long>(frames), static_cast<long long>(w),
+           static_cast<long long>(h), static_cast<long long>(c));
+  const int64_t f = config_.downscale(), plane = w * h;
+  const int64_t pixels = plane * f * f;
+  models::WanClipCache clip;
+  std::vector<std::vector<float>> video;
+  for (int64_t t = 0; t < frames; ++t) {
+    // Latent frame t, channel planes, then the VAE's statistics undone.
+    std::vector<float> z(static_cast<size_t>(plane * c));
+    for (int64_t ch = 0; ch < c; ++ch)
+      std::copy_n(sampler_latent.begin() + (ch * frames + t) * plane, plane,
+                  z.begin() + ch * plane);
+    normalize_latent(z, config_, true);
+    nn::GraphCall call;
+    clip.begin_chunk(call, static_cast<int>(t));
+    Tensor* zt = call.input_f32("latent", make_shape({w, h, c, 1}), z.data());
+    Tensor* out =
+        models::wan_vae_decode(nn::Scope(call.ctx(), weights_, kScope), config_, zt, &clip);
+    std::vector<Tensor*> outputs = {out};
+    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
+    std::vector<std::vector<float>> values = runner_.run(call, outputs);
+    weights_.after_compute();
+    std::vector<float> chunk = std::move(values[0]);
+    values.erase(values.begin());
+    clip.keep(std::move(values));
+    for (size_t i = 0; i + static_cast<size_t>(3 * pixels) <= chunk.size();
+         i += static_cast<size_t>(3 * pixels)) {
+      std::vector<float> frame(chunk.begin() + static_cast<std::ptrdiff_t>(i),
+                               chunk.begin() + static_cast<std::ptrdiff_t>(i + 3 * pixels));
+      for (float& v : frame) v = (v + 1.0f) * 0.5f;
+      video.push_back(std::move(frame));
+    }
+  }
+  return video;
+}
+
 std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int64_t width,
                                            int64_t height) {
   nn::GraphCall call;
@@ -111,6 +156,15 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
   const nn::Scope scope(ctx, recorder, kScope);
   models::vae_decode(scope, config_,
                      ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
+  if (decodes_video()) {
+    // A clip's later chunks read the temporal upsamplers too.
+    nn::GraphCall call;
+    models::WanClipCache clip;
+    clip.begin_chunk(call, 1);
+    models::wan_vae_decode(nn::Scope(call.ctx(), recorder, kScope), config_,
+                           call.ctx().new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}),
+                           &clip);
+  }
   // Decoder-only files serve text-to-image; encoding then fails when first asked.
   const bool wan = config_.arch == models::VaeConfig::Arch::Wan21;
   if (scope["encoder"][wan ? "conv1" : "conv_in"].has("weight")) {

@@ -29,6 +29,14 @@ class VaeRunner {
   // latent [w, h, 4] -> image [w * 8, h * 8, 3] in [0, 1] (not yet clamped).
   std::vector<float> decode(const std::vector<float>& latent, int64_t w, int64_t h);
 
+  // A video latent [w, h, frames, C] (Wan's causal VAE) -> its video frames, each
+  // [w * 8, h * 8, 3] in [0, 1] (not yet clamped), decoded one latent frame at a time so
+  // that memory holds one chunk's activations, not the clip's.
+  std::vector<std::vector<float>> decode_video(const std::vector<float>& latent, int64_t w,
+                                               int64_t h, int64_t frames);
+  // Whether this autoencoder decodes clips (decode_video).
+  bool decodes_video() const { return config_.arch == models::VaeConfig::Arch::Wan21; }
+
   // image [W, H, 3] in [0, 1] -> the VAE's moments [W / 8, H / 8, 8] (mean, log-variance),
   // or, with TAESD, directly the latent [W / 8, H / 8, 4].
   std::vector<float> encode(const std::vector<float>& image, int64_t width, int64_t height);

@@ -208,6 +208,8 @@ struct GenerationOptions {
   // A view into this object (images are left empty: the caller sets them); valid while
   // it lives and is not modified.
   sd_img_gen_params_t to_c_params();
+  // The same for -M vid_gen (input images and frames are left empty too).
+  sd_vid_gen_params_t to_vid_c_params();
 
  private:
   std::vector<sd_lora_t> lora_views_;

@@ -18,6 +18,7 @@
 #include "cli/cli_log.h"
 #include "cli/input_images.h"
 #include "cli/save_images.h"
+#include "cli/save_video.h"
 #include "io/image.h"
 #include "stable-diffusion.h"
 #include "tensor/error.h"
@@ -199,14 +200,19 @@ bool upscale_images(const Arguments& a, const sd_ctx_params_t& ctx_params, sd_im
 int run_generation(Arguments& a) {
   CliOptions& cli = a.cli;
   GenerationOptions& g = a.generation;
-  SD_CHECK(cli.mode == Mode::ImgGen || cli.mode == Mode::Upscale,
-           "-M %s is not supported yet; supported modes: img_gen, upscale, convert, metadata",
+  SD_CHECK(cli.mode == Mode::ImgGen || cli.mode == Mode::Upscale || cli.mode == Mode::VidGen,
+           "-M %s is not supported yet; supported modes: img_gen, vid_gen, upscale, convert, "
+           "metadata, tokenize",
            mode_name(cli.mode));
   SD_CHECK(g.ad_model_path.empty(), "--ad-model: ADetailer is not supported yet");
   SD_CHECK(cli.imatrix_in.empty() && cli.imatrix_out.empty(),
            "--imat-in/--imat-out: importance matrices are not supported yet");
 
-  check_outputs_writable(a, cli.mode == Mode::Upscale ? 1 : std::max(1, g.batch_count));
+  const bool video = cli.mode == Mode::VidGen;
+  if (video)
+    check_video_writable(a);
+  else
+    check_outputs_writable(a, cli.mode == Mode::Upscale ? 1 : std::max(1, g.batch_count));
   InputImages inputs = load_input_images(cli, g);
   sd_ctx_params_t ctx_params = a.context.to_c_params(cli.taesd_preview_only);
 
@@ -239,6 +245,21 @@ int run_generation(Arguments& a) {
   }
   if (g.sample_params.scheduler == SCHEDULER_COUNT) {
     g.sample_params.scheduler = sd_get_default_scheduler(ctx.get(), g.sample_params.sample_method);
+  }
+
+  if (video) {
+    SD_CHECK(sd_ctx_supports_video_generation(ctx.get()),
+             "-M vid_gen needs a video model (Wan); this model makes images: use -M img_gen");
+    SD_CHECK(inputs.init.pixels.empty() && inputs.refs.empty() && inputs.control.pixels.empty(),
+             "-M vid_gen: -i, -r and --control-image need an image-to-video model, which this "
+             "build does not run yet");
+    sd_vid_gen_params_t params = g.to_vid_c_params();
+    sd_image_t* frames = nullptr;
+    int count = 0;
+    const bool ok = generate_video(ctx.get(), &params, &frames, &count, nullptr);
+    OwnedImages owned(frames, ImagesDeleter{count});
+    SD_CHECK(ok && frames && count > 0, "generation failed (see the messages above)");
+    return save_video(a, frames, count) ? 0 : 1;
   }
 
   sd_img_gen_params_t params = g.to_c_params();

@@ -485,4 +485,31 @@ sd_img_gen_params_t GenerationOptions::to_c_params() {
   return p;
 }
 
+sd_vid_gen_params_t GenerationOptions::to_vid_c_params() {
+  const sd_img_gen_params_t image = to_c_params();
+  sd_vid_gen_params_t v;
+  sd_vid_gen_params_init(&v);
+  v.loras = image.loras;
+  v.lora_count = image.lora_count;
+  v.prompt = image.prompt;
+  v.negative_prompt = image.negative_prompt;
+  v.clip_skip = image.clip_skip;
+  v.width = image.width;
+  v.height = image.height;
+  v.sample_params = image.sample_params;
+  v.high_noise_sample_params = high_noise_sample_params;
+  v.moe_boundary = moe_boundary;
+  v.strength = image.strength;
+  v.seed = image.seed;
+  v.video_frames = video_frames;
+  v.fps = fps;
+  v.vace_strength = vace_strength;
+  v.vae_tiling_params = image.vae_tiling_params;
+  v.cache = image.cache;
+  v.hires = image.hires;
+  v.circular_x = image.circular_x;
+  v.circular_y = image.circular_y;
+  return v;
+}
+
 }  // namespace sd::cli

@@ -92,6 +92,8 @@ struct FamilyDefaults {
   float (*flow_shift)(io::ModelVersion version) = nullptr;
   // --timestep-shift applies (sd.cpp: SDXL only).
   bool timestep_shift = false;
+  // Video models: video frames per latent frame after the first (Wan: 4); 0: an image model.
+  int video_frame_stride = 0;
 };
 
 class Family {

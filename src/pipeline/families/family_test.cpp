@@ -258,8 +258,8 @@ TEST(Family, UnetInpaintInputIsTheMaskThenTheLatent) {
 TEST(Family, EveryVersionHasOneFamily) {
   std::set<io::ModelFamily> ids;
   for (const Family* f : supported_families()) ids.insert(f->id());
-  EXPECT_EQ(ids.size(), 9u);
-  for (int i = 1; i <= static_cast<int>(ModelVersion::QwenImage); ++i) {
+  EXPECT_EQ(ids.size(), 10u);
+  for (int i = 1; i <= static_cast<int>(ModelVersion::Wan); ++i) {
     const auto v = static_cast<ModelVersion>(i);
     int runners = 0;
     for (const Family* f : supported_families()) runners += f->runs(v) ? 1 : 0;
@@ -275,8 +275,9 @@ TEST(Family, UnsupportedVersionsAreNamed) {
   } catch (const Error& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find(io::version_name(ModelVersion::Unknown)), std::string::npos) << what;
-    EXPECT_NE(what.find("SD1.x, SD2.x, SDXL, Flux, SD3, Chroma, Z-Image, Flux.2 and Qwen-Image"),
-              std::string::npos)
+    EXPECT_NE(
+        what.find("SD1.x, SD2.x, SDXL, Flux, SD3, Chroma, Z-Image, Flux.2, Qwen-Image and Wan"),
+        std::string::npos)
         << what;
   }
   // A variant of a supported family this build cannot run.

@@ -94,7 +94,7 @@ class QwenImage final : public LlmFamily {
  private:
   static FamilyDefaults defaults() {
     FamilyDefaults d;
-    d.vae = models::VaeConfig::qwen_image;
+    d.vae = models::VaeConfig::wan21;
     d.latent_channels = 16;
     d.scale_factor = 1.0f;  // the latent statistics scale instead
     d.shift_factor = 0.0f;

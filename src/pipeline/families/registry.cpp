@@ -17,12 +17,13 @@ const Family& chroma_family();
 const Family& z_image_family();
 const Family& flux2_family();
 const Family& qwen_image_family();
+const Family& wan_family();
 
 const std::vector<const Family*>& supported_families() {
   static const std::vector<const Family*> kAll = {
       &sd1_family(),   &sd2_family(),        &sdxl_family(),   &sdxl_refiner_family(),
       &flux_family(),  &sd3_family(),        &chroma_family(), &z_image_family(),
-      &flux2_family(), &qwen_image_family(),
+      &flux2_family(), &qwen_image_family(), &wan_family(),
   };
   return kAll;
 }

@@ -1,0 +1,223 @@
+#include "models/wan.h"
+
+#include <cmath>
+
+#include "nn/dit_blocks.h"
+#include "nn/layers.h"
+#include "tensor/error.h"
+#include "tensor/ops/cast.h"
+#include "tensor/ops/elementwise.h"
+#include "tensor/ops/generate.h"
+#include "tensor/ops/matmul.h"
+#include "tensor/ops/norm.h"
+#include "tensor/ops/unary.h"
+#include "tensor/ops/view.h"
+
+namespace sd::models {
+
+WanConfig wan_config_from_shapes(std::string_view scope, const WanShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[wan] the transformer has no tensor '%s%s'", root.c_str(),
+             name.c_str());
+    return *ne;
+  };
+  WanConfig c;
+  // The 3-d patch embedding [dim, C, 1, 2, 2] is read as [2, 2, 1, C * dim].
+  const std::array<int64_t, 4> patch = need("patch_embedding.weight");
+  c.dim = need("patch_embedding.bias")[0];
+  SD_CHECK(patch[0] == 2 && patch[1] == 2 && patch[2] == 1 && patch[3] % c.dim == 0,
+           "[wan] the patch embedding is not a 1x2x2 convolution to %lld channels",
+           static_cast<long long>(c.dim));
+  c.in_channels = patch[3] / c.dim;
+  SD_CHECK(c.dim % c.head_dim == 0,
+           "[wan] the width %lld is not a whole number of %lld-wide heads (every released Wan "
+           "has 128-wide heads)",
+           static_cast<long long>(c.dim), static_cast<long long>(c.head_dim));
+  c.text_dim = need("text_embedding.0.weight")[0];
+  c.freq_dim = need("time_embedding.0.weight")[0];
+  c.ffn_dim = need("blocks.0.ffn.0.weight")[1];
+  const int64_t head_out = need("head.head.weight")[1];
+  SD_CHECK(head_out % 4 == 0, "[wan] the head gives %lld values per patch, not 2x2 patches",
+           static_cast<long long>(head_out));
+  c.out_channels = head_out / 4;
+  c.layers = 0;
+  while (shape_of(root + "blocks." + std::to_string(c.layers) + ".self_attn.q.weight")) ++c.layers;
+  SD_CHECK(!shape_of(root + "img_emb.proj.1.weight"),
+           "[wan] this is an image-to-video Wan (it has img_emb): only text-to-video Wan runs "
+           "in this build");
+  SD_CHECK(!shape_of(root + "vace_patch_embedding.weight"),
+           "[wan] this is a VACE Wan (vace_blocks): only text-to-video Wan runs in this build");
+  int axes = 0;
+  for (int d : c.axes_dim) axes += d;
+  SD_CHECK(axes == c.head_dim, "[wan] rotary axes cover %d channels, heads have %lld", axes,
+           static_cast<long long>(c.head_dim));
+  return c;
+}
+
+WanRope wan_rope(const WanConfig& c, int64_t frames, int64_t rows, int64_t cols) {
+  const int64_t half = c.head_dim / 2;
+  const int64_t tokens = frames * rows * cols;
+  WanRope r;
+  r.cos.resize(static_cast<size_t>(half * tokens));
+  r.sin.resize(r.cos.size());
+  for (int64_t t = 0; t < tokens; ++t) {
+    const float pos[3] = {static_cast<float>(t / (rows * cols)),
+                          static_cast<float>(t / cols % rows), static_cast<float>(t % cols)};
+    int64_t j0 = 0;
+    for (size_t axis = 0; axis < c.axes_dim.size(); ++axis) {
+      const int dim = c.axes_dim[axis];
+      for (int j = 0; j < dim / 2; ++j) {
+        // float arithmetic, as the reference computes its tables
+        const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
+        const float angle = pos[axis] * omega;
+        r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(angle);
+        r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(angle);
+      }
+      j0 += dim / 2;
+    }
+  }
+  return r;
+}
+
+std::vector<float> wan_patchify(const std::vector<float>& latent, int64_t w, int64_t h,
+                                int64_t frames, int64_t channels) {
+  const int64_t pw = w / 2, ph = h / 2, width = 4 * channels;
+  std::vector<float> tokens(static_cast<size_t>(width * frames * ph * pw));
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t f = 0; f < frames; ++f)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          const int64_t token = (f * ph + y / 2) * pw + x / 2;
+          const int64_t value = c * 4 + (y % 2) * 2 + x % 2;
+          tokens[static_cast<size_t>(token * width + value)] =
+              latent[static_cast<size_t>(((c * frames + f) * h + y) * w + x)];
+        }
+  return tokens;
+}
+
+std::vector<float> wan_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                  int64_t frames, int64_t channels) {
+  const int64_t pw = w / 2, ph = h / 2, width = 4 * channels;
+  std::vector<float> latent(static_cast<size_t>(w * h * frames * channels));
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t f = 0; f < frames; ++f)
+      for (int64_t y = 0; y < h; ++y)
+        for (int64_t x = 0; x < w; ++x) {
+          const int64_t token = (f * ph + y / 2) * pw + x / 2;
+          const int64_t value = ((y % 2) * 2 + x % 2) * channels + c;
+          latent[static_cast<size_t>(((c * frames + f) * h + y) * w + x)] =
+              tokens[static_cast<size_t>(token * width + value)];
+        }
+  return latent;
+}
+
+namespace {
+
+Tensor* f32(Context& ctx, Tensor* t) {
+  return t->type == DType::F32 ? t : cast(ctx, t, DType::F32);
+}
+
+// A block's (or the head's) learned modulation [dim, n] plus the timestep's [dim, n],
+// cut into n vectors [dim, 1] that broadcast over tokens.
+std::vector<Tensor*> modulation(const nn::Scope& s, Tensor* e, int64_t dim, int n) {
+  Context& ctx = s.ctx();
+  Tensor* m = add(ctx, f32(ctx, s.param("modulation", {dim, n})), e);
+  std::vector<Tensor*> out;
+  for (int i = 0; i < n; ++i) out.push_back(cont(ctx, slice(ctx, m, 1, i, i + 1)));
+  return out;
+}
+
+Tensor* rms(const nn::Scope& s, Tensor* x, int64_t dim, float eps) {
+  return rms_norm(s.ctx(), x, eps, s.param("weight", {dim}));
+}
+
+// Self-attention over the patches with rotary positions: [dim, L].
+Tensor* self_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tensor* cos_t,
+                       Tensor* sin_t) {
+  Context& ctx = a.ctx();
+  const int64_t len = x->ne[1], hd = c.head_dim;
+  auto heads = [&](Tensor* t) { return reshape(ctx, t, {hd, c.heads(), len, 1}); };
+  Tensor* q = rms(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
+  Tensor* k = rms(a["norm_k"], nn::linear(a["k"], x, c.dim, c.dim), c.dim, c.eps);
+  Tensor* v = nn::linear(a["v"], x, c.dim, c.dim);
+  Tensor* o =
+      nn::rope_attention(ctx, heads(q), heads(k), heads(v), cos_t, sin_t, nullptr,
+                         nn::attention_precision_for(a["q"].param("weight", {c.dim, c.dim})));
+  return nn::linear(a["o"], reshape(ctx, o, {c.dim, len}), c.dim, c.dim);
+}
+
+// The patches attend to the text: [dim, L].
+Tensor* cross_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tensor* text) {
+  Context& ctx = a.ctx();
+  Tensor* q = rms(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
+  Tensor* k = rms(a["norm_k"], nn::linear(a["k"], text, c.dim, c.dim), c.dim, c.eps);
+  Tensor* v = nn::linear(a["v"], text, c.dim, c.dim);
+  Tensor* o =
+      nn::multi_head_attention(ctx, q, k, v, c.heads(), nullptr,
+                               nn::attention_precision_for(a["q"].param("weight", {c.dim, c.dim})));
+  return nn::linear(a["o"], o, c.dim, c.dim);
+}
+
+Tensor* block(const nn::Scope& b, const WanConfig& c, Tensor* x, Tensor* e0, Tensor* text,
+              Tensor* cos_t, Tensor* sin_t) {
+  Context& ctx = b.ctx();
+  // shift, scale, gate for attention, then for the feed-forward.
+  const std::vector<Tensor*> m = modulation(b, e0, c.dim, 6);
+  Tensor* y = nn::modulate(ctx, layer_norm(ctx, x, c.eps), m[0], m[1]);
+  x = add(ctx, x, mul(ctx, self_attention(b["self_attn"], c, y, cos_t, sin_t), m[2]));
+
+  const nn::Scope n3 = b["norm3"];
+  y = layer_norm(ctx, x, c.eps, n3.param("weight", {c.dim}), n3.param("bias", {c.dim}));
+  x = add(ctx, x, cross_attention(b["cross_attn"], c, y, text));
+
+  y = nn::modulate(ctx, layer_norm(ctx, x, c.eps), m[3], m[4]);
+  y = gelu(ctx, nn::linear(b["ffn"]["0"], y, c.dim, c.ffn_dim));
+  y = nn::linear(b["ffn"]["2"], y, c.ffn_dim, c.dim);
+  return set_name(add(ctx, x, mul(ctx, y, m[5])), b.prefix() + "out");
+}
+
+}  // namespace
+
+Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, Tensor* text,
+                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin) {
+  Context& ctx = dit.ctx();
+  SD_CHECK(patches->ne[0] == c.patch_in(),
+           "[wan] patches of %lld values, the transformer reads %lld",
+           static_cast<long long>(patches->ne[0]), static_cast<long long>(c.patch_in()));
+  SD_CHECK(text->ne[0] == c.text_dim,
+           "[wan] text tokens of %lld values, the transformer reads %lld",
+           static_cast<long long>(text->ne[0]), static_cast<long long>(c.text_dim));
+  SD_CHECK(rope_cos->ne[0] == c.head_dim / 2 && rope_cos->ne[1] == patches->ne[1],
+           "[wan] rotary tables %s for %lld tokens", rope_cos->shape_string().c_str(),
+           static_cast<long long>(patches->ne[1]));
+
+  // 1. Embeddings: the patches (the 1x2x2 convolution as a matrix), the timestep (sinusoids,
+  //    MLP, then six modulation vectors per block), the text (MLP with GELU).
+  Tensor* w = dit["patch_embedding"].param("weight", {2, 2, 1, c.in_channels * c.dim});
+  w = reshape(ctx, w, {c.patch_in(), c.dim});
+  Tensor* x =
+      add(ctx, matmul(ctx, w, patches), f32(ctx, dit["patch_embedding"].param("bias", {c.dim})));
+
+  const nn::Scope te = dit["time_embedding"];
+  Tensor* e = timestep_embedding(ctx, timestep, static_cast<int>(c.freq_dim));
+  e = nn::linear(te["2"], silu(ctx, nn::linear(te["0"], e, c.freq_dim, c.dim)), c.dim, c.dim);
+  Tensor* e0 = nn::linear(dit["time_projection"]["1"], silu(ctx, e), c.dim, 6 * c.dim);
+  e0 = reshape(ctx, e0, {c.dim, 6});
+
+  const nn::Scope tx = dit["text_embedding"];
+  Tensor* txt = gelu(ctx, nn::linear(tx["0"], text, c.text_dim, c.dim));
+  txt = nn::linear(tx["2"], txt, c.dim, c.dim);
+
+  // 2. The blocks.
+  for (int i = 0; i < c.layers; ++i) x = block(dit["blocks"][i], c, x, e0, txt, rope_cos, rope_sin);
+
+  // 3. The head: LayerNorm modulated by the time embedding, projected to patches.
+  const std::vector<Tensor*> m = modulation(dit["head"], reshape(ctx, e, {c.dim, 1}), c.dim, 2);
+  x = nn::modulate(ctx, layer_norm(ctx, x, c.eps), m[0], m[1]);
+  x = nn::linear(dit["head"]["head"], x, c.dim, c.patch_out());
+  return set_name(x, dit.prefix() + "out");
+}
+
+}  // namespace sd::models

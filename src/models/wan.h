@@ -1,0 +1,83 @@
+// Wan's diffusion transformer (Wan team 2025, "Wan: Open and Advanced Large-Scale Video
+// Generative Models", wan/modules/model.py): a video latent cut into 1x2x2 patches, one
+// stream of blocks that each attend to themselves (RoPE over frame, row and column) and
+// then to the umT5 text, modulated by the timestep. Released Wan 2.1 T2V: 1.3B (width 1536,
+// 12 heads, feed-forward 8960, 30 blocks) and 14B (5120, 40 heads, 13824, 40 blocks);
+// heads are 128 wide in every release.
+//
+// A block, with (shift, scale, gate) x 2 from the time projection plus the block's own
+// learned modulation:
+//   x += gate1 * self_attn(LN(x) * (1 + scale1) + shift1)
+//   x += cross_attn(LN_affine(x), text)
+//   x += gate2 * ffn(LN(x) * (1 + scale2) + shift2)          (ffn: GELU, tanh form)
+// Attention projections have biases; q and k are RMS-normalized over the whole width.
+//
+// Tokens: frame-major, then row, then column. A patch's input values are (channel, dy, dx),
+// dx fastest (the 3-d patch embedding's weight as a matrix); the head gives (dy, dx,
+// channel), channel fastest.
+//
+// Parameters, ComfyUI's names below the caller's scope: patch_embedding, text_embedding.{0,2},
+// time_embedding.{0,2}, time_projection.1, blocks.N.{modulation, self_attn.{q,k,v,o,norm_q,
+// norm_k}, norm3, cross_attn.{q,k,v,o,norm_q,norm_k}, ffn.{0,2}}, head.{modulation, head}.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "nn/weights.h"
+
+namespace sd::models {
+
+struct WanConfig {
+  int64_t in_channels = 16;  // latent channels (plus any image-condition channels)
+  int64_t out_channels = 16;
+  int64_t dim = 1536;
+  int64_t head_dim = 128;  // fixed by the design: heads = dim / 128
+  int64_t ffn_dim = 8960;
+  int64_t text_dim = 4096;  // umT5-XXL's width
+  int64_t freq_dim = 256;
+  int layers = 30;
+  float eps = 1e-6f;
+  float theta = 10000.0f;
+  std::vector<int> axes_dim = {44, 42, 42};  // frame, row, column
+  int text_len = 512;                        // umT5 tokens the transformer reads
+
+  int64_t heads() const { return dim / head_dim; }
+  // Latent values per patch on the way in and out (1 x 2 x 2 patches).
+  int64_t patch_in() const { return 4 * in_channels; }
+  int64_t patch_out() const { return 4 * out_channels; }
+};
+
+using WanShapeOf = std::function<std::optional<std::array<int64_t, 4>>(const std::string& name)>;
+
+// The transformer under `scope` from its tensors: width, latent channels in and out, text
+// width, feed-forward width, block count. Throws sd::Error naming a tensor the file lacks.
+WanConfig wan_config_from_shapes(std::string_view scope, const WanShapeOf& shape_of);
+
+// The rotary tables of `frames` x `rows` x `cols` patch tokens, each f32 [head_dim / 2,
+// tokens]: neighbouring channels pair, the three axes' frequencies one after another.
+struct WanRope {
+  std::vector<float> cos, sin;
+};
+WanRope wan_rope(const WanConfig& config, int64_t frames, int64_t rows, int64_t cols);
+
+// A video latent [w, h, frames, C] (sd.cpp's layout: channel planes of frame planes) <->
+// patch tokens [4 C, frames * h/2 * w/2] in the orders above.
+std::vector<float> wan_patchify(const std::vector<float>& latent, int64_t w, int64_t h,
+                                int64_t frames, int64_t channels);
+std::vector<float> wan_unpatchify(const std::vector<float>& tokens, int64_t w, int64_t h,
+                                  int64_t frames, int64_t channels);
+
+// Builds the transformer graph for one sample.
+//   patches: f32 [patch_in, tokens]; text: f32 [text_dim, text tokens]; timestep: f32 [1]
+//   (the flow schedule's 1000 sigma); rope_cos, rope_sin: wan_rope's tables.
+// Returns f32 [patch_out, tokens]: the flow (velocity) prediction, noise minus video.
+Tensor* wan_forward(const nn::Scope& dit, const WanConfig& config, Tensor* patches, Tensor* text,
+                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin);
+
+}  // namespace sd::models

@@ -1,0 +1,91 @@
+// A tiny Wan text-to-video model as the files it is distributed as, in the released
+// layouts: the transformer (ComfyUI names, 128-wide heads as released: the rotary axes need
+// them), umT5 (Hugging Face names, a relative-position table in every block) and Wan 2.1's
+// causal autoencoder with its temporal upsamplers (small channels), plus a tiny T5-style
+// tokenizer.json beside umT5.
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "models/t5.h"
+#include "models/wan.h"
+#include "models/wan_vae.h"
+#include "nn/graph_runner.h"
+#include "nn/param_recorder.h"
+#include "nn/random_weights.h"
+#include "pipeline/tiny_model_test_util.h"
+#include "pipeline/tiny_qwen_image_test_util.h"
+
+namespace sd::pipeline::test {
+
+struct TinyWanFiles {
+  std::string dit, umt5, vae, dir;
+};
+
+inline models::WanConfig tiny_wan_config() {
+  models::WanConfig c;
+  c.dim = 128;
+  c.ffn_dim = 64;
+  c.text_dim = 32;
+  c.freq_dim = 32;
+  c.layers = 2;
+  return c;
+}
+
+inline models::T5Config tiny_umt5_config() {
+  models::T5Config c;
+  c.vocab_size = 16;
+  c.model_dim = tiny_wan_config().text_dim;
+  c.inner_dim = 32;
+  c.heads = 2;
+  c.ff_dim = 48;
+  c.layers = 2;
+  c.bias_per_layer = true;
+  return c;
+}
+
+// Wan 2.1's autoencoder with what a clip's later chunks read (the temporal upsamplers).
+inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed) {
+  nn::RandomWeights w(DType::F16, seed);
+  const models::VaeConfig vc = tiny_wan_vae_config();
+  nn::GraphCall call;
+  Context& ctx = call.ctx();
+  models::vae_encode(nn::Scope(ctx, w, ""), vc, ctx.new_tensor(DType::F32, {16, 16, 3, 1}));
+  models::WanClipCache clip;
+  clip.begin_chunk(call, 1);
+  models::wan_vae_decode(nn::Scope(ctx, w, ""), vc, ctx.new_tensor(DType::F32, {2, 2, 16, 1}),
+                         &clip);
+  w.save_safetensors(path);
+}
+
+inline TinyWanFiles write_tiny_wan(const std::string& dir) {
+  TinyWanFiles f{dir + "/wan.safetensors", dir + "/umt5.safetensors", dir + "/wan_vae.safetensors",
+                 dir};
+  std::filesystem::create_directories(dir);
+  Context ctx;
+  {
+    const models::WanConfig wc = tiny_wan_config();
+    nn::RandomWeights w(DType::F16, 51);
+    Tensor* patches = ctx.new_tensor(DType::F32, {wc.patch_in(), 4});
+    Tensor* text = ctx.new_tensor(DType::F32, {wc.text_dim, 3});
+    Tensor* t = ctx.new_tensor(DType::F32, {1});
+    Tensor* r = ctx.new_tensor(DType::F32, {wc.head_dim / 2, 4});
+    models::wan_forward(nn::Scope(ctx, w, ""), wc, patches, text, t, r, r);
+    w.save_safetensors(f.dit);
+  }
+  {
+    const models::T5Config tc = tiny_umt5_config();
+    nn::RandomWeights w(DType::F16, 52);
+    Tensor* ids = ctx.new_tensor(DType::I32, {4, 1});
+    Tensor* buckets = ctx.new_tensor(DType::I32, {16});
+    models::t5_encoder_forward(nn::Scope(ctx, w, ""), tc, ids, buckets);
+    w.save_safetensors(f.umt5);
+  }
+  write_tiny_wan_video_vae(f.vae, 53);
+  std::ofstream(dir + "/tokenizer.json") << kTinyT5TokenizerJson;
+  return f;
+}
+
+}  // namespace sd::pipeline::test

@@ -1,0 +1,156 @@
+// Wan through the whole pipeline: a tiny text-to-video model as its three files and a
+// tokenizer.json beside umT5, written by the project's own code and loaded back through the
+// real loader with the CLI's file roles.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "io/io_test_util.h"
+#include "pipeline/stable_diffusion.h"
+#include "pipeline/tiny_wan_test_util.h"
+#include "pipeline/tiny_z_image_test_util.h"
+#include "tensor/error.h"
+#include "test_support.h"
+
+namespace sd::pipeline {
+namespace {
+
+class TinyWan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static const io::test::TempDir dir;
+    static const test::TinyWanFiles files = test::write_tiny_wan(dir.file("wan"));
+    files_ = files;
+    temp_ = dir.file("");
+    options_.diffusion_model = files_.dit;
+    options_.t5xxl = files_.umt5;
+    options_.vae = files_.vae;
+    options_.threads = 2;
+    request_.prompt = "a cat";
+    request_.width = request_.height = 16;
+    request_.steps = 2;
+    request_.cfg_scale = 1.0f;
+    request_.video_frames = 5;
+    request_.warn = [this](const std::string& w) { warnings_.push_back(w); };
+    // The tokenizer is found next to the umT5 file, not through the environment.
+    const char* env = std::getenv("SD_T5_TOKENIZER");
+    saved_env_ = env ? env : "";
+    unsetenv("SD_T5_TOKENIZER");
+  }
+  void TearDown() override {
+    if (!saved_env_.empty()) setenv("SD_T5_TOKENIZER", saved_env_.c_str(), 1);
+  }
+  std::string error_of(StableDiffusion& sd, const ImageRequest& r) {
+    try {
+      sd.generate(r);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  }
+
+  test::TinyWanFiles files_;
+  std::string temp_, saved_env_;
+  std::vector<std::string> warnings_;
+  ModelOptions options_;
+  ImageRequest request_;
+};
+
+TEST_F(TinyWan, IsDetectedAndMakesAClip) {
+  StableDiffusion sd(options_);
+  EXPECT_EQ(sd.version(), io::ModelVersion::Wan);
+  EXPECT_TRUE(sd.makes_video());
+  EXPECT_EQ(sd.prediction(), sampling::Prediction::Sd3Flow);
+  EXPECT_EQ(sd.default_sample_method(), sampling::SampleMethod::Euler);
+  const std::vector<io::Image> clip = sd.generate(request_);
+  ASSERT_EQ(clip.size(), 5u);  // two latent frames: 1 + 4
+  for (const io::Image& frame : clip) {
+    EXPECT_EQ(frame.width, 16);
+    EXPECT_EQ(frame.height, 16);
+  }
+  // The frames differ from each other, and the same request gives the same clip; the
+  // prompt and the seed change it.
+  EXPECT_NE(clip[0].pixels, clip[4].pixels);
+  EXPECT_EQ(sd.generate(request_)[4].pixels, clip[4].pixels);
+  ImageRequest r = request_;
+  r.prompt = "a dog";
+  EXPECT_NE(sd.generate(r)[4].pixels, clip[4].pixels);
+  r = request_;
+  r.seed = 7;
+  EXPECT_NE(sd.generate(r)[4].pixels, clip[4].pixels);
+}
+
+TEST_F(TinyWan, FrameCountsRoundDownToWhatTheVaeMakes) {
+  StableDiffusion sd(options_);
+  request_.video_frames = 8;
+  EXPECT_EQ(sd.generate(request_).size(), 5u);
+  ASSERT_FALSE(warnings_.empty());
+  EXPECT_NE(warnings_.back().find("generating 5"), std::string::npos) << warnings_.back();
+}
+
+TEST_F(TinyWan, AnImageIsAOneFrameClip) {
+  StableDiffusion sd(options_);
+  ImageRequest image = request_;
+  image.video_frames = 0;
+  const std::vector<io::Image> one = sd.generate(image);
+  ASSERT_EQ(one.size(), 1u);
+  request_.video_frames = 1;
+  const std::vector<io::Image> clip = sd.generate(request_);
+  ASSERT_EQ(clip.size(), 1u);
+  EXPECT_EQ(clip[0].pixels, one[0].pixels);
+}
+
+TEST_F(TinyWan, RequestsItCannotServeAreRefusedBeforeWork) {
+  StableDiffusion sd(options_);
+  ImageRequest r = request_;
+  r.batch_count = 2;
+  EXPECT_NE(error_of(sd, r).find("-b 2"), std::string::npos);
+  r = request_;
+  const io::Image init = {16, 16, 3, std::vector<uint8_t>(16 * 16 * 3, 128)};
+  r.init_image = &init;
+  EXPECT_NE(error_of(sd, r).find("image-to-video"), std::string::npos);
+  r = request_;
+  r.video_frames = kMaxVideoFrames + 1;
+  EXPECT_NE(error_of(sd, r).find("--video-frames"), std::string::npos);
+}
+
+TEST_F(TinyWan, MissingPartsNameTheirFlags) {
+  auto error_opening = [](const ModelOptions& o) -> std::string {
+    try {
+      StableDiffusion sd(o);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  ModelOptions o = options_;
+  o.t5xxl.clear();
+  EXPECT_NE(error_opening(o).find("--t5xxl"), std::string::npos);
+  o = options_;
+  o.vae.clear();
+  EXPECT_NE(error_opening(o).find("--vae"), std::string::npos);
+}
+
+TEST(ImageModels, RefuseVideoRequests) {
+  static const io::test::TempDir dir;
+  const test::TinyZImageFiles f = test::write_tiny_z_image(dir.file("z"));
+  ModelOptions o;
+  o.diffusion_model = f.dit;
+  o.llm = f.llm;
+  o.vae = f.vae;
+  StableDiffusion sd(o);
+  EXPECT_FALSE(sd.makes_video());
+  ImageRequest r;
+  r.width = r.height = 16;
+  r.video_frames = 5;
+  try {
+    sd.generate(r);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vid_gen"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace sd::pipeline

@@ -1,0 +1,78 @@
+#include "pipeline/wan_runner.h"
+
+#include "nn/param_recorder.h"
+#include "tensor/error.h"
+
+namespace sd::pipeline {
+
+WanRunner::WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend)
+    : weights_(weights), config_(std::move(config)), runner_(backend) {}
+
+Tensor* WanRunner::build(nn::GraphCall& call, nn::Weights& weights, const Inputs& in,
+                         models::WanRope& rope) const {
+  const models::WanConfig& c = config_;
+  const int64_t tokens = in.frames * in.rows * in.cols;
+  const int64_t half = c.head_dim / 2;
+  rope = models::wan_rope(c, in.frames, in.rows, in.cols);
+  Tensor* patches = call.input_f32("patches", make_shape({c.patch_in(), tokens}), in.patches);
+  Tensor* text = call.input_f32("text", make_shape({c.text_dim, in.text_tokens}), in.text);
+  Tensor* t = call.input_f32("timestep", make_shape({1}), &in.timestep);
+  Tensor* rc = call.input_f32("rope_cos", make_shape({half, tokens}), rope.cos.data());
+  Tensor* rs = call.input_f32("rope_sin", make_shape({half, tokens}), rope.sin.data());
+  return models::wan_forward(nn::Scope(call.ctx(), weights, kScope), c, patches, text, t, rc, rs);
+}
+
+std::vector<std::vector<float>> WanRunner::predict(
+    const std::vector<float>& x, int64_t w, int64_t h, float timestep,
+    const std::vector<const Conditioning*>& conditionings, const std::vector<float>& concat) {
+  const models::WanConfig& c = config_;
+  SD_CHECK(concat.empty(), "[wan] the text-to-video transformer takes no extra input planes");
+  const int64_t frame_values = w * h * c.in_channels;
+  SD_CHECK(w % 2 == 0 && h % 2 == 0 && frame_values > 0 && !x.empty() &&
+               x.size() % static_cast<size_t>(frame_values) == 0,
+           "[wan] a %lldx%lld latent of %zu values is not whole frames of %lld channels in 2x2 "
+           "patches",
+           static_cast<long long>(w), static_cast<long long>(h), x.size(),
+           static_cast<long long>(c.in_channels));
+  const int64_t frames = static_cast<int64_t>(x.size()) / frame_values;
+  const std::vector<float> patches = models::wan_patchify(x, w, h, frames, c.in_channels);
+  std::vector<std::vector<float>> out;
+  for (const Conditioning* cond : conditionings) {
+    SD_CHECK(cond->dim == c.text_dim && cond->tokens > 0,
+             "[wan] the text encoder gives %lld-wide tokens, this transformer reads %lld",
+             static_cast<long long>(cond->dim), static_cast<long long>(c.text_dim));
+    Inputs in;
+    in.patches = patches.data();
+    in.frames = frames;
+    in.rows = h / 2;
+    in.cols = w / 2;
+    in.text = cond->context.data();
+    in.text_tokens = cond->tokens;
+    in.timestep = timestep;
+    nn::GraphCall call;
+    models::WanRope rope;
+    Tensor* pred = build(call, weights_, in, rope);
+    const std::vector<float> result = runner_.run(call, pred);
+    weights_.after_compute();
+    out.push_back(models::wan_unpatchify(result, w, h, frames, c.out_channels));
+  }
+  return out;
+}
+
+std::vector<nn::ParamDecl> WanRunner::parameters() const {
+  nn::ParamRecorder recorder(weights_);
+  nn::GraphCall call;
+  const std::vector<float> patches(static_cast<size_t>(config_.patch_in() * 4));
+  const std::vector<float> text(static_cast<size_t>(config_.text_dim * 2));
+  Inputs in;
+  in.patches = patches.data();
+  in.frames = 1;
+  in.rows = in.cols = 2;
+  in.text = text.data();
+  in.text_tokens = 2;
+  models::WanRope rope;
+  build(call, recorder, in, rope);
+  return recorder.params();
+}
+
+}  // namespace sd::pipeline

@@ -1,0 +1,51 @@
+// Runs Wan's transformer for one sampling step on a video latent: the latent cut into
+// 1x2x2 patches, their frame, row and column as rotary tables, the prediction put back.
+#pragma once
+
+#include <vector>
+
+#include "backend/backend.h"
+#include "io/name_conversion.h"
+#include "models/wan.h"
+#include "nn/graph_runner.h"
+#include "nn/weights.h"
+#include "pipeline/diffusion_net.h"
+
+namespace sd::pipeline {
+
+class WanRunner final : public DiffusionNet {
+ public:
+  WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend);
+
+  // x: a video latent [w, h, frames, C] (the frame count is its size over w * h * C); the
+  // conditioning's context is umT5's hidden states [text_dim, tokens]. `timestep` is the
+  // flow schedule's t = 1000 sigma.
+  std::vector<std::vector<float>> predict(const std::vector<float>& x, int64_t w, int64_t h,
+                                          float timestep,
+                                          const std::vector<const Conditioning*>& conditionings,
+                                          const std::vector<float>& concat = {}) override;
+  std::vector<nn::ParamDecl> parameters() const override;
+  std::string streaming_report() const override { return runner_.streaming_report(); }
+  void release() override { runner_.release(); }
+  int64_t latent_multiple() const override { return 2; }
+
+  const models::WanConfig& config() const { return config_; }
+  static constexpr const char* kScope = io::kUnetRoot.data();
+
+ private:
+  struct Inputs {
+    const float* patches = nullptr;
+    int64_t frames = 0, rows = 0, cols = 0;
+    const float* text = nullptr;
+    int64_t text_tokens = 0;
+    float timestep = 0;
+  };
+  Tensor* build(nn::GraphCall& call, nn::Weights& weights, const Inputs& in,
+                models::WanRope& rope) const;
+
+  nn::Weights& weights_;
+  models::WanConfig config_;
+  nn::GraphRunner runner_;
+};
+
+}  // namespace sd::pipeline
