@@ -253,6 +253,9 @@ int run_generation(Arguments& a) {
     SD_CHECK(inputs.init.pixels.empty() && inputs.refs.empty() && inputs.control.pixels.empty(),
              "-M vid_gen: -i, -r and --control-image need an image-to-video model, which this "
              "build does not run yet");
+    if (g.batch_count > 1)
+      log_message(SD_LOG_WARN, "-b %d: -M vid_gen makes one clip; the batch count is ignored",
+                  g.batch_count);
     sd_vid_gen_params_t params = g.to_vid_c_params();
     sd_image_t* frames = nullptr;
     int count = 0;
