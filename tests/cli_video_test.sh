@@ -26,7 +26,7 @@ cat >"$model/tokenizer.json" <<'JSON'
  "model": {"type": "Unigram", "unk_id": 2, "vocab": [["<pad>", 0.0], ["</s>", 0.0],
   ["<unk>", 0.0], ["\u2581", -2.0], ["a", -3.0], ["\u2581a", -1.0], ["\u2581cat", -1.5]]}}
 JSON
-unset SD_T5_TOKENIZER
+unset SD_UMT5_TOKENIZER
 wan=(--diffusion-model "$model/wan.safetensors" --t5xxl "$model/umt5.safetensors"
   --vae "$model/wan_vae.safetensors" -p "a cat" -W 32 -H 32 --steps 2 -t 2)
 

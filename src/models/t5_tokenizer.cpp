@@ -57,19 +57,21 @@ std::string metaspace(const std::string& text, const std::string& replacement, b
 }  // namespace
 
 std::string find_t5_tokenizer(const std::string& explicit_path, const std::string& model_dir,
-                              const std::string& t5_file) {
+                              const std::string& t5_file, bool umt5) {
+  const char* name = umt5 ? "umT5" : "T5";
+  const char* variable = umt5 ? "SD_UMT5_TOKENIZER" : "SD_T5_TOKENIZER";
   if (!explicit_path.empty()) {
     if (file_exists(explicit_path)) return explicit_path;
-    fail("T5 tokenizer '%s' not found (the given path must name T5's %s)", explicit_path.c_str(),
-         kT5TokenizerFileName);
+    fail("%s tokenizer '%s' not found (the given path must name %s's %s)", name,
+         explicit_path.c_str(), name, kT5TokenizerFileName);
   }
-  if (const char* env = std::getenv("SD_T5_TOKENIZER"); env && *env) {
+  if (const char* env = std::getenv(variable); env && *env) {
     if (file_exists(env)) return env;
-    fail("SD_T5_TOKENIZER='%s': no such file (unset it or point it at T5's %s)", env,
+    fail("%s='%s': no such file (unset it or point it at %s's %s)", variable, env, name,
          kT5TokenizerFileName);
   }
   namespace fs = std::filesystem;
-  if (!model_dir.empty()) {
+  if (!model_dir.empty() && !umt5) {
     for (const char* sub : {"tokenizer_2", "tokenizer_3"}) {
       const std::string p = (fs::path(model_dir) / sub / kT5TokenizerFileName).string();
       if (file_exists(p)) return p;
@@ -79,15 +81,24 @@ std::string find_t5_tokenizer(const std::string& explicit_path, const std::strin
     const std::string p = (fs::path(t5_file).parent_path() / kT5TokenizerFileName).string();
     if (file_exists(p)) return p;
   }
-  const std::string cached = cache_folder_path(std::string("t5/") + kT5TokenizerFileName);
+  const std::string cached =
+      cache_folder_path(std::string(umt5 ? "umt5/" : "t5/") + kT5TokenizerFileName);
   if (!cached.empty() && file_exists(cached)) return cached;
+  const std::string where = cached.empty() ? std::string("~/.cache/sd-engine/") +
+                                                 (umt5 ? "umt5/" : "t5/") + kT5TokenizerFileName
+                                           : cached;
+  if (umt5)
+    fail(
+        "umT5 tokenizer not found: Wan's umT5-XXL text encoder needs umT5's %s (Hugging Face, "
+        "google/umt5-xxl, file tokenizer.json; T5's is another vocabulary). Save it as %s, put "
+        "it next to the --t5xxl file, or set SD_UMT5_TOKENIZER to its path",
+        kT5TokenizerFileName, where.c_str());
   fail(
       "T5 tokenizer not found: the T5-XXL text encoder needs T5's %s (Hugging Face, "
       "google/t5-v1_1-xxl, file tokenizer.json; a diffusers FLUX.1 folder has it as "
       "tokenizer_2/tokenizer.json). Save it as %s, put it next to the --t5xxl file, or set "
       "SD_T5_TOKENIZER to its path",
-      kT5TokenizerFileName,
-      cached.empty() ? "~/.cache/sd-engine/t5/tokenizer.json" : cached.c_str());
+      kT5TokenizerFileName, where.c_str());
 }
 
 T5Tokenizer T5Tokenizer::from_file(const std::string& path) {

@@ -29,8 +29,10 @@ inline constexpr const char* kT5TokenizerFileName = "tokenizer.json";
 // `model_dir`/tokenizer_3/ (SD3), a tokenizer.json next to `t5_file`, the user cache
 // ($XDG_CACHE_HOME or ~/.cache)/sd-engine/t5/tokenizer.json. Throws an sd::Error naming
 // the file, where to get it and where to put it when none exists.
+// `umt5`: umT5's vocabulary instead (Wan; 256384 pieces, google/umt5-xxl), looked for as
+// SD_UMT5_TOKENIZER, next to the file and in the cache's umt5/ folder.
 std::string find_t5_tokenizer(const std::string& explicit_path, const std::string& model_dir,
-                              const std::string& t5_file);
+                              const std::string& t5_file, bool umt5 = false);
 
 class T5Tokenizer {
  public:

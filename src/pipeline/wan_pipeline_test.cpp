@@ -34,12 +34,12 @@ class TinyWan : public ::testing::Test {
     request_.video_frames = 5;
     request_.warn = [this](const std::string& w) { warnings_.push_back(w); };
     // The tokenizer is found next to the umT5 file, not through the environment.
-    const char* env = std::getenv("SD_T5_TOKENIZER");
+    const char* env = std::getenv("SD_UMT5_TOKENIZER");
     saved_env_ = env ? env : "";
-    unsetenv("SD_T5_TOKENIZER");
+    unsetenv("SD_UMT5_TOKENIZER");
   }
   void TearDown() override {
-    if (!saved_env_.empty()) setenv("SD_T5_TOKENIZER", saved_env_.c_str(), 1);
+    if (!saved_env_.empty()) setenv("SD_UMT5_TOKENIZER", saved_env_.c_str(), 1);
   }
   std::string error_of(StableDiffusion& sd, const ImageRequest& r) {
     try {
@@ -130,6 +130,10 @@ TEST_F(TinyWan, MissingPartsNameTheirFlags) {
   o = options_;
   o.vae.clear();
   EXPECT_NE(error_opening(o).find("--vae"), std::string::npos);
+  // umT5's vocabulary is its own: a missing one says where to get it.
+  o = options_;
+  o.t5_tokenizer = temp_ + "/no_such/tokenizer.json";
+  EXPECT_NE(error_opening(o).find("umT5 tokenizer"), std::string::npos);
 }
 
 TEST(ImageModels, RefuseVideoRequests) {

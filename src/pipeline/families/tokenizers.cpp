@@ -57,9 +57,9 @@ std::shared_ptr<const models::ClipTokenizer> clip_tokenizer(const ModelFiles& fi
   return std::make_shared<const models::ClipTokenizer>(models::ClipTokenizer::from_file(vocab));
 }
 
-std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files) {
-  const std::string vocab = models::find_t5_tokenizer(files.options.t5_tokenizer,
-                                                      model_folder(files), files.options.t5xxl);
+std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files, bool umt5) {
+  const std::string vocab = models::find_t5_tokenizer(
+      files.options.t5_tokenizer, model_folder(files), files.options.t5xxl, umt5);
   return std::make_shared<const models::T5Tokenizer>(models::T5Tokenizer::from_file(vocab));
 }
 

@@ -13,7 +13,8 @@
 namespace sd::pipeline {
 
 std::shared_ptr<const models::ClipTokenizer> clip_tokenizer(const ModelFiles& files);
-std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files);
+// `umt5`: umT5's vocabulary (Wan), models::find_t5_tokenizer's umt5 search.
+std::shared_ptr<const models::T5Tokenizer> t5_tokenizer(const ModelFiles& files, bool umt5 = false);
 // The --llm encoder's byte-level BPE tokenizer of vocabulary `which` (Qwen's, Mistral's): a
 // tokenizer.json given or found (models::find_bpe_tokenizer), else the tokenizer a GGUF
 // --llm file carries.

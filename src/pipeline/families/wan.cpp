@@ -75,8 +75,8 @@ class Wan final : public Family {
     options.t5_mask = true;
     options.dit_mask = false;
     options.zero_masked = true;
-    return std::make_unique<ChromaConditioner>(t5_tokenizer(files), *arch.t5, options,
-                                               places.weights, places.text_backend,
+    return std::make_unique<ChromaConditioner>(t5_tokenizer(files, /*umt5=*/true), *arch.t5,
+                                               options, places.weights, places.text_backend,
                                                FluxConditioner::kT5Scope);
   }
 
