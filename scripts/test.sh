@@ -64,6 +64,12 @@ make_models() {
     /usr/bin/python3 tools/make_random_flux2_dev.py --out "$flux2_dev_dir.tmp" --seed 0 --dtype f32
     rm -rf "$flux2_dev_dir" && mv "$flux2_dev_dir.tmp" "$flux2_dev_dir"
   fi
+  local wan_dir=build/fidelity/wan_tiny
+  if [ ! -f "$wan_dir/wan_vae.safetensors" ]; then
+    echo "making $wan_dir (random weights)"
+    /usr/bin/python3 tools/make_random_wan.py --out "$wan_dir.tmp" --t5-layers 2 --t5-ff 128
+    rm -rf "$wan_dir" && mv "$wan_dir.tmp" "$wan_dir"
+  fi
   local flux2_dir=build/fidelity/flux2_tiny
   if [ ! -f "$flux2_dir/ae.safetensors" ]; then
     echo "making $flux2_dir (random weights)"
@@ -92,6 +98,7 @@ export SD_TEST_Z_IMAGE_DIR=$PWD/build/fidelity/z_image_tiny
 export SD_TEST_FLUX2_DIR=$PWD/build/fidelity/flux2_tiny
 export SD_TEST_FLUX2_DEV_DIR=$PWD/build/fidelity/flux2_dev_tiny
 export SD_TEST_QWEN_IMAGE_DIR=$PWD/build/fidelity/qwen_image_tiny
+export SD_TEST_WAN_DIR=$PWD/build/fidelity/wan_tiny
 
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
@@ -110,7 +117,7 @@ seed_test_costs release
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
-  SD_TEST_FLUX2_DIR SD_TEST_FLUX2_DEV_DIR SD_TEST_QWEN_IMAGE_DIR
+  SD_TEST_FLUX2_DIR SD_TEST_FLUX2_DEV_DIR SD_TEST_QWEN_IMAGE_DIR SD_TEST_WAN_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

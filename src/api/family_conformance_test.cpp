@@ -32,6 +32,7 @@
 #include "pipeline/tiny_model_test_util.h"
 #include "pipeline/tiny_qwen_image_test_util.h"
 #include "pipeline/tiny_sd3_test_util.h"
+#include "pipeline/tiny_wan_test_util.h"
 #include "pipeline/tiny_z_image_test_util.h"
 #include "tensor/error.h"
 #include "test_support.h"
@@ -77,6 +78,26 @@ ImageRequest small_request() {
   r.steps = 2;
   r.cfg_scale = 1.0f;
   return r;
+}
+
+// A generation's images as one: a video's frames stacked top to bottom (so every check sees
+// the whole clip), an image as it is.
+io::Image joined(const std::vector<io::Image>& images) {
+  io::Image all = images.at(0);
+  for (size_t i = 1; i < images.size(); ++i) {
+    all.height += images[i].height;
+    all.pixels.insert(all.pixels.end(), images[i].pixels.begin(), images[i].pixels.end());
+  }
+  return all;
+}
+
+// The frames a family's requests ask for: video families make a clip (Trait::kVideoFrames).
+template <typename Trait>
+constexpr int video_frames_of() {
+  if constexpr (requires { Trait::kVideoFrames; })
+    return Trait::kVideoFrames;
+  else
+    return 0;
 }
 
 std::string clip_vocab() {
@@ -346,6 +367,37 @@ struct QwenImage {
   static constexpr double kQ8MinPsnr = 30.0;
 };
 
+// Wan text to video: its transformer, umT5 (--t5xxl, with its tokenizer.json beside it) and
+// the Wan 2.1 causal autoencoder; every check runs on a five-frame clip (two latent frames:
+// the temporal upsamplers and the clip cache included).
+struct Wan {
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinyWanFiles f = pipeline::test::write_tiny_wan(dir.file("wan"));
+    ModelOptions o;
+    o.diffusion_model = f.dit;
+    o.t5xxl = f.umt5;
+    o.vae = f.vae;
+    o.t5_tokenizer = f.dir + "/tokenizer.json";
+    return o;
+  }
+  static constexpr auto kDiffusionFile = &ModelOptions::diffusion_model;
+  static constexpr io::FileRole kRole = io::FileRole::DiffusionModel;
+  static constexpr int kVideoFrames = 5;
+  static std::vector<MissingPart> missing() {
+    return {{&ModelOptions::t5xxl, "--t5xxl"}, {&ModelOptions::vae, "--vae"}};
+  }
+  static std::vector<LoraTarget> lora() {
+    // ComfyUI's PEFT names (diffusion_model.<module>.lora_A/B) and kohya's.
+    const std::string d = "diffusion_model.";
+    return {peft(d + "blocks.0.self_attn.q", "blocks.0.self_attn.q", 0, 0),
+            peft(d + "blocks.1.cross_attn.k", "blocks.1.cross_attn.k", 0, 0),
+            kohya("lora_unet_blocks_0_ffn_2", "blocks.0.ffn.2"),
+            kohya("lora_unet_head_head", "head.head")};
+  }
+  static std::string foreign_lora_stem() { return "lora_unet_double_blocks_0_img_attn_qkv"; }
+  static constexpr double kQ8MinPsnr = 30.0;
+};
+
 // The file's tensors as f32 under the names they are stored with.
 struct FileWeights {
   std::map<std::string, std::vector<float>> values;
@@ -391,6 +443,7 @@ class FamilyConformance : public ::testing::Test {
     options_ = Trait::open(dir());
     options_.threads = 2;
     request_ = small_request();
+    request_.video_frames = video_frames_of<Trait>();
   }
 
   static const io::test::TempDir& dir() {
@@ -402,7 +455,7 @@ class FamilyConformance : public ::testing::Test {
   }
 
   io::Image generate(const ModelOptions& o, const ImageRequest& r) {
-    return pipeline::StableDiffusion(o).generate(r)[0];
+    return joined(pipeline::StableDiffusion(o).generate(r));
   }
 
   // A rank-2 LoRA on Trait::lora()'s weights, and the diffusion file with the same
@@ -439,7 +492,8 @@ class FamilyConformance : public ::testing::Test {
   ImageRequest request_;
 };
 
-using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage, Flux2, Flux2Dev, QwenImage>;
+using Families =
+    ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage, Flux2, Flux2Dev, QwenImage, Wan>;
 class FamilyNames {
  public:
   template <typename T>
@@ -452,6 +506,7 @@ class FamilyNames {
     if (std::is_same_v<T, Flux2>) return "FLUX2";
     if (std::is_same_v<T, Flux2Dev>) return "FLUX2dev";
     if (std::is_same_v<T, QwenImage>) return "QwenImage";
+    if (std::is_same_v<T, Wan>) return "Wan";
     return "ZImage";
   }
 };
@@ -459,7 +514,7 @@ TYPED_TEST_SUITE(FamilyConformance, Families, FamilyNames);
 
 TYPED_TEST(FamilyConformance, EveryResidencyGivesTheSameImage) {
   pipeline::StableDiffusion kept(this->options_);
-  const io::Image in_memory = kept.generate(this->request_)[0];
+  const io::Image in_memory = joined(kept.generate(this->request_));
   EXPECT_GT(kept.resident_weight_bytes(), 0u);  // the default keeps the weights
   for (const char* params : {"disk", "cpu", "diffusion=disk,te=cpu,vae=cpu", "*=cpu,te=disk"}) {
     for (bool eager : {false, true}) {
@@ -467,12 +522,13 @@ TYPED_TEST(FamilyConformance, EveryResidencyGivesTheSameImage) {
       o.params_backend = params;
       o.eager_load = eager;
       pipeline::StableDiffusion sd(o);
-      EXPECT_EQ(sd.generate(this->request_)[0].pixels, in_memory.pixels)
+      EXPECT_EQ(joined(sd.generate(this->request_)).pixels, in_memory.pixels)
           << "--params-backend " << params << (eager ? " --eager-load" : "");
       if (std::string(params) == "disk") {
         // Everything was freed as its phase ended, and reads back the same.
         EXPECT_EQ(sd.resident_weight_bytes(), 0u);
-        EXPECT_EQ(sd.generate(this->request_)[0].pixels, in_memory.pixels) << "second generation";
+        EXPECT_EQ(joined(sd.generate(this->request_)).pixels, in_memory.pixels)
+            << "second generation";
       }
     }
   }
@@ -489,8 +545,8 @@ TYPED_TEST(FamilyConformance, LoraMergedAtRunTimeAndByHandAgree) {
   ModelOptions merge = this->options_;
   merge.lora_mode = weights::ModelManagerOptions::LoraMode::Merge;
   pipeline::StableDiffusion sd(merge);
-  const io::Image plain = sd.generate(this->request_)[0];
-  const io::Image merged_on_load = sd.generate(with_lora)[0];
+  const io::Image plain = joined(sd.generate(this->request_));
+  const io::Image merged_on_load = joined(sd.generate(with_lora));
   EXPECT_TRUE(warnings.empty()) << warnings.front();  // every key found its weight
 
   ModelOptions at_runtime = this->options_;
@@ -569,8 +625,8 @@ TYPED_TEST(FamilyConformance, Q8_0DiffusionNetRunsFromItsBlocks) {
   ModelOptions o = this->options_;
   this->diffusion_file(o) = q8;
   pipeline::StableDiffusion sd(o);
-  const io::Image a = sd.generate(this->request_)[0];
-  EXPECT_EQ(sd.generate(this->request_)[0].pixels, a.pixels) << "same seed, same image";
+  const io::Image a = joined(sd.generate(this->request_));
+  EXPECT_EQ(joined(sd.generate(this->request_)).pixels, a.pixels) << "same seed, same image";
   const double db = sd::test::image_psnr(a, f16);
   std::printf("q8_0 (%zu tensors): %.1f dB against f16\n", quantized, db);
   EXPECT_GE(db, TypeParam::kQ8MinPsnr);
