@@ -93,30 +93,51 @@ VaeConfig tiny_vae() {
   return c;
 }
 
-// Decodes latent frames (each [2, 2, 16]) as one clip: the frames, each 16x16x3.
+// Decodes latent frames (each [2, 2, 16]) as one clip, frame by frame and stage by stage:
+// the frames, each 16x16x3.
 std::vector<Values> decode_clip(nn::RandomWeights& w, const std::vector<Values>& latents) {
   const VaeConfig vc = tiny_vae();
   nn::GraphRunner runner(cpu_backend());
   WanClipCache clip;
-  std::vector<Values> frames;
-  for (size_t t = 0; t < latents.size(); ++t) {
+  struct Frame {
+    Values values;
+    int64_t w, h, c;
+  };
+  auto run = [&](int stage, const Frame& in) {
     nn::GraphCall call;
-    clip.begin_chunk(call, static_cast<int>(t));
-    Tensor* z = call.input_f32("z", make_shape({2, 2, 16, 1}), latents[t].data());
-    Tensor* out = wan_vae_decode(nn::Scope(call.ctx(), w, ""), vc, z, &clip);
+    clip.begin(call);
+    Tensor* x = call.input_f32("x", make_shape({in.w, in.h, in.c, 1}), in.values.data());
+    Tensor* out = wan_vae_decode_stage(nn::Scope(call.ctx(), w, ""), vc, stage, x, clip);
     std::vector<Tensor*> outputs = {out};
     outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
     std::vector<Values> values = runner.run(call, outputs);
-    const Values chunk = values[0];
+    const Values result = values[0];
     values.erase(values.begin());
     clip.keep(std::move(values));
-    const size_t frame = 16 * 16 * 3;
-    EXPECT_EQ(chunk.size(), t == 0 ? frame : 4 * frame);
-    for (size_t i = 0; i < chunk.size(); i += frame)
-      frames.emplace_back(chunk.begin() + static_cast<std::ptrdiff_t>(i),
-                          chunk.begin() + static_cast<std::ptrdiff_t>(i + frame));
+    std::vector<Frame> frames;
+    const size_t size = static_cast<size_t>(out->ne[0] * out->ne[1] * out->ne[2]);
+    for (int64_t i = 0; i < out->ne[3]; ++i)
+      frames.push_back({Values(result.begin() + static_cast<std::ptrdiff_t>(i * size),
+                               result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size)),
+                        out->ne[0], out->ne[1], out->ne[2]});
+    return frames;
+  };
+  std::vector<Values> video;
+  for (size_t t = 0; t < latents.size(); ++t) {
+    std::vector<Frame> pending = run(0, {latents[t], 2, 2, 16});
+    for (int stage = 1; stage < wan_vae_decode_stages(vc); ++stage) {
+      std::vector<Frame> next;
+      for (const Frame& f : pending)
+        for (Frame& g : run(stage, f)) next.push_back(std::move(g));
+      pending = std::move(next);
+    }
+    EXPECT_EQ(pending.size(), t == 0 ? 1u : 4u);
+    for (Frame& f : pending) {
+      EXPECT_EQ(f.values.size(), 16u * 16u * 3u);
+      video.push_back(std::move(f.values));
+    }
   }
-  return frames;
+  return video;
 }
 
 Values latent_frame(float phase) {

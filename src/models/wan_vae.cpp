@@ -33,35 +33,47 @@ Tensor* temporal_tap(Context& ctx, Tensor* w, int kernel, int64_t in, int64_t ou
   return reshape(ctx, as_f16(ctx, cont(ctx, w)), {kernel, kernel, in, out});
 }
 
-// A causal convolution with 3 temporal taps over a chunk of a clip x [W, H, in, t]: frame
-// j of the result reads frames j - 2, j - 1 and j of the clip's sequence, where the slot's
-// remembered frames precede the chunk and zeros precede those. Spatial kernel 3 (pad 1) or
-// 1. The slot then remembers the last two frames.
+// A causal convolution with 3 temporal taps over frames x [W, H, in, t] of a clip: frame j
+// of the result reads frames j - 2, j - 1 and j of the clip's sequence, where the frames the
+// layer remembers precede x and zeros precede those. The taps that meet frames are one 2-d
+// convolution over those frames stacked along the channels (one GEMM, no partial sums); a
+// clip's first frame meets only the last tap, as an image does. Spatial kernel 3 (pad 1) or
+// 1. The layer then remembers the last two frames.
 Tensor* causal_conv_clip(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int spatial,
-                         WanClipCache& clip, int slot) {
+                         WanClipCache& clip) {
+  const std::string& slot = s.prefix();
   Context& ctx = s.ctx();
   Tensor* w = s.param("weight", {spatial, spatial, 3, in * out});
   Tensor* bias = s.param("bias", {out});
   const int pad = spatial / 2;
   Tensor* previous = clip.previous(slot);
   const int64_t remembered = previous ? previous->ne[3] : 0, frames = x->ne[3];
-  Tensor* seq = previous ? concat(ctx, previous, x, 3) : x;  // the real frames
-  auto frame = [&](int64_t i) { return cont(ctx, slice(ctx, seq, 3, i, i + 1)); };
-  Tensor* taps[3];
-  for (int t = 0; t < 3; ++t) taps[t] = temporal_tap(ctx, w, spatial, in, out, t);
+  // Frame i of the real sequence (remembered, then x).
+  auto frame = [&](int64_t i) {
+    return i < remembered ? slice(ctx, previous, 3, i, i + 1)
+                          : slice(ctx, x, 3, i - remembered, i - remembered + 1);
+  };
+  Tensor* taps[3] = {};
   Tensor* result = nullptr;
   for (int64_t j = 0; j < frames; ++j) {
-    const int64_t current = remembered + j;  // x_j within seq
-    Tensor* y = conv2d(ctx, frame(current), taps[2], bias, 1, 1, pad, pad, 1, 1);
-    for (int t = 0; t < 2; ++t) {
-      const int64_t source = current - (2 - t);
-      if (source >= 0)
-        y = add(ctx, y, conv2d(ctx, frame(source), taps[t], nullptr, 1, 1, pad, pad, 1, 1));
+    const int64_t current = remembered + j;
+    const int first_tap = current >= 2 ? 0 : static_cast<int>(2 - current);
+    Tensor* input = nullptr;
+    Tensor* kernel = nullptr;
+    for (int t = first_tap; t < 3; ++t) {
+      if (!taps[t]) taps[t] = temporal_tap(ctx, w, spatial, in, out, t);
+      Tensor* f = cont(ctx, frame(current - (2 - t)));
+      input = input ? concat(ctx, input, f, 2) : f;
+      kernel = kernel ? concat(ctx, kernel, taps[t], 2) : taps[t];
     }
+    Tensor* y = conv2d(ctx, input, kernel, bias, 1, 1, pad, pad, 1, 1);
     result = result ? concat(ctx, result, y, 3) : y;
   }
-  const int64_t total = remembered + frames, keep = total < 2 ? total : 2;
-  clip.save(slot, cont(ctx, slice(ctx, seq, 3, total - keep, total)));
+  // The last two real frames.
+  Tensor* keep = frames >= 2       ? slice(ctx, x, 3, frames - 2, frames)
+                 : remembered == 0 ? x
+                                   : concat(ctx, cont(ctx, frame(remembered - 1)), x, 3);
+  clip.save(slot, cont(ctx, keep));
   return result;
 }
 
@@ -70,7 +82,7 @@ Tensor* causal_conv_clip(const nn::Scope& s, Tensor* x, int64_t in, int64_t out,
 Tensor* causal_conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int kernel,
                     WanClipCache* clip = nullptr) {
   Context& ctx = s.ctx();
-  if (kernel > 1 && clip) return causal_conv_clip(s, x, in, out, kernel, *clip, clip->next_slot());
+  if (kernel > 1 && clip) return causal_conv_clip(s, x, in, out, kernel, *clip);
   Tensor* w = s.param("weight", {kernel, kernel, kernel, in * out});
   w = kernel > 1 ? temporal_tap(ctx, w, kernel, in, out, kernel - 1)
                  : reshape(ctx, as_f16(ctx, w), {kernel, kernel, in, out});
@@ -79,12 +91,14 @@ Tensor* causal_conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int 
 
 // The temporal upsampler of a clip's chunk x [W, H, dim, t]: a 3x1x1 causal convolution to
 // 2 dim channels over the chunks after the first, whose halves become frames 2j and 2j + 1.
-// The first chunk passes through (its slot stays empty).
+// The clip's first frame at this layer passes through.
 Tensor* temporal_upsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipCache& clip) {
   Context& ctx = s.ctx();
-  const int slot = clip.next_slot();
-  if (clip.chunk() == 0) return x;
-  Tensor* y = causal_conv_clip(s, x, dim, 2 * dim, 1, clip, slot);
+  if (!clip.seen(s.prefix())) {
+    clip.save(s.prefix(), nullptr);  // met, nothing to remember
+    return x;
+  }
+  Tensor* y = causal_conv_clip(s, x, dim, 2 * dim, 1, clip);
   Tensor* frames = nullptr;
   for (int64_t j = 0; j < y->ne[3]; ++j) {
     Tensor* f = slice(ctx, y, 3, j, j + 1);
@@ -174,25 +188,27 @@ void check(const VaeConfig& c) {
 
 }  // namespace
 
-void WanClipCache::begin_chunk(nn::GraphCall& call, int index) {
+void WanClipCache::begin(nn::GraphCall& call) {
   call_ = &call;
-  chunk_ = index;
-  cursor_ = 0;
   saved_.clear();
-  saved_slots_.clear();
+  saved_keys_.clear();
 }
 
-Tensor* WanClipCache::previous(int slot) {
-  if (slot >= static_cast<int>(slots_.size()) || slots_[static_cast<size_t>(slot)].values.empty())
-    return nullptr;
-  const Frames& f = slots_[static_cast<size_t>(slot)];
-  SD_CHECK(call_, "[wan vae] a clip chunk is built without begin_chunk");
-  return call_->input_f32("clip_cache." + std::to_string(slot),
-                          make_shape({f.ne[0], f.ne[1], f.ne[2], f.ne[3]}), f.values.data());
+Tensor* WanClipCache::previous(const std::string& key) {
+  auto it = slots_.find(key);
+  if (it == slots_.end() || it->second.values.empty()) return nullptr;
+  const Frames& f = it->second;
+  SD_CHECK(call_, "[wan vae] a clip's graph is built without begin()");
+  return call_->input_f32("clip_cache." + key, make_shape({f.ne[0], f.ne[1], f.ne[2], f.ne[3]}),
+                          f.values.data());
 }
 
-void WanClipCache::save(int slot, Tensor* frames) {
-  saved_slots_.push_back(slot);
+void WanClipCache::save(const std::string& key, Tensor* frames) {
+  if (!frames) {
+    slots_[key];  // the layer has met the clip: an empty slot
+    return;
+  }
+  saved_keys_.push_back(key);
   saved_.push_back(frames);
 }
 
@@ -200,49 +216,78 @@ void WanClipCache::keep(std::vector<std::vector<float>> values) {
   SD_CHECK(values.size() == saved_.size(), "[wan vae] %zu cached tensors for %zu slots",
            values.size(), saved_.size());
   for (size_t i = 0; i < values.size(); ++i) {
-    const size_t slot = static_cast<size_t>(saved_slots_[i]);
-    if (slots_.size() <= slot) slots_.resize(slot + 1);
-    Frames& f = slots_[slot];
+    Frames& f = slots_[saved_keys_[i]];
     f.values = std::move(values[i]);
     for (int d = 0; d < 4; ++d) f.ne[static_cast<size_t>(d)] = saved_[i]->ne[d];
   }
   saved_.clear();
-  saved_slots_.clear();
+  saved_keys_.clear();
   call_ = nullptr;
 }
 
-Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& c, Tensor* z, WanClipCache* clip) {
+namespace {
+
+// The decoder, whole (stage < 0: an image, no clip) or one stage of a clip's frame.
+Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage, WanClipCache* clip) {
   check(c);
-  SD_CHECK(z->ne[2] == c.z_channels, "[wan vae] decode needs %lld latent channels, got %s",
-           static_cast<long long>(c.z_channels), z->shape_string().c_str());
-  SD_CHECK(!clip || z->ne[3] == 1, "[wan vae] a clip is decoded one latent frame at a time, got %s",
-           z->shape_string().c_str());
   Context& ctx = vae.ctx();
   const int levels = static_cast<int>(c.ch_mult.size());
-  Tensor* x = causal_conv(vae["conv2"], z, c.z_channels, c.z_channels, 1);
+  int current = 0;  // the stage the steps below belong to
+  auto active = [&] { return stage < 0 || stage == current; };
   const nn::Scope d = vae["decoder"];
   int64_t width = c.ch * c.ch_mult.back();
-  x = causal_conv(d["conv1"], x, c.z_channels, width, 3, clip);
-  x = middle(d["middle"], x, width, clip);
-  // Deepest level first; each upsampler doubles the size and halves the width.
+  if (active()) {
+    SD_CHECK(x->ne[2] == c.z_channels, "[wan vae] decode needs %lld latent channels, got %s",
+             static_cast<long long>(c.z_channels), x->shape_string().c_str());
+    x = causal_conv(vae["conv2"], x, c.z_channels, c.z_channels, 1);
+    x = causal_conv(d["conv1"], x, c.z_channels, width, 3, clip);
+    x = middle(d["middle"], x, width, clip);
+  }
+  // Deepest level first; each upsampler doubles the size and halves the width, and all but
+  // the last (Wan 2.1: upsamples.3 and .7) double a clip's frames too.
   int index = 0;
   for (int level = levels - 1; level >= 0; --level) {
     const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
     for (int j = 0; j <= c.num_res_blocks; ++j, ++index) {
-      x = residual_block(d["upsamples"][index], x, width, out, clip);
+      if (active()) x = residual_block(d["upsamples"][index], x, width, out, clip);
       width = out;
     }
     if (level > 0) {
       const nn::Scope up = d["upsamples"][index++];
-      // Every upsampler but the last doubles the frames too (Wan 2.1: upsamples.3 and .7).
-      if (clip && level > 1) x = temporal_upsample(up["time_conv"], x, width, *clip);
-      x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), width, width / 2, 1, 1);
+      if (clip && level > 1) {
+        if (active()) x = temporal_upsample(up["time_conv"], x, width, *clip);
+        ++current;
+      }
+      if (active()) x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), width, width / 2, 1, 1);
       width /= 2;
     }
   }
-  const nn::Scope head = d["head"];
-  x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3, 3, clip);
+  if (active()) {
+    const nn::Scope head = d["head"];
+    x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3, 3, clip);
+  }
+  SD_CHECK(stage < 0 || stage <= current, "[wan vae] decoding has %d stages, asked for stage %d",
+           current + 1, stage);
   return set_name(x, "vae_image");
+}
+
+}  // namespace
+
+Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& c, Tensor* z) {
+  return decoder(vae, c, z, -1, nullptr);
+}
+
+int wan_vae_decode_stages(const VaeConfig& c) {
+  const int levels = static_cast<int>(c.ch_mult.size());
+  return levels > 2 ? levels - 1 : 1;
+}
+
+Tensor* wan_vae_decode_stage(const nn::Scope& vae, const VaeConfig& c, int stage, Tensor* x,
+                             WanClipCache& clip) {
+  SD_CHECK(x->ne[3] == 1, "[wan vae] a clip is decoded one frame at a time, got %s",
+           x->shape_string().c_str());
+  SD_CHECK(stage >= 0 && stage < wan_vae_decode_stages(c), "[wan vae] no decoding stage %d", stage);
+  return decoder(vae, c, x, stage, &clip);
 }
 
 Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& c, Tensor* image) {

@@ -22,6 +22,8 @@
 #pragma once
 
 #include <array>
+#include <map>
+#include <string>
 #include <vector>
 
 #include "models/vae.h"
@@ -30,40 +32,47 @@
 
 namespace sd::models {
 
-// What the causal convolutions remember between the chunks of one clip. Per chunk: make
-// the graph in a GraphCall, begin_chunk(call, index) before building, run the decode
-// output together with saved(), then keep() the saved values, in order.
+// What the causal convolutions remember while a clip is decoded, one graph per frame and
+// stage (wan_vae_decode_stage): for each convolution (by its weight's scope), the last two
+// frames of its input. Per graph: begin(call) before building it, run its output together
+// with saved(), then keep() the saved values, in order, while the call still lives.
 class WanClipCache {
  public:
-  void begin_chunk(nn::GraphCall& call, int index);
-  int chunk() const { return chunk_; }
+  void begin(nn::GraphCall& call);
   const std::vector<Tensor*>& saved() const { return saved_; }
   void keep(std::vector<std::vector<float>> values);
 
-  // For the model while it builds: the next convolution's slot; the frames it remembers
-  // ([W, H, C, n] with n <= 2, as a graph input; null when none); what it remembers next.
-  int next_slot() { return cursor_++; }
-  Tensor* previous(int slot);
-  void save(int slot, Tensor* frames);
+  // For the model while it builds: whether the layer `key` has met a frame yet; the frames
+  // it remembers ([W, H, C, n] with n <= 2, a graph input; null when none); and what it
+  // remembers after this graph.
+  bool seen(const std::string& key) const { return slots_.count(key) > 0; }
+  Tensor* previous(const std::string& key);
+  void save(const std::string& key, Tensor* frames);
 
  private:
   struct Frames {
     std::vector<float> values;
     std::array<int64_t, 4> ne{};
   };
-  std::vector<Frames> slots_;
-  std::vector<int> saved_slots_;
+  std::map<std::string, Frames> slots_;
+  std::vector<std::string> saved_keys_;
   std::vector<Tensor*> saved_;
   nn::GraphCall* call_ = nullptr;
-  int chunk_ = 0, cursor_ = 0;
 };
 
 // z: the VAE's latent [w, h, z_channels, N] (not normalized) -> image [8w, 8h, 3, N] in
 // [-1, 1] (not clamped). config: ch (the base width), ch_mult, num_res_blocks, z_channels.
-// With `clip`: z is latent frame clip->chunk() of a clip ([w, h, z_channels, 1]), and the
-// result its video frames [8w, 8h, 3, 1 or 4].
-Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& config, Tensor* z,
-                       WanClipCache* clip = nullptr);
+Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& config, Tensor* z);
+
+// A clip, frame by frame: the decoder cut after each temporal upsampler into
+// wan_vae_decode_stages() stages, each run on one frame. Stage 0 reads a latent frame
+// [w, h, z_channels, 1]; stage s > 0 one frame stage s - 1 gave. A stage gives [W, H, C, 1]
+// or, where its temporal upsampler doubles the frame, [W, H, C, 2] (two frames in order);
+// the last stage gives a video frame [8w, 8h, 3, 1] in [-1, 1]. Frames must be fed in clip
+// order; the first latent frame makes one video frame, each later one four.
+int wan_vae_decode_stages(const VaeConfig& config);
+Tensor* wan_vae_decode_stage(const nn::Scope& vae, const VaeConfig& config, int stage, Tensor* x,
+                             WanClipCache& clip);
 
 // image [W, H, 3, N] in [-1, 1] -> the posterior's mean [W / 8, H / 8, z_channels, N] (the
 // log-variance is dropped: Qwen-Image encodes without sampling).

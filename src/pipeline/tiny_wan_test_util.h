@@ -46,17 +46,22 @@ inline models::T5Config tiny_umt5_config() {
   return c;
 }
 
-// Wan 2.1's autoencoder with what a clip's later chunks read (the temporal upsamplers).
+// Wan 2.1's autoencoder with what a clip's later frames read (the temporal upsamplers).
 inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed) {
   nn::RandomWeights w(DType::F16, seed);
   const models::VaeConfig vc = tiny_wan_vae_config();
   nn::GraphCall call;
   Context& ctx = call.ctx();
-  models::vae_encode(nn::Scope(ctx, w, ""), vc, ctx.new_tensor(DType::F32, {16, 16, 3, 1}));
+  const nn::Scope s(ctx, w, "");
+  models::vae_encode(s, vc, ctx.new_tensor(DType::F32, {16, 16, 3, 1}));
   models::WanClipCache clip;
-  clip.begin_chunk(call, 1);
-  models::wan_vae_decode(nn::Scope(ctx, w, ""), vc, ctx.new_tensor(DType::F32, {2, 2, 16, 1}),
-                         &clip);
+  clip.begin(call);
+  Tensor* x = ctx.new_tensor(DType::F32, {2, 2, 16, 1});
+  for (int stage = 0; stage < models::wan_vae_decode_stages(vc); ++stage) {
+    models::wan_vae_decode_stage(s, vc, stage, x, clip);  // a clip's first frame
+    Tensor* out = models::wan_vae_decode_stage(s, vc, stage, x, clip);
+    x = ctx.new_tensor(DType::F32, {out->ne[0], out->ne[1], out->ne[2], 1});
+  }
   w.save_safetensors(path);
 }
 

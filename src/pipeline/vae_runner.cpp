@@ -77,6 +77,35 @@ std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>
   const int64_t f = config_.downscale(), plane = w * h;
   const int64_t pixels = plane * f * f;
   models::WanClipCache clip;
+  const int stages = models::wan_vae_decode_stages(config_);
+  // One graph per frame and stage, so memory holds one frame's activations at a time.
+  auto run_stage = [&](int stage, const std::vector<float>& in, const std::array<int64_t, 3>& ne) {
+    nn::GraphCall call;
+    clip.begin(call);
+    Tensor* x = call.input_f32("x", make_shape({ne[0], ne[1], ne[2], 1}), in.data());
+    Tensor* out =
+        models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_, stage, x, clip);
+    std::vector<Tensor*> outputs = {out};
+    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
+    std::vector<std::vector<float>> values = runner_.run(call, outputs);
+    weights_.after_compute();
+    const std::array<int64_t, 4> shape = {out->ne[0], out->ne[1], out->ne[2], out->ne[3]};
+    std::vector<float> result = std::move(values[0]);
+    values.erase(values.begin());
+    clip.keep(std::move(values));
+    // The frames it gave, each on its own.
+    struct Frame {
+      std::vector<float> values;
+      std::array<int64_t, 3> ne;
+    };
+    std::vector<Frame> frames_out;
+    const size_t size = static_cast<size_t>(shape[0] * shape[1] * shape[2]);
+    for (int64_t i = 0; i < shape[3]; ++i)
+      frames_out.push_back({std::vector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
+                                               result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size)),
+                            {shape[0], shape[1], shape[2]}});
+    return frames_out;
+  };
   std::vector<std::vector<float>> video;
   for (int64_t t = 0; t < frames; ++t) {
     // Latent frame t, channel planes, then the VAE's statistics undone.
@@ -85,24 +114,20 @@ std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>
       std::copy_n(sampler_latent.begin() + (ch * frames + t) * plane, plane,
                   z.begin() + ch * plane);
     normalize_latent(z, config_, true);
-    nn::GraphCall call;
-    clip.begin_chunk(call, static_cast<int>(t));
-    Tensor* zt = call.input_f32("latent", make_shape({w, h, c, 1}), z.data());
-    Tensor* out =
-        models::wan_vae_decode(nn::Scope(call.ctx(), weights_, kScope), config_, zt, &clip);
-    std::vector<Tensor*> outputs = {out};
-    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
-    std::vector<std::vector<float>> values = runner_.run(call, outputs);
-    weights_.after_compute();
-    std::vector<float> chunk = std::move(values[0]);
-    values.erase(values.begin());
-    clip.keep(std::move(values));
-    for (size_t i = 0; i + static_cast<size_t>(3 * pixels) <= chunk.size();
-         i += static_cast<size_t>(3 * pixels)) {
-      std::vector<float> frame(chunk.begin() + static_cast<std::ptrdiff_t>(i),
-                               chunk.begin() + static_cast<std::ptrdiff_t>(i + 3 * pixels));
-      for (float& v : frame) v = (v + 1.0f) * 0.5f;
-      video.push_back(std::move(frame));
+    auto pending = run_stage(0, z, {w, h, c});
+    for (int stage = 1; stage < stages; ++stage) {
+      decltype(pending) next;
+      for (auto& f : pending)
+        for (auto& g : run_stage(stage, f.values, f.ne)) next.push_back(std::move(g));
+      pending = std::move(next);
+    }
+    for (auto& f : pending) {
+      SD_CHECK(f.values.size() == static_cast<size_t>(3 * pixels),
+               "[vae] a decoded frame of %zu values, expected %lldx%lld RGB", f.values.size(),
+               static_cast<long long>(w * config_.downscale()),
+               static_cast<long long>(h * config_.downscale()));
+      for (float& v : f.values) v = (v + 1.0f) * 0.5f;
+      video.push_back(std::move(f.values));
     }
   }
   return video;
@@ -158,12 +183,17 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
                      ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
   if (decodes_video()) {
     // A clip's later chunks read the temporal upsamplers too.
+    // Every stage twice: its temporal upsampler runs on the second frame a clip shows it.
     nn::GraphCall call;
     models::WanClipCache clip;
-    clip.begin_chunk(call, 1);
-    models::wan_vae_decode(nn::Scope(call.ctx(), recorder, kScope), config_,
-                           call.ctx().new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}),
-                           &clip);
+    clip.begin(call);
+    const nn::Scope s(call.ctx(), recorder, kScope);
+    Tensor* x = call.ctx().new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1});
+    for (int stage = 0; stage < models::wan_vae_decode_stages(config_); ++stage) {
+      models::wan_vae_decode_stage(s, config_, stage, x, clip);
+      Tensor* out = models::wan_vae_decode_stage(s, config_, stage, x, clip);
+      x = call.ctx().new_tensor(DType::F32, {out->ne[0], out->ne[1], out->ne[2], 1});
+    }
   }
   // Decoder-only files serve text-to-image; encoding then fails when first asked.
   const bool wan = config_.arch == models::VaeConfig::Arch::Wan21;
