@@ -228,7 +228,8 @@ void WanClipCache::keep(std::vector<std::vector<float>> values) {
 namespace {
 
 // The decoder, whole (stage < 0: an image, no clip) or one stage of a clip's frame.
-Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage, WanClipCache* clip) {
+Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
+                WanClipCache* clip) {
   check(c);
   Context& ctx = vae.ctx();
   const int levels = static_cast<int>(c.ch_mult.size());
@@ -258,7 +259,8 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage, 
         if (active()) x = temporal_upsample(up["time_conv"], x, width, *clip);
         ++current;
       }
-      if (active()) x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), width, width / 2, 1, 1);
+      if (active())
+        x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), width, width / 2, 1, 1);
       width /= 2;
     }
   }

@@ -66,9 +66,35 @@ std::vector<float> VaeRunner::decode(const std::vector<float>& latent, int64_t w
   return std::move(out.data);
 }
 
-std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>& sampler_latent,
-                                                        int64_t w, int64_t h, int64_t frames) {
+std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>& latent, int64_t w,
+                                                        int64_t h, int64_t frames) {
   SD_CHECK(decodes_video(), "[vae] this autoencoder decodes images, not video clips");
+  if (!tiling_) return decode_video_whole(latent, w, h, frames);
+  // Tiles over the frame's area, each decoded over the whole clip (its own causal memory):
+  // the clip's latent frames and video frames are planes to the tiler.
+  const int64_t c = config_.latent_channels();
+  const int scale = static_cast<int>(config_.downscale());
+  int64_t video_frames = 0;
+  models::TiledArray out = models::tiled_decode(
+      latent, w, h, c * frames, scale, *tiling_,
+      [&](const std::vector<float>& tile, int64_t tw, int64_t th) {
+        std::vector<std::vector<float>> clip = decode_video_whole(tile, tw, th, frames);
+        video_frames = static_cast<int64_t>(clip.size());
+        std::vector<float> planes;
+        planes.reserve(clip.size() * clip[0].size());
+        for (const std::vector<float>& f : clip) planes.insert(planes.end(), f.begin(), f.end());
+        return planes;
+      });
+  const size_t frame = static_cast<size_t>(w * scale * h * scale * 3);
+  std::vector<std::vector<float>> video;
+  for (int64_t i = 0; i < video_frames; ++i)
+    video.emplace_back(out.data.begin() + static_cast<std::ptrdiff_t>(i * frame),
+                       out.data.begin() + static_cast<std::ptrdiff_t>((i + 1) * frame));
+  return video;
+}
+
+std::vector<std::vector<float>> VaeRunner::decode_video_whole(
+    const std::vector<float>& sampler_latent, int64_t w, int64_t h, int64_t frames) {
   const int64_t c = config_.latent_channels();
   SD_CHECK(frames > 0 && sampler_latent.size() == static_cast<size_t>(w * h * frames * c),
            "[vae] a video latent of %zu values is not %lld frames of %lldx%lldx%lld",
@@ -83,8 +109,8 @@ std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>
     nn::GraphCall call;
     clip.begin(call);
     Tensor* x = call.input_f32("x", make_shape({ne[0], ne[1], ne[2], 1}), in.data());
-    Tensor* out =
-        models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_, stage, x, clip);
+    Tensor* out = models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_,
+                                               stage, x, clip);
     std::vector<Tensor*> outputs = {out};
     outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
     std::vector<std::vector<float>> values = runner_.run(call, outputs);
@@ -101,9 +127,10 @@ std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>
     std::vector<Frame> frames_out;
     const size_t size = static_cast<size_t>(shape[0] * shape[1] * shape[2]);
     for (int64_t i = 0; i < shape[3]; ++i)
-      frames_out.push_back({std::vector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
-                                               result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size)),
-                            {shape[0], shape[1], shape[2]}});
+      frames_out.push_back(
+          {std::vector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
+                              result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size)),
+           {shape[0], shape[1], shape[2]}});
     return frames_out;
   };
   std::vector<std::vector<float>> video;

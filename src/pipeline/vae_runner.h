@@ -31,7 +31,8 @@ class VaeRunner {
 
   // A video latent [w, h, frames, C] (Wan's causal VAE) -> its video frames, each
   // [w * 8, h * 8, 3] in [0, 1] (not yet clamped), decoded one latent frame at a time so
-  // that memory holds one chunk's activations, not the clip's.
+  // that memory holds one frame's activations, not the clip's; with tiling, one tile's
+  // (each tile decoded over the whole clip).
   std::vector<std::vector<float>> decode_video(const std::vector<float>& latent, int64_t w,
                                                int64_t h, int64_t frames);
   // Whether this autoencoder decodes clips (decode_video).
@@ -66,6 +67,8 @@ class VaeRunner {
   std::vector<float> decode_whole(const std::vector<float>& latent, int64_t w, int64_t h,
                                   bool use_taesd);
   std::vector<float> encode_whole(const std::vector<float>& image, int64_t width, int64_t height);
+  std::vector<std::vector<float>> decode_video_whole(const std::vector<float>& latent, int64_t w,
+                                                     int64_t h, int64_t frames);
 
   nn::Weights& weights_;
   models::VaeConfig config_;

@@ -3,13 +3,17 @@
 // real loader with the CLI's file roles.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 
 #include "io/io_test_util.h"
+#include "nn/random_weights.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_wan_test_util.h"
 #include "pipeline/tiny_z_image_test_util.h"
+#include "pipeline/vae_runner.h"
 #include "tensor/error.h"
 #include "test_support.h"
 
@@ -99,6 +103,28 @@ TEST_F(TinyWan, AnImageIsAOneFrameClip) {
   const std::vector<io::Image> clip = sd.generate(request_);
   ASSERT_EQ(clip.size(), 1u);
   EXPECT_EQ(clip[0].pixels, one[0].pixels);
+}
+
+// --vae-tiling: tiles over the frame, each decoded over the whole clip with its own causal
+// memory and blended as an image's tiles are: the first frame is exactly the tiled image of
+// the first latent frame, and every frame is tiled.
+TEST(WanVaeRunner, TiledClipsAreTiledFrameByFrame) {
+  nn::RandomWeights w(DType::F16, 9);
+  VaeRunner vae(w, test::tiny_wan_vae_config(), cpu_backend());
+  const int64_t side = 8, frames = 2, c = 16;
+  std::vector<float> latent(static_cast<size_t>(side * side * frames * c));
+  for (size_t i = 0; i < latent.size(); ++i) latent[i] = std::sin(0.37f * static_cast<float>(i));
+  const std::vector<std::vector<float>> whole = vae.decode_video(latent, side, side, frames);
+  vae.set_tiling(models::TilingParams{4, 4, 0.5f, 0.0f, 0.0f});
+  const std::vector<std::vector<float>> tiled = vae.decode_video(latent, side, side, frames);
+  ASSERT_EQ(whole.size(), 5u);
+  ASSERT_EQ(tiled.size(), 5u);
+  for (size_t i = 0; i < tiled.size(); ++i) EXPECT_NE(tiled[i], whole[i]) << "frame " << i;
+  std::vector<float> first(static_cast<size_t>(side * side * c));
+  for (int64_t ch = 0; ch < c; ++ch)
+    std::copy_n(latent.begin() + ch * frames * side * side, side * side,
+                first.begin() + ch * side * side);
+  EXPECT_EQ(vae.decode(first, side, side), tiled[0]);
 }
 
 TEST_F(TinyWan, RequestsItCannotServeAreRefusedBeforeWork) {
