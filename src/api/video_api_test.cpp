@@ -1,0 +1,106 @@
+// The C API's video entry points on a tiny Wan: generate_video hands back the clip's frames
+// as sd.cpp's does, sd_ctx_supports_video_generation tells video models from image models,
+// and what this build cannot do yet is refused through the log, never by crashing.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "io/io_test_util.h"
+#include "pipeline/tiny_wan_test_util.h"
+#include "pipeline/tiny_z_image_test_util.h"
+#include "stable-diffusion.h"
+
+namespace {
+
+std::vector<std::string>* g_log = nullptr;
+void remember(sd_log_level_t level, const char* text, void*) {
+  if (g_log && level == SD_LOG_ERROR) g_log->push_back(text);
+}
+
+class VideoApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static const sd::io::test::TempDir dir;
+    static const sd::pipeline::test::TinyWanFiles files =
+        sd::pipeline::test::write_tiny_wan(dir.file("wan"));
+    files_ = files;
+    g_log = &errors_;
+    sd_set_log_callback(remember, nullptr);
+    sd_ctx_params_t p;
+    sd_ctx_params_init(&p);
+    p.diffusion_model_path = files_.dit.c_str();
+    p.t5xxl_path = files_.umt5.c_str();
+    p.vae_path = files_.vae.c_str();
+    p.n_threads = 2;
+    ctx_ = new_sd_ctx(&p);
+    ASSERT_NE(ctx_, nullptr);
+    sd_vid_gen_params_init(&params_);
+    params_.prompt = "a cat";
+    params_.width = params_.height = 16;
+    params_.sample_params.sample_steps = 2;
+    params_.seed = 42;
+    params_.video_frames = 5;
+  }
+  void TearDown() override {
+    free_sd_ctx(ctx_);
+    sd_set_log_callback(nullptr, nullptr);
+    g_log = nullptr;
+  }
+
+  sd::pipeline::test::TinyWanFiles files_;
+  std::vector<std::string> errors_;
+  sd_ctx_t* ctx_ = nullptr;
+  sd_vid_gen_params_t params_;
+};
+
+TEST_F(VideoApi, GeneratesTheClipsFrames) {
+  EXPECT_TRUE(sd_ctx_supports_video_generation(ctx_));
+  sd_image_t* frames = nullptr;
+  int count = 0;
+  sd_audio_t* audio = reinterpret_cast<sd_audio_t*>(0x1);
+  ASSERT_TRUE(generate_video(ctx_, &params_, &frames, &count, &audio)) << errors_.at(0);
+  EXPECT_EQ(audio, nullptr);  // no model of this build makes sound
+  ASSERT_EQ(count, 5);
+  for (int i = 0; i < count; ++i) {
+    EXPECT_EQ(frames[i].width, 16u);
+    EXPECT_EQ(frames[i].height, 16u);
+    EXPECT_EQ(frames[i].channel, 3u);
+    EXPECT_NE(frames[i].data, nullptr);
+  }
+  free_sd_images(frames, count);
+}
+
+TEST_F(VideoApi, RefusesWhatItCannotDoYet) {
+  std::vector<uint8_t> pixels(16 * 16 * 3, 100);
+  params_.init_image = {16, 16, 3, pixels.data()};
+  sd_image_t* frames = reinterpret_cast<sd_image_t*>(0x1);
+  int count = 7;
+  EXPECT_FALSE(generate_video(ctx_, &params_, &frames, &count, nullptr));
+  EXPECT_EQ(frames, nullptr);
+  EXPECT_EQ(count, 0);
+  ASSERT_FALSE(errors_.empty());
+  EXPECT_NE(errors_.back().find("image-to-video"), std::string::npos) << errors_.back();
+  // Missing arguments fail cleanly.
+  EXPECT_FALSE(generate_video(nullptr, &params_, &frames, &count, nullptr));
+  EXPECT_FALSE(generate_video(ctx_, nullptr, &frames, &count, nullptr));
+}
+
+TEST(VideoApiImageModel, SaysItMakesNoVideo) {
+  static const sd::io::test::TempDir dir;
+  const sd::pipeline::test::TinyZImageFiles f =
+      sd::pipeline::test::write_tiny_z_image(dir.file("z"));
+  sd_ctx_params_t p;
+  sd_ctx_params_init(&p);
+  p.diffusion_model_path = f.dit.c_str();
+  p.llm_path = f.llm.c_str();
+  p.vae_path = f.vae.c_str();
+  sd_ctx_t* ctx = new_sd_ctx(&p);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_FALSE(sd_ctx_supports_video_generation(ctx));
+  EXPECT_TRUE(sd_ctx_supports_image_generation(ctx));
+  free_sd_ctx(ctx);
+  EXPECT_FALSE(sd_ctx_supports_video_generation(nullptr));
+}
+
+}  // namespace
