@@ -210,9 +210,8 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
                      ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
   // A clip's decoding reads the temporal upsamplers too; image-only uses of the Wan
   // autoencoder (Qwen-Image) do not need them in the file.
-  const std::string first_temporal = "decoder.upsamples." +
-                                     std::to_string(config_.num_res_blocks + 1) +
-                                     ".time_conv.weight";
+  const std::string first_temporal =
+      "decoder.upsamples." + std::to_string(config_.num_res_blocks + 1) + ".time_conv.weight";
   if (decodes_video() && scope.has(first_temporal)) {
     // A clip's later chunks read the temporal upsamplers too.
     // Every stage twice: its temporal upsampler runs on the second frame a clip shows it.
