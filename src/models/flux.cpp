@@ -84,18 +84,7 @@ FluxRope flux_rope(const FluxConfig& c, int64_t text_tokens, int64_t patches_h, 
       }
       axes[0] = pos.index, axes[1] = pos.row, axes[2] = pos.col;
     }
-    int64_t j0 = 0;
-    for (size_t axis = 0; axis < c.axes_dim.size(); ++axis) {
-      const int dim = c.axes_dim[axis];
-      for (int j = 0; j < dim / 2; ++j) {
-        // float arithmetic as the reference computes its tables
-        const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
-        const float angle = axes[axis] * omega;
-        r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(angle);
-        r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(angle);
-      }
-      j0 += dim / 2;
-    }
+    nn::rope_row(axes, c.axes_dim, c.theta, r.cos.data() + t * half, r.sin.data() + t * half);
   }
   return r;
 }

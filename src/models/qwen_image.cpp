@@ -70,17 +70,7 @@ QwenImageRope qwen_image_rope(const QwenImageConfig& c, int64_t text_tokens, int
       pos[1] = static_cast<float>(patch / patches_w - patches_h / 2);
       pos[2] = static_cast<float>(patch % patches_w - patches_w / 2);
     }
-    int64_t j0 = 0;
-    for (size_t axis = 0; axis < c.axes_dim.size(); ++axis) {
-      const int dim = c.axes_dim[axis];
-      for (int j = 0; j < dim / 2; ++j) {
-        // float arithmetic, as the reference computes its tables
-        const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
-        r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(pos[axis] * omega);
-        r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(pos[axis] * omega);
-      }
-      j0 += dim / 2;
-    }
+    nn::rope_row(pos, c.axes_dim, c.theta, r.cos.data() + t * half, r.sin.data() + t * half);
   }
   return r;
 }

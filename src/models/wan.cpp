@@ -65,18 +65,7 @@ WanRope wan_rope(const WanConfig& c, int64_t frames, int64_t rows, int64_t cols)
   for (int64_t t = 0; t < tokens; ++t) {
     const float pos[3] = {static_cast<float>(t / (rows * cols)),
                           static_cast<float>(t / cols % rows), static_cast<float>(t % cols)};
-    int64_t j0 = 0;
-    for (size_t axis = 0; axis < c.axes_dim.size(); ++axis) {
-      const int dim = c.axes_dim[axis];
-      for (int j = 0; j < dim / 2; ++j) {
-        // float arithmetic, as the reference computes its tables
-        const float omega = 1.0f / std::pow(c.theta, (2.0f * j) / static_cast<float>(dim));
-        const float angle = pos[axis] * omega;
-        r.cos[static_cast<size_t>(t * half + j0 + j)] = std::cos(angle);
-        r.sin[static_cast<size_t>(t * half + j0 + j)] = std::sin(angle);
-      }
-      j0 += dim / 2;
-    }
+    nn::rope_row(pos, c.axes_dim, c.theta, r.cos.data() + t * half, r.sin.data() + t * half);
   }
   return r;
 }

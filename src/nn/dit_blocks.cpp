@@ -12,6 +12,21 @@
 
 namespace sd::nn {
 
+void rope_row(const float* pos, const std::vector<int>& axes_dim, float theta, float* cos,
+              float* sin) {
+  int64_t j0 = 0;
+  for (size_t axis = 0; axis < axes_dim.size(); ++axis) {
+    const int dim = axes_dim[axis];
+    for (int j = 0; j < dim / 2; ++j) {
+      const float omega = 1.0f / std::pow(theta, (2.0f * j) / static_cast<float>(dim));
+      const float angle = pos[axis] * omega;
+      cos[j0 + j] = std::cos(angle);
+      sin[j0 + j] = std::sin(angle);
+    }
+    j0 += dim / 2;
+  }
+}
+
 std::vector<Tensor*> modulation_chunks(const Scope& lin, Tensor* vec, int64_t hidden, int count,
                                        bool bias) {
   Context& ctx = lin.ctx();

@@ -26,6 +26,13 @@ Tensor* norm_and_modulate(Context& ctx, Tensor* x, Tensor* shift, Tensor* scale)
 Tensor* mlp_embedder(const Scope& first, const Scope& second, Tensor* x, int64_t in, int64_t hidden,
                      bool bias = true);
 
+// One token's rotary table over positions on several axes (FLUX.1's embed_nd): axis i's
+// axes_dim[i] / 2 frequencies 1 / theta^(2j / axes_dim[i]) turned by pos[i], the axes one
+// after another, in float arithmetic as the reference computes its tables. Writes
+// sum(axes_dim) / 2 values to each of cos and sin.
+void rope_row(const float* pos, const std::vector<int>& axes_dim, float theta, float* cos,
+              float* sin);
+
 // Rotary embedding of q or k [D, H, L, N]: each channel pair (2j, 2j + 1) of token t rotated
 // by its angle, whose cos and sin are f32 [D / 2, L * N].
 Tensor* apply_rope(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t);
