@@ -62,13 +62,6 @@ TEST(GoldenWan, NineFrames) {
   run_wan_case({"cat_9f"});
 }
 
-// One frame: Wan as text to image.
-TEST(GoldenWan, OneFrame) {
-  WanCase c{"cat_1f"};
-  c.frames = 1;
-  run_wan_case(c);
-}
-
 // Four latent frames, not square, more steps, a negative prompt.
 TEST(GoldenWan, ThirteenFramesNonSquareWithANegativePrompt) {
   WanCase c{"fox_13f"};
