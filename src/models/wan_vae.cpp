@@ -89,8 +89,9 @@ Tensor* causal_conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int 
   return conv2d(ctx, x, w, s.param("bias", {out}), 1, 1, kernel / 2, kernel / 2, 1, 1);
 }
 
-// The temporal upsampler of a clip's chunk x [W, H, dim, t]: a 3x1x1 causal convolution to
-// 2 dim channels over the chunks after the first, whose halves become frames 2j and 2j + 1.
+// The temporal upsampler of a clip's frames x [W, H, dim, t]: a 3x1x1 causal convolution to
+// 2 dim channels over the frames after the clip's first, whose halves become frames 2j and
+// 2j + 1.
 // The clip's first frame at this layer passes through.
 Tensor* temporal_upsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipCache& clip) {
   Context& ctx = s.ctx();

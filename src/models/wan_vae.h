@@ -13,12 +13,13 @@
 // .residual.{0 (norm), 2 (conv), 3 (norm), 6 (conv)} and .shortcut; resamplers .resample.1
 // (a 2-d conv) and .time_conv (unused on images); attention .norm, .to_qkv, .proj.
 //
-// Video: a clip is decoded one latent frame at a time, as the reference does. Each causal
-// convolution sees its input's sequence over the whole clip with two zero frames in front;
-// across chunks it remembers the last two frames of its input (WanClipCache). The temporal
+// Video: a clip is decoded frame by frame (the reference decodes one latent frame per chunk;
+// here each graph holds one frame of one stage, wan_vae_decode_stage). Each causal
+// convolution sees its input's sequence over the whole clip with two zero frames in front,
+// remembering the last two frames of its input between graphs (WanClipCache). The temporal
 // upsamplers (decoder.upsamples.N.time_conv, a 3x1x1 causal conv to twice the width whose
-// halves are the even and odd output frames) skip the first chunk: latent frame 0 gives
-// one video frame, every later one four.
+// halves are the even and odd output frames) let a clip's first frame through: latent frame
+// 0 gives one video frame, every later one four.
 #pragma once
 
 #include <array>

@@ -213,7 +213,6 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
   const std::string first_temporal =
       "decoder.upsamples." + std::to_string(config_.num_res_blocks + 1) + ".time_conv.weight";
   if (decodes_video() && scope.has(first_temporal)) {
-    // A clip's later chunks read the temporal upsamplers too.
     // Every stage twice: its temporal upsampler runs on the second frame a clip shows it.
     nn::GraphCall call;
     models::WanClipCache clip;
