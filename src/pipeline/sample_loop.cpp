@@ -12,19 +12,6 @@
 
 namespace sd::pipeline {
 
-namespace {
-
-// Frame 0 of a video latent [w, h, frames, C]: its C planes of `plane` values.
-std::vector<float> first_frame(const std::vector<float>& clip, int64_t plane, int64_t frames) {
-  const int64_t channels = static_cast<int64_t>(clip.size()) / (plane * frames);
-  std::vector<float> frame(static_cast<size_t>(plane * channels));
-  for (int64_t c = 0; c < channels; ++c)
-    std::copy_n(clip.begin() + c * frames * plane, plane, frame.begin() + c * plane);
-  return frame;
-}
-
-}  // namespace
-
 // 3. Sampling one batch entry: noise from the entry's seed, the guided denoiser
 // (sampling/guided_denoiser.h) over the diffusion net, and the sampler.
 std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Plan& p,
@@ -45,8 +32,10 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
     if (pv.mode == ImageRequest::Preview::Mode::None || !pv.callback || step <= 0) return;
     if ((noisy && !pv.noisy) || (!noisy && !pv.denoised)) return;
     if (step % std::max(1, pv.interval) != 0) return;
-    // A video's preview is its first frame.
-    const std::vector<float> latent = p.frames > 1 ? first_frame(clip, p.w * p.h, p.frames) : clip;
+    // A video's preview is its first frame (an image's latent is used as it is).
+    std::vector<float> first;
+    if (p.frames > 1) first = latent_frame(clip, p.w * p.h, p.frames, 0);
+    const std::vector<float>& latent = p.frames > 1 ? first : clip;
     if (pv.mode == ImageRequest::Preview::Mode::Proj) {
       pv.callback(step, project_latent_to_rgb(latent, p.w, p.h), noisy);
       return;

@@ -66,6 +66,15 @@ std::vector<float> VaeRunner::decode(const std::vector<float>& latent, int64_t w
   return std::move(out.data);
 }
 
+std::vector<float> latent_frame(const std::vector<float>& clip, int64_t plane, int64_t frames,
+                                int64_t t) {
+  const int64_t channels = static_cast<int64_t>(clip.size()) / (plane * frames);
+  std::vector<float> frame(static_cast<size_t>(plane * channels));
+  for (int64_t c = 0; c < channels; ++c)
+    std::copy_n(clip.begin() + (c * frames + t) * plane, plane, frame.begin() + c * plane);
+  return frame;
+}
+
 std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>& latent, int64_t w,
                                                         int64_t h, int64_t frames) {
   SD_CHECK(decodes_video(), "[vae] this autoencoder decodes images, not video clips");
@@ -135,11 +144,8 @@ std::vector<std::vector<float>> VaeRunner::decode_video_whole(
   };
   std::vector<std::vector<float>> video;
   for (int64_t t = 0; t < frames; ++t) {
-    // Latent frame t, channel planes, then the VAE's statistics undone.
-    std::vector<float> z(static_cast<size_t>(plane * c));
-    for (int64_t ch = 0; ch < c; ++ch)
-      std::copy_n(sampler_latent.begin() + (ch * frames + t) * plane, plane,
-                  z.begin() + ch * plane);
+    // Latent frame t with the VAE's statistics undone.
+    std::vector<float> z = latent_frame(sampler_latent, plane, frames, t);
     normalize_latent(z, config_, true);
     auto pending = run_stage(0, z, {w, h, c});
     for (int stage = 1; stage < stages; ++stage) {

@@ -16,6 +16,10 @@
 
 namespace sd::pipeline {
 
+// Frame t of a video latent [w, h, frames, C] (`plane` = w * h): its C planes.
+std::vector<float> latent_frame(const std::vector<float>& clip, int64_t plane, int64_t frames,
+                                int64_t t);
+
 class VaeRunner {
  public:
   // `taesd`: weights holding a TAESD under "tae." to use instead of the VAE for decoding
