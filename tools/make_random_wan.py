@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write a random-weight Wan 2.1 text-to-video model as the three files it runs from.
+"""Write a random-weight Wan 2.1 model (text to video, or image to video with --variant) as
+the files it runs from.
 
 Files (names and layouts of the released ones, as Comfy-Org's Wan_2.1_ComfyUI_repackaged
 splits them; every size defaults to the released 1.3B model's, because stable-diffusion.cpp
@@ -40,6 +41,23 @@ from the files):
   width 96, fixed in stable-diffusion.cpp; ``--vae-dim`` (even) for readers that take it
   from the file.
 
+Image to video (``--variant``): ``i2v`` is Wan 2.1 I2V (``wan2.1_i2v_480p_14B``'s layout at
+these sizes): ``patch_embedding`` reads 36 channels (the 16 latent ones, a 4-channel mask,
+the conditioning clip's 16), ``img_emb.proj.{0,4}`` (LayerNorms [1280] and [dim], weight and
+bias) around ``img_emb.proj.{1,3}`` [1280, 1280] and [dim, 1280], and each block's
+cross-attention gains ``k_img``, ``v_img`` [dim, dim] and ``norm_k_img`` [dim]; it also writes
+``<out>/clip_vision.safetensors``, CLIP ViT-H/14's vision tower in Hugging Face names as
+``clip_vision_h.safetensors``: ``vision_model.embeddings.{class_embedding [w],
+patch_embedding.weight [w, 3, 14, 14], position_embedding.weight [257, w]}``,
+``vision_model.pre_layrnorm``, ``vision_model.encoder.layers.N.{layer_norm1, layer_norm2,
+self_attn.{q,k,v,out}_proj, mlp.fc1 [ff, w], mlp.fc2 [w, ff]}`` (all with biases),
+``vision_model.post_layernorm`` and ``visual_projection.weight`` [1024, w]. Released and
+default: w 1280, 32 layers, ff 5120 (stable-diffusion.cpp fixes them and img_emb's 1280;
+``--clip-dim`` / ``--clip-layers`` / ``--clip-ff`` make small towers for readers that take
+them from the file, 16 heads each). ``flf2v`` adds ``img_emb.emb_pos`` [1, 514, w] (the first
+and last frames' tokens); ``i2v-2.2`` is Wan 2.2 I2V's layout: 36 input channels, no image
+attention, no CLIP vision file.
+
 Weights: normal(0, 1/sqrt(fan_in)) for Linear and convolution weights, normal(0, 0.02) for
 biases and 1 + normal(0, 0.1) for norm scales (norm3's bias normal(0, 0.02)); the modulation
 tables normal(0, 1/sqrt(dim)), as Wan initialises them; umT5's token embedding and bias
@@ -57,7 +75,8 @@ and 0.13 G (autoencoder) values.
 
 Usage: make_random_wan.py --out DIR [--seed N] [--dtype f32|f16|bf16] [--dim 1536]
 [--layers 30] [--ffn 8960] [--t5-dim 4096] [--t5-layers 24] [--t5-ff 10240]
-[--t5-heads 64] [--t5-vocab 256384] [--vae-dim 96] [--list]
+[--t5-heads 64] [--t5-vocab 256384] [--vae-dim 96] [--variant t2v|i2v|flf2v|i2v-2.2]
+[--clip-dim 1280] [--clip-layers 32] [--clip-ff 5120] [--parts wan,umt5,...] [--list]
 """
 
 import sys
@@ -67,17 +86,24 @@ from random_model_parts import FREQ_DIM, linear, norm
 
 PATCH = (1, 2, 2)          # frames, rows, columns
 LATENT_CHANNELS = 16
+MASK_CHANNELS = 4          # image to video: the given frames, 4 video frames per latent one
+CLIP_PATCH = 14
+CLIP_POSITIONS = 257       # 16 x 16 patches of 224 pixels and the class token
+CLIP_PROJECTION = 1024
 UMT5_VOCAB = 256384
 
 # Each spec is (name, shape, mean, std): the values are mean + std * normal(0, 1).
 
 
-def dit_specs(dim, n_layers, ffn, text_dim):
+def dit_specs(dim, n_layers, ffn, text_dim, variant="t2v", clip_dim=1280):
     s = []
-    patch_in = LATENT_CHANNELS * PATCH[0] * PATCH[1] * PATCH[2]
+    patch_out = LATENT_CHANNELS * PATCH[0] * PATCH[1] * PATCH[2]
+    in_channels = LATENT_CHANNELS if variant == "t2v" else 2 * LATENT_CHANNELS + MASK_CHANNELS
+    patch_in = in_channels * PATCH[0] * PATCH[1] * PATCH[2]
+    image_attention = variant in ("i2v", "flf2v")
     # A weak patch embedding and sharper attention (q/k norm scales 1.5) make the video
     # depend on the prompt, not mostly on the noise.
-    s.append(("patch_embedding.weight", (dim, LATENT_CHANNELS) + PATCH, 0.0,
+    s.append(("patch_embedding.weight", (dim, in_channels) + PATCH, 0.0,
               0.2 / patch_in ** 0.5))
     s.append(("patch_embedding.bias", (dim,), 0.0, 0.02))
     linear(s, "text_embedding.0", dim, text_dim, bias=True)
@@ -93,12 +119,50 @@ def dit_specs(dim, n_layers, ffn, text_dim):
                 linear(s, f"{p}.{attn}.{proj}", dim, dim, bias=True)
             norm(s, f"{p}.{attn}.norm_q", dim, scale=1.5)
             norm(s, f"{p}.{attn}.norm_k", dim, scale=1.5)
+        if image_attention:
+            linear(s, f"{p}.cross_attn.k_img", dim, dim, bias=True)
+            linear(s, f"{p}.cross_attn.v_img", dim, dim, bias=True)
+            norm(s, f"{p}.cross_attn.norm_k_img", dim, scale=1.5)
         norm(s, f"{p}.norm3", dim)
         s.append((f"{p}.norm3.bias", (dim,), 0.0, 0.02))
         linear(s, f"{p}.ffn.0", ffn, dim, bias=True)
         linear(s, f"{p}.ffn.2", dim, ffn, bias=True)
     s.append(("head.modulation", (1, 2, dim), 0.0, dim ** -0.5))
-    linear(s, "head.head", patch_in, dim, bias=True)
+    linear(s, "head.head", patch_out, dim, bias=True)
+    if image_attention:
+        layer_norm(s, "img_emb.proj.0", clip_dim)
+        linear(s, "img_emb.proj.1", clip_dim, clip_dim, bias=True)
+        linear(s, "img_emb.proj.3", dim, clip_dim, bias=True)
+        layer_norm(s, "img_emb.proj.4", dim)
+        if variant == "flf2v":
+            s.append(("img_emb.emb_pos", (1, 2 * CLIP_POSITIONS, clip_dim), 0.0, 0.02))
+    return s
+
+
+def layer_norm(s, name, n):
+    norm(s, name, n)
+    s.append((f"{name}.bias", (n,), 0.0, 0.02))
+
+
+def clip_vision_specs(width, n_layers, ff):
+    """CLIP's vision tower in Hugging Face names (clip_vision_h.safetensors)."""
+    s = []
+    v = "vision_model"
+    s.append((f"{v}.embeddings.class_embedding", (width,), 0.0, 1.0))
+    s.append((f"{v}.embeddings.patch_embedding.weight", (width, 3, CLIP_PATCH, CLIP_PATCH), 0.0,
+              1.0 / (3 * CLIP_PATCH * CLIP_PATCH) ** 0.5))
+    s.append((f"{v}.embeddings.position_embedding.weight", (CLIP_POSITIONS, width), 0.0, 0.1))
+    layer_norm(s, f"{v}.pre_layrnorm", width)
+    for i in range(n_layers):
+        p = f"{v}.encoder.layers.{i}"
+        layer_norm(s, f"{p}.layer_norm1", width)
+        for proj in ("q", "k", "v", "out"):
+            linear(s, f"{p}.self_attn.{proj}_proj", width, width, bias=True)
+        layer_norm(s, f"{p}.layer_norm2", width)
+        linear(s, f"{p}.mlp.fc1", ff, width, bias=True)
+        linear(s, f"{p}.mlp.fc2", width, ff, bias=True)
+    layer_norm(s, f"{v}.post_layernorm", width)
+    linear(s, "visual_projection", CLIP_PROJECTION, width)
     return s
 
 
@@ -121,19 +185,39 @@ def main(argv=None):
                     help="umT5 vocabulary rows (released 256384; keep it for real token ids)")
     ap.add_argument("--vae-dim", type=int, default=96,
                     help="autoencoder base width, even (fixed 96 in stable-diffusion.cpp)")
+    ap.add_argument("--variant", choices=("t2v", "i2v", "flf2v", "i2v-2.2"), default="t2v",
+                    help="t2v (Wan 2.1 T2V), i2v (Wan 2.1 I2V, with clip_vision), flf2v "
+                         "(Wan 2.1 FLF2V, with clip_vision), i2v-2.2 (Wan 2.2 I2V)")
+    ap.add_argument("--clip-dim", type=int, default=1280,
+                    help="CLIP vision width, multiple of 16 (fixed 1280 in stable-diffusion.cpp)")
+    ap.add_argument("--clip-layers", type=int, default=32, help="CLIP vision layers (32)")
+    ap.add_argument("--clip-ff", type=int, default=5120, help="CLIP vision MLP width (5120)")
+    ap.add_argument("--parts", default="",
+                    help="comma-separated files to write (wan, umt5, wan_vae, clip_vision); "
+                         "default: all the variant has")
     a = rw.parse_args(ap, argv)
     rw.check_hidden(ap, a.dim, "--dim")
     if min(a.layers, a.ffn, a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
-           a.vae_dim) <= 0:
+           a.vae_dim, a.clip_dim, a.clip_layers, a.clip_ff) <= 0:
         ap.error("sizes must be positive")
     if a.vae_dim % 2:
         ap.error("--vae-dim must be even (the decoder's upsamplers halve the width)")
+    if a.clip_dim % 16:
+        ap.error("--clip-dim must be a multiple of 16 (16 heads)")
     parts = {
-        "wan": (dit_specs(a.dim, a.layers, a.ffn, a.t5_dim), "f16"),
+        "wan": (dit_specs(a.dim, a.layers, a.ffn, a.t5_dim, a.variant, a.clip_dim), "f16"),
         "umt5": (rw.t5_specs(a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
                              bias_per_layer=True), "f16"),
         "wan_vae": (rw.wan_vae_specs(a.vae_dim, LATENT_CHANNELS), "bf16"),
     }
+    if a.variant in ("i2v", "flf2v"):
+        parts["clip_vision"] = (clip_vision_specs(a.clip_dim, a.clip_layers, a.clip_ff), "f16")
+    if a.parts:
+        wanted = a.parts.split(",")
+        unknown = [p for p in wanted if p not in parts]
+        if unknown:
+            ap.error(f"--parts: {', '.join(unknown)} not among {', '.join(parts)}")
+        parts = {k: v for k, v in parts.items() if k in wanted}
     return rw.write_parts(a, parts, "make_random_wan.py")
 
 

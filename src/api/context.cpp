@@ -42,7 +42,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
     const char* flag;
   };
   const Field unsupported[] = {
-      {p.clip_vision_path, "--clip_vision"},
       {p.llm_vision_path, "--llm_vision"},
       {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
       {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
@@ -74,6 +73,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.clip_g_path)) o.clip_g = p.clip_g_path;
   if (given(p.t5xxl_path)) o.t5xxl = p.t5xxl_path;
   if (given(p.llm_path)) o.llm = p.llm_path;
+  if (given(p.clip_vision_path)) o.clip_vision = p.clip_vision_path;
   if (given(p.model_args)) o.model_args = p.model_args;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;
   o.threads = p.n_threads > 0 ? p.n_threads : sd_get_num_physical_cores();
@@ -270,7 +270,7 @@ sd::sampling::CacheOptions cache_options(const sd_cache_params_t& c) {
 // points into it).
 struct PipelineRequest {
   sd::pipeline::ImageRequest request;
-  sd::io::Image init, mask, control;
+  sd::io::Image init, mask, control, end;
   std::vector<sd::io::Image> refs;
   PipelineRequest() = default;
   PipelineRequest(const PipelineRequest&) = delete;
@@ -446,12 +446,9 @@ void run_request(sd_ctx_t* sd_ctx, sd::pipeline::ImageRequest& r, sd_image_t** i
   *num_images_out = static_cast<int>(images.size());
 }
 
-// A video request as an image request of the same prompt, size and sampling, with the
-// inputs only image-to-video models read refused.
+// A video request as an image request of the same prompt, size and sampling (its first
+// frame the init image), with the inputs this build does not read refused.
 void to_image_params(const sd_vid_gen_params_t& v, sd_img_gen_params_t& p) {
-  SD_CHECK(!v.init_image.data && !v.end_image.data,
-           "init_image / end_image (-i, --end-img): image-to-video is not supported by this "
-           "build yet");
   SD_CHECK(v.control_frames_size == 0 && v.ref_videos_count == 0 && v.ref_audios_count == 0 &&
                v.ref_images_count == 0,
            "control frames, reference videos, audio and images (--control-video, --ref-video, "
@@ -466,6 +463,7 @@ void to_image_params(const sd_vid_gen_params_t& v, sd_img_gen_params_t& p) {
   p.height = v.height;
   p.sample_params = v.sample_params;
   p.strength = v.strength;
+  p.init_image = v.init_image;
   p.seed = v.seed;
   p.vae_tiling_params = v.vae_tiling_params;
   p.cache = v.cache;
@@ -503,6 +501,10 @@ bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* v, sd_image_t**
     PipelineRequest request;
     to_pipeline_request(sd_ctx, &p, request, /*quiet=*/false);
     request.request.video_frames = std::max(1, v->video_frames);
+    if (has_image(v->end_image)) {
+      request.end = to_image(v->end_image, "end image");
+      request.request.end_image = &request.end;
+    }
     run_request(sd_ctx, request.request, frames_out, num_frames_out);
     return true;
   });

@@ -87,6 +87,7 @@ ModelFamily family_of(ModelVersion v) {
     case ModelVersion::QwenImage:
       return ModelFamily::QwenImage;
     case ModelVersion::Wan:
+    case ModelVersion::WanI2V:
       return ModelFamily::Wan;
     case ModelVersion::Unknown:
       break;
@@ -144,6 +145,8 @@ const char* version_name(ModelVersion v) {
       return "Qwen Image";
     case ModelVersion::Wan:
       return "Wan";
+    case ModelVersion::WanI2V:
+      return "Wan I2V";
   }
   return "unknown";
 }
@@ -275,7 +278,10 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
     const TensorInfo* patch = find("patch_embedding.weight");
     const TensorInfo* bias = find("patch_embedding.bias");
     if (patch && bias && bias->ne[0] > 0) d.in_channels = patch->ne[3] / bias->ne[0];
-    d.version = ModelVersion::Wan;
+    // Image to video reads more channels than it predicts (the conditioning clip's).
+    const TensorInfo* head = find("head.head.weight");
+    const bool i2v = head && d.in_channels > head->ne[1] / 4;
+    d.version = i2v ? ModelVersion::WanI2V : ModelVersion::Wan;
     return d;
   }
 

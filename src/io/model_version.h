@@ -37,6 +37,8 @@ enum class ModelVersion {
   Flux2Klein,   // FLUX.2 klein 4B / 9B: as dev with fewer single blocks, no guidance
   QwenImage,    // Qwen-Image (and -Edit): an MMDiT of transformer_blocks.N.img_mod
   Wan,          // Wan 2.1 / 2.2 text-to-video: blocks.N.cross_attn over umT5, a video latent
+  WanI2V,       // Wan 2.1 I2V / FLF2V, Wan 2.2 I2V: the latent plus a conditioning clip's mask and
+                // latent
 };
 
 enum class ModelFamily {

@@ -338,7 +338,7 @@ constexpr Root kRoots[] = {
     {kUnetRoot, RootKind::Opaque},       {kVaeRoot, RootKind::Opaque},
     {kTextEncoder2Root, RootKind::Text}, {kTextEncoderRoot, RootKind::Text},
     {kClipLRoot, RootKind::Text},        {kClipGRoot, RootKind::Text},
-    {kT5xxlRoot, RootKind::Opaque},
+    {kT5xxlRoot, RootKind::Opaque},      {kClipVisionRoot, RootKind::Opaque},
 };
 
 NameMapping convert_checkpoint_name(std::string_view name, std::string_view prefix) {
@@ -424,6 +424,8 @@ std::string_view file_prefix(FileRole role, bool unet_family) {
       return kT5xxlRoot;
     case FileRole::Llm:
       return kLlmRoot;
+    case FileRole::ClipVision:
+      return kClipVisionRoot;
   }
   return "";
 }

@@ -53,6 +53,9 @@ inline constexpr std::string_view kT5Root = "text_encoders.t5xxl.transformer.";
 // Where an LLM text encoder's (--llm) Hugging Face names sit ("model.layers.N..."), as
 // sd.cpp has them; llama.cpp's GGUF names (blk.N.attn_q, token_embd, ...) are mapped there.
 inline constexpr std::string_view kLlmRoot = "text_encoders.llm.";
+// CLIP vision (--clip_vision: Wan's image-to-video image encoder), Hugging Face names
+// (vision_model.*, visual_projection.weight) below it.
+inline constexpr std::string_view kClipVisionRoot = "clip_vision.";
 // Its token embeddings: present in every LLM text encoder file, so they tell one is given.
 inline constexpr std::string_view kLlmEmbeddings = "text_encoders.llm.model.embed_tokens.weight";
 
@@ -60,7 +63,7 @@ inline constexpr std::string_view kLlmEmbeddings = "text_encoders.llm.model.embe
 // init_from_file prefixes do ("model.diffusion_model.", "vae.", "clip_l.", "clip_g.",
 // "text_encoders.t5xxl.transformer."; sd.cpp then turns "vae." into "first_stage_model."
 // and "clip_l."/"clip_g." into the UNet or DiT encoder roots).
-enum class FileRole { Model, DiffusionModel, Vae, ClipL, ClipG, T5xxl, Llm };
+enum class FileRole { Model, DiffusionModel, Vae, ClipL, ClipG, T5xxl, Llm, ClipVision };
 // `unet_family`: SD1.x/SD2.x/SDXL (encoders under cond_stage_model.) rather than a DiT.
 std::string_view file_prefix(FileRole role, bool unet_family);
 

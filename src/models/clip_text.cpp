@@ -81,8 +81,10 @@ Tensor* token_table(const nn::Scope& embeddings, const ClipTextConfig& c, Tensor
   return concat(ctx, table, custom, 1);
 }
 
-// Pre-norm residual block: x + attn(ln1(x)), then x + mlp(ln2(x)).
-Tensor* encoder_layer(const nn::Scope& layer, const ClipTextConfig& c, Tensor* x, Tensor* mask) {
+}  // namespace
+
+Tensor* clip_encoder_layer(const nn::Scope& layer, const ClipTextConfig& c, Tensor* x,
+                           Tensor* mask) {
   Context& ctx = layer.ctx();
   const int64_t d = c.hidden;
 
@@ -101,8 +103,6 @@ Tensor* encoder_layer(const nn::Scope& layer, const ClipTextConfig& c, Tensor* x
   h = nn::linear(layer["mlp"]["fc2"], h, c.intermediate, d);
   return set_name(add(ctx, x, h), layer.prefix() + "out");
 }
-
-}  // namespace
 
 namespace {
 
@@ -133,7 +133,8 @@ Tensor* clip_text_forward(const nn::Scope& text_model, const ClipTextConfig& c, 
 
   // 2. Causal transformer layers, stopping at the one clip_skip selects.
   const nn::Scope encoder_layers = text_model["encoder"]["layers"];
-  for (int i = 0; i < layers_to_run; ++i) x = encoder_layer(encoder_layers[i], c, x, causal_mask);
+  for (int i = 0; i < layers_to_run; ++i)
+    x = clip_encoder_layer(encoder_layers[i], c, x, causal_mask);
 
   // 3. Final LayerNorm, applied to whichever layer was taken (not for SDXL's encoders).
   if (c.final_layer_norm) x = final_norm(text_model, c, x);
@@ -153,7 +154,7 @@ ClipTextOutputs clip_text_forward_pooled(const nn::Scope& text_model, const Clip
   Tensor* x = embed(text_model, c, token_ids, custom_embeddings);  // [hidden, 77, N]
   const nn::Scope encoder_layers = text_model["encoder"]["layers"];
   for (int i = 0; i < c.layers; ++i) {
-    x = encoder_layer(encoder_layers[i], c, x, causal_mask);
+    x = clip_encoder_layer(encoder_layers[i], c, x, causal_mask);
     if (i + 1 == layers_to_run) {
       out.hidden = c.final_layer_norm ? final_norm(text_model, c, x) : x;
       out.hidden = set_name(out.hidden, text_model.prefix() + "out");

@@ -57,6 +57,11 @@ struct ClipTextConfig {
 // clip_skip + 1. Throws sd::Error when clip_skip exceeds the layer count.
 int clip_layers_to_run(const ClipTextConfig& config, int clip_skip);
 
+// One pre-norm transformer layer, x + attn(ln1(x)) then x + mlp(ln2(x)), on x [hidden, L, N]
+// (the vision tower's too: models/clip_vision.h); mask: null or added to the scores.
+Tensor* clip_encoder_layer(const nn::Scope& layer, const ClipTextConfig& config, Tensor* x,
+                           Tensor* mask);
+
 // Values of the causal mask input: f32 [n, n] (key fastest), -inf where key > query.
 std::vector<float> clip_causal_mask(int64_t n);
 

@@ -41,14 +41,14 @@ MmditConfig tiny_config(bool mmdit_x, QkNorm norm = QkNorm::Rms) {
   return c;
 }
 
-struct Inputs {
+struct MmditInputs {
   int64_t w = 6, h = 4, text = 3;  // latent 6x4: 3x2 patches
   Values latent, context, y;
   float t = 700.0f;
 };
 
-Inputs some_inputs(const MmditConfig& c) {
-  Inputs in;
+MmditInputs some_inputs(const MmditConfig& c) {
+  MmditInputs in;
   for (int64_t i = 0; i < in.w * in.h * c.in_channels; ++i)
     in.latent.push_back(std::sin(0.37f * i));
   for (int64_t i = 0; i < in.text * c.context_dim; ++i) in.context.push_back(std::cos(0.21f * i));
@@ -56,7 +56,7 @@ Inputs some_inputs(const MmditConfig& c) {
   return in;
 }
 
-Values run_mmdit(nn::Weights& w, const MmditConfig& c, const Inputs& in,
+Values run_mmdit(nn::Weights& w, const MmditConfig& c, const MmditInputs& in,
                  const std::vector<int>& skip = {}) {
   nn::GraphRunner runner(cpu_backend());
   nn::GraphCall call;
@@ -158,7 +158,7 @@ struct ReferenceMmdit {
               mod, 5, h);
   }
 
-  Values forward(const Inputs& in, const std::vector<int>& skip = {}) const {
+  Values forward(const MmditInputs& in, const std::vector<int>& skip = {}) const {
     const int64_t h = c.hidden, pw = in.w / 2, ph = in.h / 2;
     Values x = lin("x_embedder.proj", flux_patchify(in.latent, in.w, in.h, c.in_channels, 2),
                    4 * c.in_channels, h);
@@ -204,7 +204,7 @@ TEST(Mmdit, MatchesALoopImplementation) {
   for (bool mmdit_x : {false, true}) {
     const MmditConfig c = tiny_config(mmdit_x);
     nn::RandomWeights w(DType::F32, 3);
-    const Inputs in = some_inputs(c);
+    const MmditInputs in = some_inputs(c);
     const Values out = run_mmdit(w, c, in);
     ASSERT_EQ(out.size(), static_cast<size_t>(c.patch_width() * 6));
     EXPECT_LE(test::max_scaled_error(out, ReferenceMmdit{w, c}.forward(in), 1e-4, 1e-3), 1.0)
@@ -222,7 +222,7 @@ TEST(Mmdit, MatchesALoopImplementation) {
 TEST(Mmdit, LayerNormQkNormsMatchTheLoops) {
   const MmditConfig c = tiny_config(true, QkNorm::LayerNorm);
   nn::RandomWeights w(DType::F32, 5);
-  const Inputs in = some_inputs(c);
+  const MmditInputs in = some_inputs(c);
   const Values out = run_mmdit(w, c, in);  // creates the weights the loops read
   EXPECT_LE(test::max_scaled_error(out, ReferenceMmdit{w, c}.forward(in), 1e-4, 1e-3), 1.0);
 }
@@ -230,7 +230,7 @@ TEST(Mmdit, LayerNormQkNormsMatchTheLoops) {
 TEST(Mmdit, SkippedLayersAreLeftOutAndChangeTheOutput) {
   const MmditConfig c = tiny_config(true);
   nn::RandomWeights w(DType::F32, 7);
-  const Inputs in = some_inputs(c);
+  const MmditInputs in = some_inputs(c);
   const Values full = run_mmdit(w, c, in);
   const Values skipped = run_mmdit(w, c, in, {1});
   EXPECT_LE(test::max_scaled_error(skipped, ReferenceMmdit{w, c}.forward(in, {1}), 1e-4, 1e-3),
@@ -241,7 +241,7 @@ TEST(Mmdit, SkippedLayersAreLeftOutAndChangeTheOutput) {
 TEST(Mmdit, SameInputsGiveTheSameOutput) {
   const MmditConfig c = tiny_config(true);
   nn::RandomWeights w(DType::F16, 11);
-  const Inputs in = some_inputs(c);
+  const MmditInputs in = some_inputs(c);
   EXPECT_EQ(run_mmdit(w, c, in), run_mmdit(w, c, in));
 }
 
@@ -260,7 +260,7 @@ TEST(Mmdit, PatchesComeBackPatchFirst) {
 TEST(Mmdit, TooLargeALatentForThePositionTableFails) {
   const MmditConfig c = tiny_config(false);
   nn::RandomWeights w;
-  Inputs in = some_inputs(c);
+  MmditInputs in = some_inputs(c);
   in.w = 12;  // 6 patches across, the table has 5
   in.latent.assign(static_cast<size_t>(in.w * in.h * c.in_channels), 0.5f);
   try {
@@ -274,7 +274,7 @@ TEST(Mmdit, TooLargeALatentForThePositionTableFails) {
 TEST(Mmdit, MismatchedInputsFailWithTheirSizes) {
   const MmditConfig c = tiny_config(false);
   nn::RandomWeights w;
-  Inputs in = some_inputs(c);
+  MmditInputs in = some_inputs(c);
   in.y.resize(5);
   try {
     run_mmdit(w, c, in);

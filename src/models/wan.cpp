@@ -1,5 +1,6 @@
 #include "models/wan.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/dit_blocks.h"
@@ -44,9 +45,10 @@ WanConfig wan_config_from_shapes(std::string_view scope, const WanShapeOf& shape
   c.out_channels = head_out / 4;
   c.layers = 0;
   while (shape_of(root + "blocks." + std::to_string(c.layers) + ".self_attn.q.weight")) ++c.layers;
-  SD_CHECK(!shape_of(root + "img_emb.proj.1.weight"),
-           "[wan] this is an image-to-video Wan (it has img_emb): only text-to-video Wan runs "
-           "in this build");
+  if (const auto proj = shape_of(root + "img_emb.proj.1.weight")) {
+    c.image_dim = (*proj)[0];
+    if (const auto pos = shape_of(root + "img_emb.emb_pos")) c.image_pos_tokens = (*pos)[1];
+  }
   SD_CHECK(!shape_of(root + "vace_patch_embedding.weight"),
            "[wan] this is a VACE Wan (vace_blocks): only text-to-video Wan runs in this build");
   int axes = 0;
@@ -137,20 +139,45 @@ Tensor* self_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tensor
   return nn::linear(a["o"], reshape(ctx, o, {c.dim, len}), c.dim, c.dim);
 }
 
-// The patches attend to the text: [dim, L].
-Tensor* cross_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tensor* text) {
+// The patches attend to the text, and to the image tokens where the model has them
+// (their own keys and values, the two results summed): [dim, L].
+Tensor* cross_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tensor* text,
+                        Tensor* image) {
   Context& ctx = a.ctx();
+  const AttentionPrecision precision =
+      nn::attention_precision_for(a["q"].param("weight", {c.dim, c.dim}));
   Tensor* q = rms(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
   Tensor* k = rms(a["norm_k"], nn::linear(a["k"], text, c.dim, c.dim), c.dim, c.eps);
   Tensor* v = nn::linear(a["v"], text, c.dim, c.dim);
-  Tensor* o =
-      nn::multi_head_attention(ctx, q, k, v, c.heads(), nullptr,
-                               nn::attention_precision_for(a["q"].param("weight", {c.dim, c.dim})));
+  Tensor* o = nn::multi_head_attention(ctx, q, k, v, c.heads(), nullptr, precision);
+  if (image) {
+    Tensor* k_img = rms(a["norm_k_img"], nn::linear(a["k_img"], image, c.dim, c.dim), c.dim, c.eps);
+    Tensor* v_img = nn::linear(a["v_img"], image, c.dim, c.dim);
+    o = add(ctx, nn::multi_head_attention(ctx, q, k_img, v_img, c.heads(), nullptr, precision), o);
+  }
   return nn::linear(a["o"], o, c.dim, c.dim);
 }
 
+// CLIP vision tokens [image_dim, n] -> image context [dim, n] (img_emb's MLP), FLF2V's
+// position table added first.
+Tensor* image_embedding(const nn::Scope& s, const WanConfig& c, Tensor* image) {
+  Context& ctx = s.ctx();
+  if (c.image_pos_tokens > 0) {
+    const int64_t n = std::min(image->ne[1], c.image_pos_tokens);
+    Tensor* pos = reshape(ctx, s.param("emb_pos", {c.image_dim, c.image_pos_tokens, 1}),
+                          {c.image_dim, c.image_pos_tokens});
+    image = add(ctx, cont(ctx, slice(ctx, image, 1, 0, n)),
+                cont(ctx, slice(ctx, f32(ctx, pos), 1, 0, n)));
+  }
+  const nn::Scope p = s["proj"];
+  Tensor* y = nn::layer_norm(p["0"], image, c.image_dim, 1e-5f);
+  y = gelu(ctx, nn::linear(p["1"], y, c.image_dim, c.image_dim));
+  y = nn::linear(p["3"], y, c.image_dim, c.dim);
+  return nn::layer_norm(p["4"], y, c.dim, 1e-5f);
+}
+
 Tensor* block(const nn::Scope& b, const WanConfig& c, Tensor* x, Tensor* e0, Tensor* text,
-              Tensor* cos_t, Tensor* sin_t) {
+              Tensor* image, Tensor* cos_t, Tensor* sin_t) {
   Context& ctx = b.ctx();
   // shift, scale, gate for attention, then for the feed-forward.
   const std::vector<Tensor*> m = modulation(b, e0, c.dim, 6);
@@ -159,7 +186,7 @@ Tensor* block(const nn::Scope& b, const WanConfig& c, Tensor* x, Tensor* e0, Ten
 
   const nn::Scope n3 = b["norm3"];
   y = layer_norm(ctx, x, c.eps, n3.param("weight", {c.dim}), n3.param("bias", {c.dim}));
-  x = add(ctx, x, cross_attention(b["cross_attn"], c, y, text));
+  x = add(ctx, x, cross_attention(b["cross_attn"], c, y, text, image));
 
   y = nn::modulate(ctx, layer_norm(ctx, x, c.eps), m[3], m[4]);
   y = gelu(ctx, nn::linear(b["ffn"]["0"], y, c.dim, c.ffn_dim));
@@ -170,8 +197,15 @@ Tensor* block(const nn::Scope& b, const WanConfig& c, Tensor* x, Tensor* e0, Ten
 }  // namespace
 
 Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, Tensor* text,
-                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin) {
+                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image) {
   Context& ctx = dit.ctx();
+  SD_CHECK((image != nullptr) == (c.image_dim > 0),
+           c.image_dim > 0 ? "[wan] this image-to-video transformer needs the CLIP vision tokens "
+                             "of the first frame"
+                           : "[wan] this transformer takes no image tokens");
+  SD_CHECK(!image || image->ne[0] == c.image_dim,
+           "[wan] image tokens of %lld values, img_emb reads %lld",
+           static_cast<long long>(image ? image->ne[0] : 0), static_cast<long long>(c.image_dim));
   SD_CHECK(patches->ne[0] == c.patch_in(),
            "[wan] patches of %lld values, the transformer reads %lld",
            static_cast<long long>(patches->ne[0]), static_cast<long long>(c.patch_in()));
@@ -198,9 +232,11 @@ Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, T
   const nn::Scope tx = dit["text_embedding"];
   Tensor* txt = gelu(ctx, nn::linear(tx["0"], text, c.text_dim, c.dim));
   txt = nn::linear(tx["2"], txt, c.dim, c.dim);
+  Tensor* img = image ? image_embedding(dit["img_emb"], c, image) : nullptr;
 
   // 2. The blocks.
-  for (int i = 0; i < c.layers; ++i) x = block(dit["blocks"][i], c, x, e0, txt, rope_cos, rope_sin);
+  for (int i = 0; i < c.layers; ++i)
+    x = block(dit["blocks"][i], c, x, e0, txt, img, rope_cos, rope_sin);
 
   // 3. The head: LayerNorm modulated by the time embedding, projected to patches.
   const std::vector<Tensor*> m = modulation(dit["head"], reshape(ctx, e, {c.dim, 1}), c.dim, 2);

@@ -16,9 +16,19 @@
 // dx fastest (the 3-d patch embedding's weight as a matrix); the head gives (dy, dx,
 // channel), channel fastest.
 //
+// Image to video (Wan 2.1 I2V and FLF2V): the latent arrives with 20 more channels (a
+// 4-channel mask of the given frames and the VAE latent of the conditioning clip), and the
+// text's cross-attention gains a second one to CLIP ViT-H's image tokens, projected by
+// img_emb (LayerNorm, Linear, GELU, Linear, LayerNorm); the two attentions' outputs are
+// summed before the output projection. FLF2V adds a learned position table (emb_pos) to the
+// first and last frames' 2 x 257 tokens. Wan 2.2 I2V has the extra channels but no image
+// attention.
+//
 // Parameters, ComfyUI's names below the caller's scope: patch_embedding, text_embedding.{0,2},
 // time_embedding.{0,2}, time_projection.1, blocks.N.{modulation, self_attn.{q,k,v,o,norm_q,
-// norm_k}, norm3, cross_attn.{q,k,v,o,norm_q,norm_k}, ffn.{0,2}}, head.{modulation, head}.
+// norm_k}, norm3, cross_attn.{q,k,v,o,norm_q,norm_k}, ffn.{0,2}}, head.{modulation, head};
+// image to video: img_emb.{proj.{0,1,3,4}, emb_pos}, blocks.N.cross_attn.{k_img,v_img,
+// norm_k_img}.
 #pragma once
 
 #include <array>
@@ -46,6 +56,10 @@ struct WanConfig {
   float theta = 10000.0f;
   std::vector<int> axes_dim = {44, 42, 42};  // frame, row, column
   int text_len = 512;                        // umT5 tokens the transformer reads
+  // Image to video: the CLIP vision width img_emb reads (0: no image attention), and the
+  // image tokens FLF2V's position table covers (0: none).
+  int64_t image_dim = 0;
+  int64_t image_pos_tokens = 0;
 
   int64_t heads() const { return dim / head_dim; }
   // Latent values per patch on the way in and out (1 x 2 x 2 patches).
@@ -75,9 +89,10 @@ std::vector<float> wan_unpatchify(const std::vector<float>& tokens, int64_t w, i
 
 // Builds the transformer graph for one sample.
 //   patches: f32 [patch_in, tokens]; text: f32 [text_dim, text tokens]; timestep: f32 [1]
-//   (the flow schedule's 1000 sigma); rope_cos, rope_sin: wan_rope's tables.
+//   (the flow schedule's 1000 sigma); rope_cos, rope_sin: wan_rope's tables; image: CLIP
+//   vision tokens f32 [image_dim, n] for a model with image attention (else null).
 // Returns f32 [patch_out, tokens]: the flow (velocity) prediction, noise minus video.
 Tensor* wan_forward(const nn::Scope& dit, const WanConfig& config, Tensor* patches, Tensor* text,
-                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin);
+                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image = nullptr);
 
 }  // namespace sd::models

@@ -86,6 +86,84 @@ TEST(Wan, ConfigComesFromTheFile) {
   }
 }
 
+TEST(Wan, ImageToVideoConfigComesFromTheFile) {
+  std::map<std::string, std::array<int64_t, 4>> shapes = {
+      {"m.patch_embedding.weight", {2, 2, 1, 36 * 256}},
+      {"m.patch_embedding.bias", {256, 1, 1, 1}},
+      {"m.text_embedding.0.weight", {64, 256, 1, 1}},
+      {"m.time_embedding.0.weight", {256, 256, 1, 1}},
+      {"m.blocks.0.ffn.0.weight", {256, 512, 1, 1}},
+      {"m.blocks.0.self_attn.q.weight", {256, 256, 1, 1}},
+      {"m.head.head.weight", {256, 64, 1, 1}},
+      {"m.img_emb.proj.1.weight", {96, 96, 1, 1}},
+  };
+  auto shape_of = [&](const std::string& name) -> std::optional<std::array<int64_t, 4>> {
+    auto it = shapes.find(name);
+    if (it == shapes.end()) return std::nullopt;
+    return it->second;
+  };
+  WanConfig c = wan_config_from_shapes("m.", shape_of);
+  EXPECT_EQ(c.in_channels, 36);
+  EXPECT_EQ(c.out_channels, 16);
+  EXPECT_EQ(c.image_dim, 96);
+  EXPECT_EQ(c.image_pos_tokens, 0);
+  shapes["m.img_emb.emb_pos"] = {96, 514, 1, 1};  // FLF2V
+  c = wan_config_from_shapes("m.", shape_of);
+  EXPECT_EQ(c.image_pos_tokens, 514);
+}
+
+// The image tokens reach the prediction through the cross-attention, and FLF2V's position
+// table tells the first frame's tokens from the last's.
+TEST(Wan, ImageTokensConditionThePrediction) {
+  WanConfig c;
+  c.dim = 128;
+  c.ffn_dim = 64;
+  c.text_dim = 32;
+  c.freq_dim = 32;
+  c.layers = 1;
+  c.in_channels = 36;
+  c.image_dim = 32;
+  c.image_pos_tokens = 6;
+  nn::RandomWeights w(DType::F32, 9);
+  nn::GraphRunner runner(cpu_backend());
+  const WanRope rope = wan_rope(c, 1, 1, 2);
+  auto predict = [&](const Values& image) {
+    nn::GraphCall call;
+    Values patches(static_cast<size_t>(c.patch_in() * 2)),
+        text(static_cast<size_t>(c.text_dim * 3));
+    for (size_t i = 0; i < patches.size(); ++i) patches[i] = std::sin(0.3f * static_cast<float>(i));
+    for (size_t i = 0; i < text.size(); ++i) text[i] = std::cos(0.2f * static_cast<float>(i));
+    const float t = 500.0f;
+    Tensor* p = call.input_f32("p", make_shape({c.patch_in(), 2}), patches.data());
+    Tensor* tx = call.input_f32("t", make_shape({c.text_dim, 3}), text.data());
+    Tensor* ts = call.input_f32("ts", make_shape({1}), &t);
+    Tensor* rc = call.input_f32("rc", make_shape({c.head_dim / 2, 2}), rope.cos.data());
+    Tensor* rs = call.input_f32("rs", make_shape({c.head_dim / 2, 2}), rope.sin.data());
+    Tensor* img = call.input_f32("img", make_shape({c.image_dim, 6}), image.data());
+    return runner.run(call, wan_forward(nn::Scope(call.ctx(), w, ""), c, p, tx, ts, rc, rs, img));
+  };
+  Values first(32 * 3), last(32 * 3);
+  for (size_t i = 0; i < first.size(); ++i) {
+    first[i] = std::sin(0.11f * static_cast<float>(i));
+    last[i] = std::cos(0.17f * static_cast<float>(i));
+  }
+  Values image = first, swapped = last;
+  image.insert(image.end(), last.begin(), last.end());
+  swapped.insert(swapped.end(), first.begin(), first.end());
+  const Values a = predict(image);
+  ASSERT_EQ(a.size(), static_cast<size_t>(c.patch_out() * 2));
+  for (float v : a) ASSERT_TRUE(std::isfinite(v));
+  EXPECT_NE(predict(swapped), a);  // positions differ, so order matters
+  EXPECT_EQ(predict(image), a);
+  // Without image tokens an image-attending transformer refuses to build.
+  nn::GraphCall call;
+  Tensor* p = call.ctx().new_tensor(DType::F32, {c.patch_in(), 2});
+  Tensor* tx = call.ctx().new_tensor(DType::F32, {c.text_dim, 3});
+  Tensor* ts = call.ctx().new_tensor(DType::F32, {1});
+  Tensor* r = call.ctx().new_tensor(DType::F32, {c.head_dim / 2, 2});
+  EXPECT_THROW(wan_forward(nn::Scope(call.ctx(), w, ""), c, p, tx, ts, r, r), Error);
+}
+
 // A tiny Wan 2.1 autoencoder with random weights (the same values by name in every graph).
 VaeConfig tiny_vae() {
   VaeConfig c = VaeConfig::wan21();
@@ -167,6 +245,78 @@ TEST(WanVae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
   // decodes differently.
   const std::vector<Values> shifted = decode_clip(w, {z1, z1, z2});
   EXPECT_NE(shifted[5], three[5]);
+}
+
+// Encodes video frames (each 16x16x3, in [-1, 1]) as one clip, chunk by chunk: the latent
+// frames, each [2, 2, 16].
+std::vector<Values> encode_clip(nn::RandomWeights& w, const std::vector<Values>& frames) {
+  const VaeConfig vc = tiny_vae();
+  nn::GraphRunner runner(cpu_backend());
+  WanClipCache clip;
+  std::vector<Values> latents;
+  for (size_t next = 0; next < frames.size();) {
+    const size_t count = next == 0 ? 1 : 4;
+    Values chunk;
+    for (size_t i = 0; i < count; ++i, ++next)
+      chunk.insert(chunk.end(), frames[next].begin(), frames[next].end());
+    nn::GraphCall call;
+    clip.begin(call);
+    Tensor* x =
+        call.input_f32("x", make_shape({16, 16, 3, static_cast<int64_t>(count)}), chunk.data());
+    Tensor* out = wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), vc, x, clip);
+    std::vector<Tensor*> outputs = {out};
+    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
+    std::vector<Values> values = runner.run(call, outputs);
+    latents.push_back(values[0]);
+    EXPECT_EQ(latents.back().size(), 2u * 2u * 16u);
+    values.erase(values.begin());
+    clip.keep(std::move(values));
+  }
+  return latents;
+}
+
+Values video_frame(float phase) {
+  Values f(16 * 16 * 3);
+  for (size_t i = 0; i < f.size(); ++i)
+    f[i] = 0.8f * std::sin(0.37f * static_cast<float>(i) + phase);
+  return f;
+}
+
+TEST(WanVae, ClipsEncodeCausallyFourFramesPerLatentFrame) {
+  nn::RandomWeights w(DType::F16, 6);
+  std::vector<Values> frames;
+  for (int i = 0; i < 9; ++i) frames.push_back(video_frame(0.5f * static_cast<float>(i)));
+  const std::vector<Values> latents = encode_clip(w, frames);
+  ASSERT_EQ(latents.size(), 3u);  // 1 + 4 + 4 frames
+  // The first latent frame is the image encode of the first frame.
+  {
+    nn::GraphRunner runner(cpu_backend());
+    nn::GraphCall call;
+    Tensor* x = call.input_f32("x", make_shape({16, 16, 3, 1}), frames[0].data());
+    EXPECT_EQ(runner.run(call, wan_vae_encode(nn::Scope(call.ctx(), w, ""), tiny_vae(), x)),
+              latents[0]);
+  }
+  // Causal: the last frame changes only the last latent frame; the second frame changes the
+  // second latent frame and, through the layers' memory, the third.
+  std::vector<Values> changed = frames;
+  changed[8] = video_frame(9.0f);
+  std::vector<Values> other = encode_clip(w, changed);
+  EXPECT_EQ(other[0], latents[0]);
+  EXPECT_EQ(other[1], latents[1]);
+  EXPECT_NE(other[2], latents[2]);
+  changed = frames;
+  changed[1] = video_frame(7.0f);
+  other = encode_clip(w, changed);
+  EXPECT_EQ(other[0], latents[0]);
+  EXPECT_NE(other[1], latents[1]);
+  EXPECT_NE(other[2], latents[2]);
+  // A chunk of the wrong length is refused.
+  WanClipCache clip;
+  nn::GraphCall call;
+  clip.begin(call);
+  EXPECT_THROW(wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), tiny_vae(),
+                                    call.ctx().new_tensor(DType::F32, {16, 16, 3, 4}), clip),
+               Error);
 }
 
 }  // namespace

@@ -111,6 +111,43 @@ Tensor* temporal_upsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipCac
   return frames;
 }
 
+// The temporal downsampler of a clip's frames x [W, H, dim, t]: a 3x1x1 convolution with
+// stride 2 over the last frame the layer saw before x and x's frames (t = 2 or 4 gives 1 or
+// 2 frames). The clip's first frame at this layer passes through.
+Tensor* temporal_downsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipCache& clip) {
+  Context& ctx = s.ctx();
+  const std::string& slot = s.prefix();
+  const int64_t frames = x->ne[3];
+  Tensor* last = cont(ctx, slice(ctx, x, 3, frames - 1, frames));
+  if (!clip.seen(slot)) {
+    clip.save(slot, last);
+    return x;
+  }
+  Tensor* previous = clip.previous(slot);
+  SD_CHECK(previous, "[wan vae] the temporal downsampler %s lost its frame", slot.c_str());
+  Tensor* before = cont(ctx, slice(ctx, previous, 3, previous->ne[3] - 1, previous->ne[3]));
+  auto frame = [&](int64_t i) {  // of [before, x...]
+    return i == 0 ? before : cont(ctx, slice(ctx, x, 3, i - 1, i));
+  };
+  Tensor* w = s.param("weight", {1, 1, 3, dim * dim});
+  Tensor* kernel = nullptr;
+  for (int t = 0; t < 3; ++t) {
+    Tensor* tap = temporal_tap(ctx, w, 1, dim, dim, t);
+    kernel = kernel ? concat(ctx, kernel, tap, 2) : tap;
+  }
+  Tensor* result = nullptr;
+  for (int64_t j = 0; 2 * j + 2 <= frames; ++j) {
+    Tensor* input =
+        concat(ctx, concat(ctx, frame(2 * j), frame(2 * j + 1), 2), frame(2 * j + 2), 2);
+    Tensor* y = conv2d(ctx, input, kernel, s.param("bias", {dim}), 1, 1, 0, 0, 1, 1);
+    result = result ? concat(ctx, result, y, 3) : y;
+  }
+  SD_CHECK(result, "[wan vae] the temporal downsampler %s needs 2 or more frames after the first",
+           slot.c_str());
+  clip.save(slot, last);
+  return result;
+}
+
 // A plain 2-d convolution (the resamplers').
 Tensor* conv(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int stride, int padding) {
   Context& ctx = s.ctx();
@@ -293,7 +330,10 @@ Tensor* wan_vae_decode_stage(const nn::Scope& vae, const VaeConfig& c, int stage
   return decoder(vae, c, x, stage, &clip);
 }
 
-Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& c, Tensor* image) {
+namespace {
+
+// The encoder, on an image (no clip) or on one chunk of a clip's frames.
+Tensor* encoder(const nn::Scope& vae, const VaeConfig& c, Tensor* image, WanClipCache* clip) {
   check(c);
   const int levels = static_cast<int>(c.ch_mult.size());
   const int64_t f = int64_t{1} << (levels - 1);
@@ -303,25 +343,43 @@ Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& c, Tensor* image) 
   Context& ctx = vae.ctx();
   const nn::Scope e = vae["encoder"];
   int64_t width = c.ch;
-  Tensor* x = causal_conv(e["conv1"], image, 3, width, 3);
+  Tensor* x = causal_conv(e["conv1"], image, 3, width, 3, clip);
   int index = 0;
   for (int level = 0; level < levels; ++level) {
     const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
     for (int j = 0; j < c.num_res_blocks; ++j, ++index) {
-      x = residual_block(e["downsamples"][index], x, width, out);
+      x = residual_block(e["downsamples"][index], x, width, out, clip);
       width = out;
     }
     if (level + 1 < levels) {
-      // Zero padding right and bottom, then a stride-2 conv (Wan's ZeroPad2d((0, 1, 0, 1))).
+      // Zero padding right and bottom, then a stride-2 conv (Wan's ZeroPad2d((0, 1, 0, 1)));
+      // all but the first (Wan 2.1: downsamples.5 and .8) halve a clip's frames too.
       const nn::Scope down = e["downsamples"][index++];
       x = conv(down["resample"]["1"], pad(ctx, x, {0, 1, 0, 1, 0, 0, 0, 0}), width, width, 2, 0);
+      if (clip && level > 0) x = temporal_downsample(down["time_conv"], x, width, *clip);
     }
   }
-  x = middle(e["middle"], x, width);
+  x = middle(e["middle"], x, width, clip);
   const nn::Scope head = e["head"];
-  x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 2 * c.z_channels, 3);
+  x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 2 * c.z_channels, 3, clip);
   x = causal_conv(vae["conv1"], x, 2 * c.z_channels, 2 * c.z_channels, 1);
   return set_name(cont(ctx, slice(ctx, x, 2, 0, c.z_channels)), "vae_latent");
+}
+
+}  // namespace
+
+Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& c, Tensor* image) {
+  return encoder(vae, c, image, nullptr);
+}
+
+Tensor* wan_vae_encode_chunk(const nn::Scope& vae, const VaeConfig& c, Tensor* frames,
+                             WanClipCache& clip) {
+  const int64_t expected = clip.seen(vae["encoder"]["conv1"].prefix()) ? 4 : 1;
+  SD_CHECK(frames->ne[3] == expected,
+           "[wan vae] a clip is encoded as its first frame, then chunks of 4 frames: got %lld "
+           "frames where %lld belong",
+           static_cast<long long>(frames->ne[3]), static_cast<long long>(expected));
+  return encoder(vae, c, frames, &clip);
 }
 
 }  // namespace sd::models

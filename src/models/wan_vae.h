@@ -12,6 +12,7 @@
 // decoder.{conv1, middle.{0,1,2}, upsamples.N, head.{0,2}}; residual blocks
 // .residual.{0 (norm), 2 (conv), 3 (norm), 6 (conv)} and .shortcut; resamplers .resample.1
 // (a 2-d conv) and .time_conv (unused on images); attention .norm, .to_qkv, .proj.
+// Encoding a clip (wan_vae_encode_chunk): the first frame, then 4 frames per latent frame.
 //
 // Video: a clip is decoded frame by frame (the reference decodes one latent frame per chunk;
 // here each graph holds one frame of one stage, wan_vae_decode_stage). Each causal
@@ -78,5 +79,14 @@ Tensor* wan_vae_decode_stage(const nn::Scope& vae, const VaeConfig& config, int 
 // image [W, H, 3, N] in [-1, 1] -> the posterior's mean [W / 8, H / 8, z_channels, N] (the
 // log-variance is dropped: Qwen-Image encodes without sampling).
 Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& config, Tensor* image);
+
+// A clip, chunk by chunk, as the reference encodes it: its first frame alone, then chunks of
+// 4 frames, each chunk one graph with the clip's memory in `clip` (a cache of its own, not
+// a decoder's). frames: [W, H, 3, 1] for the first chunk, [W, H, 3, 4] after, in [-1, 1].
+// Returns the chunk's latent frame, the posterior's mean [W / 8, H / 8, z_channels, 1]. The
+// temporal downsamplers (encoder.downsamples.N.time_conv, a 3x1x1 convolution with stride 2
+// over the frame before and the chunk's) let the first frame through.
+Tensor* wan_vae_encode_chunk(const nn::Scope& vae, const VaeConfig& config, Tensor* frames,
+                             WanClipCache& clip);
 
 }  // namespace sd::models

@@ -6,6 +6,7 @@
 
 #include "io/model_version.h"
 #include "models/clip_text.h"
+#include "models/clip_vision.h"
 #include "models/flux.h"
 #include "models/llm.h"
 #include "models/mmdit.h"
@@ -25,14 +26,15 @@ struct Architecture {
   io::ModelVersion version = io::ModelVersion::SD1;
   models::UnetConfig unet;
   models::ClipTextConfig text;
-  std::optional<models::ClipTextConfig> text2;        // a second CLIP encoder (with a projection)
-  std::optional<models::FluxConfig> flux;             // a FLUX.1 transformer instead of the UNet
-  std::optional<models::MmditConfig> mmdit;           // an MMDiT instead of the UNet
-  std::optional<models::T5Config> t5;                 // a T5-XXL encoder
-  std::optional<models::ZImageConfig> z_image;        // Z-Image's single-stream transformer
-  std::optional<models::QwenImageConfig> qwen_image;  // Qwen-Image's MMDiT
-  std::optional<models::WanConfig> wan;               // Wan's video transformer
-  std::optional<models::LlmConfig> llm;               // an LLM text encoder
+  std::optional<models::ClipTextConfig> text2;          // a second CLIP encoder (with a projection)
+  std::optional<models::FluxConfig> flux;               // a FLUX.1 transformer instead of the UNet
+  std::optional<models::MmditConfig> mmdit;             // an MMDiT instead of the UNet
+  std::optional<models::T5Config> t5;                   // a T5-XXL encoder
+  std::optional<models::ZImageConfig> z_image;          // Z-Image's single-stream transformer
+  std::optional<models::QwenImageConfig> qwen_image;    // Qwen-Image's MMDiT
+  std::optional<models::WanConfig> wan;                 // Wan's video transformer
+  std::optional<models::LlmConfig> llm;                 // an LLM text encoder
+  std::optional<models::ClipVisionConfig> clip_vision;  // an image encoder (--clip_vision)
   models::VaeConfig vae;
 };
 

@@ -59,6 +59,18 @@ class ControlInput {
                            float strength = 1.0f) = 0;
 };
 
+// Image tokens the network attends to beside the text (Wan's image to video: CLIP vision's
+// tokens of the given first and last frames).
+class ImageTokenInput {
+ public:
+  virtual ~ImageTokenInput() = default;
+  // f32 [image_token_width(), n], for every following prediction.
+  virtual void set_image_tokens(std::vector<float> tokens) = 0;
+  virtual int64_t image_token_width() const = 0;
+  // Whether the tokens are the first frame's then the last frame's (FLF2V), or the first's.
+  virtual bool reads_last_frame_tokens() const = 0;
+};
+
 class DiffusionNet {
  public:
   virtual ~DiffusionNet() = default;
@@ -92,6 +104,7 @@ class DiffusionNet {
   virtual ReferenceInput* references() { return nullptr; }
   virtual SkipLayerInput* skip_layers() { return nullptr; }
   virtual ControlInput* control() { return nullptr; }
+  virtual ImageTokenInput* image_tokens() { return nullptr; }
 };
 
 }  // namespace sd::pipeline

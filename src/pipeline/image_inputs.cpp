@@ -45,7 +45,9 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   } else {
     p.sigmas = sampling::make_sigmas(p.scheduler, r.steps, schedule, p.scheduler_options);
   }
-  if (r.init_image && r.strength < 1.0f)
+  const ImageInput image_input = family->image_input(version);
+  // (Image to video's -i is the clip's first frame, not a start for image-to-image.)
+  if (r.init_image && r.strength < 1.0f && image_input != ImageInput::VideoFrames)
     p.sigmas = sampling::img2img_sigmas(p.sigmas, p.sample_steps, r.strength);
 
   const int64_t f = vae->config().downscale();
@@ -55,7 +57,6 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   if (const int stride = family->defaults().video_frame_stride; stride > 0 && r.video_frames > 0)
     p.frames = (r.video_frames - 1) / stride + 1;
   const size_t latent_size = static_cast<size_t>(p.w * p.h * p.c * p.frames);
-  const ImageInput image_input = family->image_input(version);
   const bool inpaint_model = image_input == ImageInput::MaskedImage;
 
   // The generation RNG, seeded with the request's seed for the image-side draws; each
@@ -69,7 +70,10 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   auto encode = [&](const std::vector<float>& planes) {
     return this->encode(planes, r.width, r.height, *rng);
   };
-  if (r.init_image) {
+  if (image_input == ImageInput::VideoFrames) {
+    p.concat = video_frames_input(r, p);
+    p.img_uncond_concat = p.concat;
+  } else if (r.init_image) {
     const io::Image& img = *r.init_image;
     std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
     if (img.width != r.width || img.height != r.height)
@@ -127,13 +131,52 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   }
   // sd.cpp compatibility: references are encoded after the init image, from the same RNG.
   if (!r.ref_images.empty()) p.refs = encode_references(r, *rng);
-  if (r.init_image || !p.refs.empty()) {
+  if ((r.init_image && image_input != ImageInput::VideoFrames) || !p.refs.empty()) {
     // Encoding is a phase of its own: the VAE is not needed again until decoding.
     vae->release();
     phase_done(Module::Vae);
   }
   p.img_cfg_scale = r.img_cfg_scale.value_or(1.0f);
   return p;
+}
+
+std::vector<float> StableDiffusion::Impl::video_frames_input(const ImageRequest& r, const Plan& p) {
+  auto frame_of = [&](const io::Image& img) {
+    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
+    if (img.width != r.width || img.height != r.height)
+      planes = resize_nearest(planes, img.width, img.height, 3, r.width, r.height);
+    return planes;
+  };
+  const std::vector<float> first = r.init_image ? frame_of(*r.init_image) : std::vector<float>{};
+  const std::vector<float> last = r.end_image ? frame_of(*r.end_image) : std::vector<float>{};
+
+  // The image tokens first (a phase of the image encoder's own).
+  if (ImageTokenInput* tokens = diffusion->image_tokens()) {
+    SD_CHECK(image_encoder, "%s attends to CLIP vision tokens: pass --clip_vision FILE",
+             io::version_name(version));
+    std::vector<float> t = image_encoder->encode(first, r.width, r.height);
+    if (tokens->reads_last_frame_tokens()) {
+      // FLF2V: the last frame's tokens follow (zeros without --end-img, as the reference).
+      const std::vector<float> end = r.end_image ? image_encoder->encode(last, r.width, r.height)
+                                                 : std::vector<float>(t.size(), 0.0f);
+      t.insert(t.end(), end.begin(), end.end());
+    }
+    tokens->set_image_tokens(std::move(t));
+    image_encoder->release();
+    phase_done(Module::ClipVision);
+  }
+
+  // The clip: the given frames, grey (0 in the VAE's [-1, 1]) between.
+  const size_t frame_size = static_cast<size_t>(r.width) * r.height * 3;
+  std::vector<std::vector<float>> clip(static_cast<size_t>(r.video_frames),
+                                       std::vector<float>(frame_size, 0.5f));
+  if (!first.empty()) clip.front() = first;
+  if (!last.empty()) clip.back() = last;
+  const std::vector<float> latent = vae->encode_video(clip, r.width, r.height);
+  clip.clear();
+  vae->release();
+  phase_done(Module::Vae);
+  return family->video_frames_input(latent, p.w * p.h, p.frames, !first.empty(), !last.empty());
 }
 
 std::vector<ReferenceLatent> StableDiffusion::Impl::encode_references(const ImageRequest& r,

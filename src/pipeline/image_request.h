@@ -50,6 +50,8 @@ struct ImageRequest {
   // Video models: the clip's frame count (rounded down to what the VAE makes: 4k + 1 for
   // Wan); the result is its frames in order. 0: one image per batch entry.
   int video_frames = 0;
+  // Image-to-video models: the clip's last frame (FLF2V, --end-img); its first is init_image.
+  const io::Image* end_image = nullptr;
   // Image-to-image and inpainting: 8-bit images, resized (nearest) to the output size.
   const io::Image* init_image = nullptr;
   const io::Image* mask = nullptr;  // white = repaint

@@ -39,6 +39,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
   if (!o.llm.empty()) loader.add(o.llm, io::FileRole::Llm);
   if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
+  if (!o.clip_vision.empty()) loader.add(o.clip_vision, io::FileRole::ClipVision);
   // --auto-fit places the modules once their sizes are known from the files.
   const std::string max_vram = o.auto_fit ? fit_placement() : o.max_vram;
   for (const std::string& n : backends->set_memory_budgets(max_vram, o.stream_layers))
@@ -68,6 +69,11 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
                              backends->backend(Module::Diffusion)};
   text = family->make_prompt_encoder(arch, files, places);
   diffusion = family->make_diffusion_net(arch, places);
+  if (arch.clip_vision) {
+    add_module(*weights, Module::ClipVision, {std::string(io::kClipVisionRoot)});
+    image_encoder = std::make_unique<ClipVisionRunner>(*weights, *arch.clip_vision,
+                                                       backends->backend(Module::ClipVision));
+  }
 
   nn::Weights* tae = nullptr;
   if (!o.taesd.empty()) {
@@ -85,10 +91,12 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   weights->declare(module_name(Module::TextEncoder), text->parameters());
   weights->declare(module_name(Module::Diffusion), diffusion->parameters());
   weights->declare(module_name(Module::Vae), vae->parameters());
+  if (image_encoder) weights->declare(module_name(Module::ClipVision), image_encoder->parameters());
   if (taesd_weights)
     taesd_weights->declare(module_name(Module::Vae), taesd_view->strip(vae->taesd_parameters()));
   if (o.eager_load) {
     for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae}) load(*weights, m);
+    if (image_encoder) load(*weights, Module::ClipVision);
     if (taesd_weights) load(*taesd_weights, Module::Vae);
   }
   if (!o.control_net.empty()) load_control_net(o.control_net);
@@ -134,7 +142,8 @@ std::string StableDiffusion::Impl::fit_placement() {
   const std::tuple<Module, std::string_view, std::string_view> roots[] = {
       {Module::TextEncoder, io::kTextEncoderRoot, "text_encoders."},
       {Module::Diffusion, io::kUnetRoot, {}},
-      {Module::Vae, io::kVaeRoot, {}}};
+      {Module::Vae, io::kVaeRoot, {}},
+      {Module::ClipVision, io::kClipVisionRoot, {}}};
   std::vector<ModuleSize> sizes;
   for (const auto& [module, root, root2] : roots) {
     ModuleSize size{module, 0};

@@ -12,7 +12,14 @@ namespace sd::pipeline {
 // clip, no image-side inputs this build's video models do not read.
 void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   const int stride = family->defaults().video_frame_stride;
-  if (r.video_frames == 0) return;
+  const bool from_frames = family->image_input(version) == ImageInput::VideoFrames;
+  if (r.video_frames == 0) {
+    SD_CHECK(!from_frames,
+             "%s makes video from a first frame: use -M vid_gen with -i IMAGE (--video-frames N)",
+             io::version_name(version));
+    SD_CHECK(!r.end_image, "--end-img is the last frame of a video: use -M vid_gen");
+    return;
+  }
   SD_CHECK(stride > 0,
            "%s is an image model: -M vid_gen (--video-frames) needs a video model (Wan); use "
            "-M img_gen",
@@ -28,10 +35,32 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   }
   SD_CHECK(r.batch_count == 1, "a video request makes one clip: drop -b %d (batch count)",
            r.batch_count);
-  SD_CHECK(!r.init_image && !r.mask && !r.edit_image && !r.control_image,
-           "this %s model makes video from text only: -i, --mask, --control-image and -r need an "
-           "image-to-video model, which this build does not run yet",
-           io::version_name(version));
+  if (from_frames) {
+    SD_CHECK(r.init_image,
+             "%s makes video from a first frame: pass -i IMAGE (and --end-img IMAGE for the "
+             "last, with an FLF2V model)",
+             io::version_name(version));
+    SD_CHECK(!r.mask && !r.edit_image && !r.control_image,
+             "%s takes its first frame with -i and its last with --end-img; --mask, -r and "
+             "--control-image are not used by image-to-video",
+             io::version_name(version));
+    for (const io::Image* img : {r.init_image, r.end_image})
+      SD_CHECK(!img || (img->width > 0 && img->height > 0 && img->channels > 0 &&
+                        img->pixels.size() ==
+                            static_cast<size_t>(img->width) * img->height * img->channels),
+               "the %s image is empty or its pixels do not match its size",
+               img == r.init_image ? "first-frame (-i)" : "last-frame (--end-img)");
+    if (r.end_image && diffusion->image_tokens() &&
+        !diffusion->image_tokens()->reads_last_frame_tokens() && r.warn)
+      r.warn(
+          "this I2V model was trained on first frames; --end-img pins the last frame too, "
+          "but an FLF2V model follows it better");
+  } else {
+    SD_CHECK(!r.init_image && !r.end_image && !r.mask && !r.edit_image && !r.control_image,
+             "this %s model makes video from text only: -i, --end-img, --mask, --control-image "
+             "and -r need an image-to-video model (Wan I2V / FLF2V)",
+             io::version_name(version));
+  }
   SD_CHECK(!r.hires.enabled, "--hires works on images, not video clips");
 }
 
@@ -158,11 +187,11 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   }
   SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
+  check_video(r);
   // The diffusion net's image input is made at the first pass's size.
   SD_CHECK(!r.hires.enabled || image_input == ImageInput::None,
            "--hires does not work with inpainting and instruct-pix2pix models; generate, then "
            "run img2img on the upscaled image");
-  check_video(r);
   return r;
 }
 

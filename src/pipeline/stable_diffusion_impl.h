@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backend/backend_manager.h"
+#include "pipeline/clip_vision_runner.h"
 #include "pipeline/control_net.h"
 #include "pipeline/diffusion_net.h"
 #include "pipeline/families/family.h"
@@ -46,6 +47,7 @@ struct StableDiffusion::Impl {
   std::unique_ptr<PrefixedWeights> taesd_view;  // the TAESD weights as the VAE runner names them
   std::unique_ptr<PromptEncoder> text;
   std::unique_ptr<DiffusionNet> diffusion;
+  std::unique_ptr<ClipVisionRunner> image_encoder;  // CLIP vision, for image tokens
   float default_flow_shift = 3.0f;
   std::unique_ptr<VaeRunner> vae;
   std::unique_ptr<LoadedControlNet> control_net;  // --control-net
@@ -110,6 +112,9 @@ struct StableDiffusion::Impl {
   // draws from `rng`.
   std::vector<float> encode(const std::vector<float>& planes, int width, int height,
                             sampling::Rng& rng);
+  // Image to video: the conditioning clip (first and last frames given, grey between) as
+  // the diffusion net's extra input, and the image tokens of those frames set on the net.
+  std::vector<float> video_frames_input(const ImageRequest& r, const Plan& p);
   // Each reference image resized as the options say and encoded, in order.
   std::vector<ReferenceLatent> encode_references(const ImageRequest& r, sampling::Rng& rng);
   // Instruct-pix2pix's image input: the posterior's mean without the latent scale, no RNG

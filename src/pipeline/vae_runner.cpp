@@ -187,6 +187,53 @@ std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int6
   return moments;
 }
 
+std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>& frames,
+                                           int64_t width, int64_t height) {
+  SD_CHECK(decodes_video(), "[vae] this autoencoder encodes images, not video clips");
+  const int64_t f = config_.downscale(), c = config_.latent_channels();
+  const size_t frame_size = static_cast<size_t>(width * height * 3);
+  SD_CHECK(!frames.empty() && (frames.size() - 1) % 4 == 0 && width % f == 0 && height % f == 0,
+           "[vae] a clip to encode is 1 + 4 k frames with sides multiples of %lld: got %zu frames "
+           "of %lldx%lld",
+           static_cast<long long>(f), frames.size(), static_cast<long long>(width),
+           static_cast<long long>(height));
+  const int64_t latent_frames = static_cast<int64_t>(frames.size() - 1) / 4 + 1;
+  const int64_t plane = (width / f) * (height / f);
+  std::vector<float> latent(static_cast<size_t>(plane * latent_frames * c));
+  models::WanClipCache clip;
+  size_t next = 0;
+  for (int64_t t = 0; t < latent_frames; ++t) {
+    const size_t count = t == 0 ? 1 : 4;
+    std::vector<float> chunk;
+    chunk.reserve(count * frame_size);
+    for (size_t i = 0; i < count; ++i, ++next) {
+      SD_CHECK(frames[next].size() == frame_size,
+               "[vae] frame %zu has %zu values, not %lldx%lld RGB", next, frames[next].size(),
+               static_cast<long long>(width), static_cast<long long>(height));
+      for (float v : frames[next]) chunk.push_back(v * 2.0f - 1.0f);
+    }
+    nn::GraphCall call;
+    clip.begin(call);
+    Tensor* x = call.input_f32(
+        "frames", make_shape({width, height, 3, static_cast<int64_t>(count)}), chunk.data());
+    Tensor* out =
+        models::wan_vae_encode_chunk(nn::Scope(call.ctx(), weights_, kScope), config_, x, clip);
+    std::vector<Tensor*> outputs = {out};
+    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
+    std::vector<std::vector<float>> values = runner_.run(call, outputs);
+    weights_.after_compute();
+    const std::vector<float> mean = std::move(values[0]);
+    values.erase(values.begin());
+    clip.keep(std::move(values));
+    // Latent frame t of every channel plane.
+    for (int64_t ch = 0; ch < c; ++ch)
+      std::copy_n(mean.begin() + ch * plane, plane,
+                  latent.begin() + (ch * latent_frames + t) * plane);
+  }
+  normalize_latent(latent, config_, false);
+  return latent;
+}
+
 std::vector<float> VaeRunner::decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
                                              bool use_taesd) {
   SD_CHECK(!use_taesd || taesd_, "--preview tae needs a TAESD model (--taesd)");
@@ -236,6 +283,25 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
   if (scope["encoder"][wan ? "conv1" : "conv_in"].has("weight")) {
     const int64_t side = 8 * config_.downscale();
     models::vae_encode(scope, config_, ctx.new_tensor(DType::F32, {side, side, 3, 1}));
+    // A clip's encoding reads the temporal downsamplers too, where the file has them.
+    const std::string first_temporal = "encoder.downsamples." +
+                                       std::to_string(2 * config_.num_res_blocks + 1) +
+                                       ".time_conv.weight";
+    if (decodes_video() && scope.has(first_temporal)) {
+      // The first chunk, then one of four frames on what it left behind.
+      models::WanClipCache clip;
+      nn::GraphCall first, second;
+      clip.begin(first);
+      models::wan_vae_encode_chunk(nn::Scope(first.ctx(), recorder, kScope), config_,
+                                   first.ctx().new_tensor(DType::F32, {side, side, 3, 1}), clip);
+      std::vector<std::vector<float>> left;
+      for (const Tensor* t : clip.saved())
+        left.emplace_back(static_cast<size_t>(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), 0.0f);
+      clip.keep(std::move(left));
+      clip.begin(second);
+      models::wan_vae_encode_chunk(nn::Scope(second.ctx(), recorder, kScope), config_,
+                                   second.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip);
+    }
   }
   return recorder.params();
 }

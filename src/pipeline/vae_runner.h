@@ -39,7 +39,12 @@ class VaeRunner {
   // (each tile decoded over the whole clip).
   std::vector<std::vector<float>> decode_video(const std::vector<float>& latent, int64_t w,
                                                int64_t h, int64_t frames);
-  // Whether this autoencoder decodes clips (decode_video).
+  // Video frames, each [width, height, 3] in [0, 1] (1 + 4 k of them) -> the clip's latent
+  // [width / 8, height / 8, 1 + k, C] for sampling, encoded as Wan's VAE does: the first
+  // frame, then chunks of four, one graph per chunk.
+  std::vector<float> encode_video(const std::vector<std::vector<float>>& frames, int64_t width,
+                                  int64_t height);
+  // Whether this autoencoder decodes clips (decode_video) and encodes them (encode_video).
   bool decodes_video() const { return config_.arch == models::VaeConfig::Arch::Wan21; }
 
   // image [W, H, 3] in [0, 1] -> the VAE's moments [W / 8, H / 8, 8] (mean, log-variance),

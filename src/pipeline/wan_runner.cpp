@@ -1,5 +1,7 @@
 #include "pipeline/wan_runner.h"
 
+#include <algorithm>
+
 #include "nn/param_recorder.h"
 #include "tensor/error.h"
 
@@ -19,23 +21,39 @@ Tensor* WanRunner::build(nn::GraphCall& call, nn::Weights& weights, const Inputs
   Tensor* t = call.input_f32("timestep", make_shape({1}), &in.timestep);
   Tensor* rc = call.input_f32("rope_cos", make_shape({half, tokens}), rope.cos.data());
   Tensor* rs = call.input_f32("rope_sin", make_shape({half, tokens}), rope.sin.data());
-  return models::wan_forward(nn::Scope(call.ctx(), weights, kScope), c, patches, text, t, rc, rs);
+  Tensor* image = nullptr;
+  if (c.image_dim > 0)
+    image = call.input_f32("image_tokens", make_shape({c.image_dim, in.image_tokens}), in.image);
+  return models::wan_forward(nn::Scope(call.ctx(), weights, kScope), c, patches, text, t, rc, rs,
+                             image);
 }
 
 std::vector<std::vector<float>> WanRunner::predict(
     const std::vector<float>& x, int64_t w, int64_t h, float timestep,
     const std::vector<const Conditioning*>& conditionings, const std::vector<float>& concat) {
   const models::WanConfig& c = config_;
-  SD_CHECK(concat.empty(), "[wan] the text-to-video transformer takes no extra input planes");
-  const int64_t frame_values = w * h * c.in_channels;
+  // The latent has the output's channels; image to video appends its condition's.
+  const int64_t frame_values = w * h * c.out_channels;
   SD_CHECK(w % 2 == 0 && h % 2 == 0 && frame_values > 0 && !x.empty() &&
                x.size() % static_cast<size_t>(frame_values) == 0,
            "[wan] a %lldx%lld latent of %zu values is not whole frames of %lld channels in 2x2 "
            "patches",
            static_cast<long long>(w), static_cast<long long>(h), x.size(),
-           static_cast<long long>(c.in_channels));
+           static_cast<long long>(c.out_channels));
   const int64_t frames = static_cast<int64_t>(x.size()) / frame_values;
-  const std::vector<float> patches = models::wan_patchify(x, w, h, frames, c.in_channels);
+  const int64_t extra = c.in_channels - c.out_channels;
+  SD_CHECK(concat.size() == static_cast<size_t>(frames * w * h * extra),
+           extra > 0 ? "[wan] this image-to-video transformer needs the conditioning clip (-i): "
+                       "%zu values given, %lld frames of %lld channels expected"
+                     : "[wan] this text-to-video transformer takes no extra input: %zu values "
+                       "given, %lld frames of %lld channels expected",
+           concat.size(), static_cast<long long>(frames), static_cast<long long>(extra));
+  SD_CHECK(c.image_dim == 0 || !image_tokens_.empty(),
+           "[wan] this image-to-video transformer needs the CLIP vision tokens of the first "
+           "frame (--clip_vision)");
+  std::vector<float> input = x;
+  input.insert(input.end(), concat.begin(), concat.end());
+  const std::vector<float> patches = models::wan_patchify(input, w, h, frames, c.in_channels);
   std::vector<std::vector<float>> out;
   for (const Conditioning* cond : conditionings) {
     SD_CHECK(cond->dim == c.text_dim && cond->tokens > 0,
@@ -49,6 +67,9 @@ std::vector<std::vector<float>> WanRunner::predict(
     in.text = cond->context.data();
     in.text_tokens = cond->tokens;
     in.timestep = timestep;
+    in.image = image_tokens_.data();
+    in.image_tokens =
+        static_cast<int64_t>(image_tokens_.size()) / std::max<int64_t>(c.image_dim, 1);
     nn::GraphCall call;
     models::WanRope rope;
     Tensor* pred = build(call, weights_, in, rope);
@@ -70,9 +91,20 @@ std::vector<nn::ParamDecl> WanRunner::parameters() const {
   in.rows = in.cols = 2;
   in.text = text.data();
   in.text_tokens = 2;
+  const std::vector<float> image(static_cast<size_t>(config_.image_dim * 2));
+  in.image = image.data();
+  in.image_tokens = 2;
   models::WanRope rope;
   build(call, recorder, in, rope);
   return recorder.params();
+}
+
+void WanRunner::set_image_tokens(std::vector<float> tokens) {
+  SD_CHECK(config_.image_dim > 0 && !tokens.empty() &&
+               tokens.size() % static_cast<size_t>(config_.image_dim) == 0,
+           "[wan] %zu image token values for an img_emb reading %lld-wide tokens", tokens.size(),
+           static_cast<long long>(config_.image_dim));
+  image_tokens_ = std::move(tokens);
 }
 
 }  // namespace sd::pipeline

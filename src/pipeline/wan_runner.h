@@ -13,13 +13,14 @@
 
 namespace sd::pipeline {
 
-class WanRunner final : public DiffusionNet {
+class WanRunner final : public DiffusionNet, private ImageTokenInput {
  public:
   WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend);
 
   // x: a video latent [w, h, frames, C] (the frame count is its size over w * h * C); the
   // conditioning's context is umT5's hidden states [text_dim, tokens]. `timestep` is the
-  // flow schedule's t = 1000 sigma.
+  // flow schedule's t = 1000 sigma. Image to video: `concat` holds the condition's planes
+  // [w, h, frames, in - out channels] (mask, then the clip's latent).
   std::vector<std::vector<float>> predict(const std::vector<float>& x, int64_t w, int64_t h,
                                           float timestep,
                                           const std::vector<const Conditioning*>& conditionings,
@@ -28,6 +29,10 @@ class WanRunner final : public DiffusionNet {
   std::string streaming_report() const override { return runner_.streaming_report(); }
   void release() override { runner_.release(); }
   int64_t latent_multiple() const override { return 2; }
+  ImageTokenInput* image_tokens() override { return config_.image_dim > 0 ? this : nullptr; }
+  void set_image_tokens(std::vector<float> tokens) override;
+  int64_t image_token_width() const override { return config_.image_dim; }
+  bool reads_last_frame_tokens() const override { return config_.image_pos_tokens > 0; }
 
   const models::WanConfig& config() const { return config_; }
   static constexpr const char* kScope = io::kUnetRoot.data();
@@ -39,6 +44,8 @@ class WanRunner final : public DiffusionNet {
     const float* text = nullptr;
     int64_t text_tokens = 0;
     float timestep = 0;
+    const float* image = nullptr;  // CLIP vision tokens [image_dim, image_tokens]
+    int64_t image_tokens = 0;
   };
   Tensor* build(nn::GraphCall& call, nn::Weights& weights, const Inputs& in,
                 models::WanRope& rope) const;
@@ -46,6 +53,7 @@ class WanRunner final : public DiffusionNet {
   nn::Weights& weights_;
   models::WanConfig config_;
   nn::GraphRunner runner_;
+  std::vector<float> image_tokens_;
 };
 
 }  // namespace sd::pipeline

@@ -85,6 +85,8 @@ InputImages load_input_images(const CliOptions& cli, GenerationOptions& g) {
     in.mask.channels = 1;
     in.mask.pixels.assign(static_cast<size_t>(width) * height, 255);
   }
+  if (!g.end_image_path.empty())
+    in.end = io::fit_to_size(read_rgb(g.end_image_path), width, height);
   if (!g.control_image_path.empty()) {
     in.control = io::fit_to_size(read_rgb(g.control_image_path), width, height);
     if (cli.canny) {

@@ -14,6 +14,7 @@ namespace sd::cli {
 
 struct InputImages {
   io::Image init;
+  io::Image end;   // a video's last frame (--end-img)
   io::Image mask;  // always present: all white (repaint everything) when no --mask
   io::Image control;
   io::Image ip_adapter;

@@ -250,13 +250,15 @@ int run_generation(Arguments& a) {
   if (video) {
     SD_CHECK(sd_ctx_supports_video_generation(ctx.get()),
              "-M vid_gen needs a video model (Wan); this model makes images: use -M img_gen");
-    SD_CHECK(inputs.init.pixels.empty() && inputs.refs.empty() && inputs.control.pixels.empty(),
-             "-M vid_gen: -i, -r and --control-image need an image-to-video model, which this "
-             "build does not run yet");
+    SD_CHECK(inputs.refs.empty() && inputs.control.pixels.empty(),
+             "-M vid_gen: -r and --control-image (reference images, VACE control video) are not "
+             "run by this build; image to video takes -i (first frame) and --end-img (last)");
     if (g.batch_count > 1)
       log_message(SD_LOG_WARN, "-b %d: -M vid_gen makes one clip; the batch count is ignored",
                   g.batch_count);
     sd_vid_gen_params_t params = g.to_vid_c_params();
+    params.init_image = view_of(inputs.init);
+    params.end_image = view_of(inputs.end);
     sd_image_t* frames = nullptr;
     int count = 0;
     const bool ok = generate_video(ctx.get(), &params, &frames, &count, nullptr);

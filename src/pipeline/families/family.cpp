@@ -40,6 +40,11 @@ std::vector<float> Family::masked_image_input(const std::vector<float>& masked_l
   return input;
 }
 
+std::vector<float> Family::video_frames_input(const std::vector<float>&, int64_t, int64_t, bool,
+                                              bool) const {
+  fail("%s models take no conditioning clip", name());
+}
+
 models::VaeConfig Family::vae_config() const {
   models::VaeConfig c = defaults_.vae();
   c.z_channels = c.embed_dim = defaults_.latent_channels;

@@ -71,6 +71,9 @@ enum class ImageInput {
   MaskedImage,
   // Instruct-pix2pix: the latent of the image to edit (-r).
   EditImage,
+  // Image to video (Wan I2V / FLF2V): a clip holding the first frame (-i) and the last
+  // (--end-img), grey between, as a latent behind a 4-channel mask of the given frames.
+  VideoFrames,
 };
 
 // The latent space and the sampling defaults of a family.
@@ -151,6 +154,11 @@ class Family {
                                                 const std::vector<float>& latent_mask, int width,
                                                 int height, int64_t downscale) const;
 
+  // ImageInput::VideoFrames: the diffusion net's extra input from the conditioning clip's
+  // latent [w, h, frames, C] (`plane` = w * h), knowing which of its ends were given.
+  virtual std::vector<float> video_frames_input(const std::vector<float>& clip_latent,
+                                                int64_t plane, int64_t frames, bool first_given,
+                                                bool last_given) const;
   // 4. Defaults.
   const FamilyDefaults& defaults() const { return defaults_; }
   // The VAE preset with this family's latent space.

@@ -5,6 +5,14 @@
 // causal autoencoder decoding the clip frame by frame (models/wan_vae.h). Euler on the
 // discrete flow schedule shifted by 5, as sd.cpp runs it. A latent frame is four video
 // frames after the first. Dimensions from the files.
+//
+// Image to video (Wan 2.1 I2V and FLF2V, Wan 2.2 I2V): the transformer also reads a clip
+// holding the first frame (-i) and for FLF2V the last (--end-img), grey between, encoded
+// by the VAE, behind a mask of the given frames (4 channels per latent frame: a latent
+// frame covers 4 video frames); Wan 2.1's also attend to CLIP ViT-H's tokens of those
+// frames (--clip_vision, pipeline/clip_vision_runner.h).
+#include <algorithm>
+
 #include "pipeline/chroma_conditioner.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
@@ -21,6 +29,8 @@ using io::ModelVersion;
 
 class Wan final : public Family {
  public:
+  static constexpr int64_t kMaskChannels = 4;  // video frames per latent frame
+
   Wan() : Family(io::ModelFamily::Wan, defaults()) {}
 
   void require_files(const ModelFiles& files) const override {
@@ -32,6 +42,16 @@ class Wan final : public Family {
     SD_CHECK(files.contains(std::string(io::kVaeRoot) + "decoder.head.0.gamma"),
              "the --vae file is not Wan 2.1's causal autoencoder (no decoder.head.0.gamma): Wan "
              "2.1 and Wan 2.2 A14B take wan_2.1_vae.safetensors");
+    const std::string vision =
+        std::string(io::kClipVisionRoot) + "vision_model.embeddings.patch_embedding.weight";
+    if (files.contains(std::string(io::kUnetRoot) + "img_emb.proj.1.weight"))
+      SD_CHECK(files.contains(vision),
+               "this Wan image-to-video model attends to CLIP vision tokens: pass --clip_vision "
+               "FILE (clip_vision_h.safetensors)");
+    else if (files.contains(vision))
+      files.note(
+          "warning: this Wan model reads no CLIP vision tokens; the --clip_vision file is "
+          "not used");
     for (const char* clip : {"clip_l", "clip_g"})
       if (files.contains(std::string("text_encoders.") + clip +
                          ".transformer.text_model.embeddings.token_embedding.weight"))
@@ -40,7 +60,7 @@ class Wan final : public Family {
   }
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
-    if (version != ModelVersion::Wan) fail_unsupported(version);
+    if (version != ModelVersion::Wan && version != ModelVersion::WanI2V) fail_unsupported(version);
     Architecture arch;
     arch.version = version;
     const ShapeOf shape_of = files.shape_of();
@@ -53,12 +73,23 @@ class Wan final : public Family {
              "takes umT5-XXL)",
              static_cast<long long>(arch.t5->model_dim),
              static_cast<long long>(arch.wan->text_dim));
-    SD_CHECK(arch.vae.latent_channels() == arch.wan->in_channels &&
-                 arch.wan->out_channels == arch.wan->in_channels,
+    // Image to video reads the mask's 4 channels and the clip's latent besides the latent.
+    const int64_t latent = arch.vae.latent_channels();
+    const int64_t expected = version == ModelVersion::WanI2V ? 2 * latent + kMaskChannels : latent;
+    SD_CHECK(arch.wan->in_channels == expected && arch.wan->out_channels == latent,
              "the --vae autoencoder has %lld latent channels but the Wan transformer reads %lld "
-             "(Wan 2.2 TI2V-5B takes wan2.2_vae.safetensors, which this build does not run yet)",
-             static_cast<long long>(arch.vae.latent_channels()),
-             static_cast<long long>(arch.wan->in_channels));
+             "and predicts %lld (Wan 2.2 TI2V-5B takes wan2.2_vae.safetensors, which this build "
+             "does not run yet)",
+             static_cast<long long>(latent), static_cast<long long>(arch.wan->in_channels),
+             static_cast<long long>(arch.wan->out_channels));
+    if (arch.wan->image_dim > 0) {
+      arch.clip_vision = models::clip_vision_config_from_shapes(io::kClipVisionRoot, shape_of);
+      SD_CHECK(arch.clip_vision->hidden == arch.wan->image_dim,
+               "the --clip_vision tower gives %lld-wide tokens but the Wan transformer reads %lld "
+               "(Wan takes CLIP ViT-H/14: clip_vision_h.safetensors)",
+               static_cast<long long>(arch.clip_vision->hidden),
+               static_cast<long long>(arch.wan->image_dim));
+    }
     return arch;
   }
 
@@ -78,6 +109,26 @@ class Wan final : public Family {
     return std::make_unique<ChromaConditioner>(t5_tokenizer(files, /*umt5=*/true), *arch.t5,
                                                options, places.weights, places.text_backend,
                                                FluxConditioner::kT5Scope);
+  }
+
+  ImageInput image_input(ModelVersion version) const override {
+    return version == ModelVersion::WanI2V ? ImageInput::VideoFrames : ImageInput::None;
+  }
+
+  // The mask (Wan's: the given video frames, 4 per latent frame, the first latent frame
+  // standing for the first video frame alone), then the clip's latent.
+  std::vector<float> video_frames_input(const std::vector<float>& clip_latent, int64_t plane,
+                                        int64_t frames, bool first_given,
+                                        bool last_given) const override {
+    std::vector<float> input(static_cast<size_t>(kMaskChannels * frames * plane), 0.0f);
+    auto fill = [&](int64_t channel, int64_t frame) {
+      std::fill_n(input.begin() + (channel * frames + frame) * plane, plane, 1.0f);
+    };
+    if (first_given)
+      for (int64_t ch = 0; ch < kMaskChannels; ++ch) fill(ch, 0);
+    if (last_given) fill(kMaskChannels - 1, frames - 1);  // the clip's last video frame
+    input.insert(input.end(), clip_latent.begin(), clip_latent.end());
+    return input;
   }
 
   std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,
