@@ -70,6 +70,13 @@ make_models() {
     /usr/bin/python3 tools/make_random_wan.py --out "$wan_dir.tmp" --t5-layers 2 --t5-ff 128
     rm -rf "$wan_dir" && mv "$wan_dir.tmp" "$wan_dir"
   fi
+  local wan_i2v_dir=build/fidelity/wan_i2v_tiny
+  if [ ! -f "$wan_i2v_dir/clip_vision.safetensors" ]; then
+    echo "making $wan_i2v_dir (random weights)"
+    /usr/bin/python3 tools/make_random_wan.py --out "$wan_i2v_dir.tmp" --variant i2v \
+      --t5-layers 2 --t5-ff 128 --parts wan,clip_vision
+    rm -rf "$wan_i2v_dir" && mv "$wan_i2v_dir.tmp" "$wan_i2v_dir"
+  fi
   local flux2_dir=build/fidelity/flux2_tiny
   if [ ! -f "$flux2_dir/ae.safetensors" ]; then
     echo "making $flux2_dir (random weights)"
@@ -99,6 +106,7 @@ export SD_TEST_FLUX2_DIR=$PWD/build/fidelity/flux2_tiny
 export SD_TEST_FLUX2_DEV_DIR=$PWD/build/fidelity/flux2_dev_tiny
 export SD_TEST_QWEN_IMAGE_DIR=$PWD/build/fidelity/qwen_image_tiny
 export SD_TEST_WAN_DIR=$PWD/build/fidelity/wan_tiny
+export SD_TEST_WAN_I2V_DIR=$PWD/build/fidelity/wan_i2v_tiny
 
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of

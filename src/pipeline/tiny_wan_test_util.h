@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "models/clip_vision.h"
 #include "models/t5.h"
 #include "models/wan.h"
 #include "models/wan_vae.h"
@@ -54,6 +55,21 @@ inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed) {
   Context& ctx = call.ctx();
   const nn::Scope s(ctx, w, "");
   models::vae_encode(s, vc, ctx.new_tensor(DType::F32, {16, 16, 3, 1}));
+  {
+    // A clip's encoding: the first frame, then four (the temporal downsamplers).
+    models::WanClipCache chunks;
+    nn::GraphCall first, second;
+    chunks.begin(first);
+    models::wan_vae_encode_chunk(nn::Scope(first.ctx(), w, ""), vc,
+                                 first.ctx().new_tensor(DType::F32, {16, 16, 3, 1}), chunks);
+    std::vector<std::vector<float>> left;
+    for (const Tensor* t : chunks.saved())
+      left.emplace_back(static_cast<size_t>(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), 0.0f);
+    chunks.keep(std::move(left));
+    chunks.begin(second);
+    models::wan_vae_encode_chunk(nn::Scope(second.ctx(), w, ""), vc,
+                                 second.ctx().new_tensor(DType::F32, {16, 16, 3, 4}), chunks);
+  }
   models::WanClipCache clip;
   clip.begin(call);
   Tensor* x = ctx.new_tensor(DType::F32, {2, 2, 16, 1});
@@ -90,6 +106,55 @@ inline TinyWanFiles write_tiny_wan(const std::string& dir) {
   }
   write_tiny_wan_video_vae(f.vae, 53);
   std::ofstream(dir + "/tokenizer.json") << kTinyT5TokenizerJson;
+  return f;
+}
+
+// Image to video: the transformer reads 36 channels and (Wan 2.1) attends to a tiny CLIP
+// vision tower's tokens (FLF2V: with the first and last frames' position table; Wan 2.2 I2V:
+// no image attention); the umT5 and autoencoder files of write_tiny_wan beside it.
+enum class TinyWanI2VKind { Wan21, Flf2v, Wan22 };
+struct TinyWanI2VFiles {
+  TinyWanFiles base;
+  std::string clip_vision;
+};
+
+inline models::ClipVisionConfig tiny_clip_vision_config() {
+  models::ClipVisionConfig c;
+  c.hidden = 32;
+  c.intermediate = 64;
+  c.layers = 2;
+  c.patch = 14;
+  c.image_size = 28;  // 2 x 2 patches and the class token
+  c.activation = models::ClipActivation::QuickGelu;
+  return c;
+}
+
+inline TinyWanI2VFiles write_tiny_wan_i2v(const std::string& dir, TinyWanI2VKind kind) {
+  TinyWanI2VFiles f{write_tiny_wan(dir), dir + "/clip_vision.safetensors"};
+  f.base.dit = dir + "/wan_i2v.safetensors";
+  Context ctx;
+  {
+    models::WanConfig wc = tiny_wan_config();
+    wc.in_channels = 36;
+    if (kind != TinyWanI2VKind::Wan22) wc.image_dim = tiny_clip_vision_config().hidden;
+    if (kind == TinyWanI2VKind::Flf2v) wc.image_pos_tokens = 2 * tiny_clip_vision_config().tokens();
+    nn::RandomWeights w(DType::F16, 54 + static_cast<uint32_t>(kind));
+    Tensor* patches = ctx.new_tensor(DType::F32, {wc.patch_in(), 4});
+    Tensor* text = ctx.new_tensor(DType::F32, {wc.text_dim, 3});
+    Tensor* image = wc.image_dim > 0 ? ctx.new_tensor(DType::F32, {wc.image_dim, 5}) : nullptr;
+    Tensor* t = ctx.new_tensor(DType::F32, {1});
+    Tensor* r = ctx.new_tensor(DType::F32, {wc.head_dim / 2, 4});
+    models::wan_forward(nn::Scope(ctx, w, ""), wc, patches, text, t, r, r, image);
+    w.save_safetensors(f.base.dit);
+  }
+  if (kind != TinyWanI2VKind::Wan22) {
+    const models::ClipVisionConfig cc = tiny_clip_vision_config();
+    nn::RandomWeights w(DType::F16, 60);
+    models::clip_vision_hidden(nn::Scope(ctx, w, ""), cc,
+                               ctx.new_tensor(DType::F32, {cc.image_size, cc.image_size, 3, 1}),
+                               cc.layers);
+    w.save_safetensors(f.clip_vision);
+  }
   return f;
 }
 

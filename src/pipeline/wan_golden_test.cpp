@@ -1,7 +1,8 @@
-// Wan text-to-video end to end against the reference implementation's frames of the same
-// random model (tests/golden/wan_tiny: README.md says how they were made). The model's three
-// files come from tools/make_random_wan.py, found through SD_TEST_WAN_DIR (scripts/test.sh
-// makes them); the tokenizer, a synthetic umT5 stand-in, from ../shared.
+// Wan text-to-video and image-to-video end to end against the reference implementation's
+// frames of the same random models (tests/golden/wan_tiny: README.md says how they were
+// made). The models' files come from tools/make_random_wan.py, found through SD_TEST_WAN_DIR
+// and SD_TEST_WAN_I2V_DIR (the I2V transformer and CLIP vision; scripts/test.sh makes both);
+// the tokenizer, a synthetic umT5 stand-in, from ../shared.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -23,6 +24,9 @@ struct WanCase {
   int width = 64, height = 64, frames = 9, steps = 2;
   float cfg = 6.0f;
   int64_t seed = 42;
+  // Image to video: the first and last frames, in tests/golden/wan_tiny (null: none).
+  const char* first = nullptr;
+  const char* last = nullptr;
 };
 
 void run_wan_case(const WanCase& c) {
@@ -30,15 +34,27 @@ void run_wan_case(const WanCase& c) {
   const std::string shared = sd::test::shared_dir();
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_WAN_DIR or ../shared not available";
   const std::string d = dir;
+  const char* i2v_dir = std::getenv("SD_TEST_WAN_I2V_DIR");
+  if (c.first && !i2v_dir) GTEST_SKIP() << "SD_TEST_WAN_I2V_DIR not available";
   ModelOptions options;
-  options.diffusion_model = d + "/wan.safetensors";
+  options.diffusion_model = (c.first ? std::string(i2v_dir) : d) + "/wan.safetensors";
+  if (c.first) options.clip_vision = std::string(i2v_dir) + "/clip_vision.safetensors";
   options.t5xxl = d + "/umt5.safetensors";
   options.vae = d + "/wan_vae.safetensors";
   options.t5_tokenizer = shared + "/data/t5/tokenizer.json";
   options.threads = 2;
   StableDiffusion sd(options);
-  ASSERT_EQ(sd.version(), io::ModelVersion::Wan);
+  ASSERT_EQ(sd.version(), c.first ? io::ModelVersion::WanI2V : io::ModelVersion::Wan);
   ImageRequest r;
+  io::Image first, last;
+  if (c.first) {
+    first = io::read_image((sd::test::golden_folder("wan_tiny") / c.first).string());
+    r.init_image = &first;
+  }
+  if (c.last) {
+    last = io::read_image((sd::test::golden_folder("wan_tiny") / c.last).string());
+    r.end_image = &last;
+  }
   r.prompt = c.prompt;
   r.negative_prompt = c.negative;
   r.seed = c.seed;
@@ -73,6 +89,23 @@ TEST(GoldenWan, ThirteenFramesNonSquareWithANegativePrompt) {
   c.steps = 4;
   c.cfg = 5.0f;
   c.seed = 7;
+  run_wan_case(c);
+}
+
+// Wan 2.1 I2V (1.3B-shaped, ViT-H CLIP vision): the clip from a first and a last frame,
+// both conditioning the latent, the first also through its image tokens.
+TEST(GoldenWan, ImageToVideoFromAFirstAndALastFrame) {
+  WanCase c{"i2v_fox_13f"};
+  c.prompt = "a red fox running through snow";
+  c.negative = "blurry, static";
+  c.width = 96;
+  c.height = 64;
+  c.frames = 13;
+  c.steps = 3;
+  c.cfg = 5.0f;
+  c.seed = 7;
+  c.first = "i2v_first.png";
+  c.last = "i2v_last.png";
   run_wan_case(c);
 }
 
