@@ -4,7 +4,9 @@
 # PNG frame pattern) decodes with ffprobe to the frame count, size and frame rate asked
 # for; a frame count the VAE cannot make is rounded down with a warning; an -o naming no
 # video format becomes .avi as in sd.cpp; and the refusals (--video-frames 0, a folder that
-# cannot be written, an image model) are one error line, a non-zero exit and no file.
+# cannot be written, an image model) are one error line, a non-zero exit and no file; image
+# to video (a tiny FLF2V) takes -i and --end-img, and refuses to run without them or CLIP
+# vision.
 # Skips (77) without python3-numpy or ffprobe.
 # Usage: cli_video_test.sh SD_CLI REPOSITORY_ROOT
 set -uo pipefail
@@ -84,4 +86,30 @@ fi
 run batch 0 "${wan[@]}" --video-frames 5 -b 2 -o "$work/batch.mp4"
 grep -q -- "-b 2" "$work/batch.out" || fail "batch: $(cat "$work/batch.out")"
 expect_video "$work/batch.mp4" 5 32 32 16
-finish "sd-cli -M vid_gen: every container and refusal as expected"
+
+# Image to video: a tiny Wan 2.1 FLF2V (image attention, CLIP vision) beside the same umT5
+# and autoencoder; -i and --end-img of another size are resized to the clip's.
+i2v="$work/wan_i2v"
+"$python" "$root/tools/make_random_wan.py" --out "$i2v" --variant flf2v --dim 128 --layers 1 \
+  --ffn 64 --t5-dim 64 --clip-dim 32 --clip-layers 1 --clip-ff 64 --parts wan,clip_vision \
+  >/dev/null || exit 1
+ffmpeg -loglevel error -y -f lavfi -i testsrc=size=48x40 -frames:v 1 "$work/first.png" &&
+  ffmpeg -loglevel error -y -f lavfi -i smptebars=size=32x32 -frames:v 1 "$work/last.png" ||
+  exit 1
+flf=(--diffusion-model "$i2v/wan.safetensors" --clip_vision "$i2v/clip_vision.safetensors"
+  --t5xxl "$model/umt5.safetensors" --vae "$model/wan_vae.safetensors" -p "a cat" -W 32 -H 32
+  --steps 2 -t 2)
+run i2v 0 "${flf[@]}" -i "$work/first.png" --end-img "$work/last.png" --video-frames 5 \
+  -o "$work/i2v.mp4"
+expect_video "$work/i2v.mp4" 5 32 32 16
+# Without its first frame, or without CLIP vision: one line naming the flag, no file.
+run no_first nonzero "${flf[@]}" --video-frames 5 -o "$work/no_first.mp4"
+grep -q -- "-i IMAGE" "$work/no_first.out" || fail "no_first: $(cat "$work/no_first.out")"
+[ ! -e "$work/no_first.mp4" ] || fail "no_first.mp4 written"
+run no_clip nonzero "${flf[@]:0:2}" "${flf[@]:4}" -i "$work/first.png" --video-frames 5 -o "$work/no_clip.mp4"
+grep -q -- "--clip_vision" "$work/no_clip.out" || fail "no_clip: $(cat "$work/no_clip.out")"
+[ ! -e "$work/no_clip.mp4" ] || fail "no_clip.mp4 written"
+# A text-to-video model given frames says what it needs.
+run t2v_first nonzero "${wan[@]}" -i "$work/first.png" --video-frames 5 -o "$work/t2v.mp4"
+grep -q "image-to-video" "$work/t2v_first.out" || fail "t2v_first: $(cat "$work/t2v_first.out")"
+finish "sd-cli -M vid_gen: every container, image to video and refusal as expected"

@@ -86,6 +86,57 @@ TEST_F(VideoApi, RefusesWhatItCannotDoYet) {
   EXPECT_FALSE(generate_video(ctx_, nullptr, &frames, &count, nullptr));
 }
 
+// Image to video: the first frame (init_image) and the last (end_image) of an FLF2V model,
+// with its CLIP vision file.
+TEST(VideoApiImageToVideo, TakesTheFirstAndLastFrames) {
+  static const sd::io::test::TempDir dir;
+  const sd::pipeline::test::TinyWanI2VFiles f = sd::pipeline::test::write_tiny_wan_i2v(
+      dir.file("flf2v"), sd::pipeline::test::TinyWanI2VKind::Flf2v);
+  sd_ctx_params_t p;
+  sd_ctx_params_init(&p);
+  p.diffusion_model_path = f.base.dit.c_str();
+  p.t5xxl_path = f.base.umt5.c_str();
+  p.vae_path = f.base.vae.c_str();
+  p.clip_vision_path = f.clip_vision.c_str();
+  p.n_threads = 2;
+  sd_ctx_t* ctx = new_sd_ctx(&p);
+  ASSERT_NE(ctx, nullptr);
+  EXPECT_TRUE(sd_ctx_supports_video_generation(ctx));
+  sd_vid_gen_params_t v;
+  sd_vid_gen_params_init(&v);
+  v.prompt = "a cat";
+  v.width = v.height = 16;
+  v.sample_params.sample_steps = 2;
+  v.video_frames = 5;
+  std::vector<uint8_t> first(16 * 16 * 3), last(16 * 16 * 3);
+  for (size_t i = 0; i < first.size(); ++i) {
+    first[i] = static_cast<uint8_t>(i * 7);
+    last[i] = static_cast<uint8_t>(255 - i * 3);
+  }
+  v.init_image = {16, 16, 3, first.data()};
+  v.end_image = {16, 16, 3, last.data()};
+  auto run = [&] {
+    sd_image_t* frames = nullptr;
+    int count = 0;
+    EXPECT_TRUE(generate_video(ctx, &v, &frames, &count, nullptr));
+    std::vector<uint8_t> last_frame;
+    if (count == 5) last_frame.assign(frames[4].data, frames[4].data + 16 * 16 * 3);
+    EXPECT_EQ(count, 5);
+    free_sd_images(frames, count);
+    return last_frame;
+  };
+  const std::vector<uint8_t> a = run();
+  std::vector<uint8_t> other(16 * 16 * 3, 30);
+  v.end_image = {16, 16, 3, other.data()};
+  EXPECT_NE(run(), a);
+  // Without the first frame: refused.
+  v.init_image = {0, 0, 0, nullptr};
+  sd_image_t* frames = nullptr;
+  int count = 0;
+  EXPECT_FALSE(generate_video(ctx, &v, &frames, &count, nullptr));
+  free_sd_ctx(ctx);
+}
+
 TEST(VideoApiImageModel, SaysItMakesNoVideo) {
   static const sd::io::test::TempDir dir;
   const sd::pipeline::test::TinyZImageFiles f =

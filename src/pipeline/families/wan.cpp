@@ -44,11 +44,16 @@ class Wan final : public Family {
              "2.1 and Wan 2.2 A14B take wan_2.1_vae.safetensors");
     const std::string vision =
         std::string(io::kClipVisionRoot) + "vision_model.embeddings.patch_embedding.weight";
-    if (files.contains(std::string(io::kUnetRoot) + "img_emb.proj.1.weight"))
-      SD_CHECK(files.contains(vision),
+    if (files.contains(std::string(io::kUnetRoot) + "img_emb.proj.1.weight")) {
+      SD_CHECK(!files.options.clip_vision.empty(),
                "this Wan image-to-video model attends to CLIP vision tokens: pass --clip_vision "
                "FILE (clip_vision_h.safetensors)");
-    else if (files.contains(vision))
+      SD_CHECK(files.contains(vision),
+               "the --clip_vision file %s holds no CLIP vision tower (no "
+               "vision_model.embeddings.patch_embedding.weight): Wan takes CLIP ViT-H/14, "
+               "clip_vision_h.safetensors",
+               files.options.clip_vision.c_str());
+    } else if (files.contains(vision))
       files.note(
           "warning: this Wan model reads no CLIP vision tokens; the --clip_vision file is "
           "not used");
