@@ -1,23 +1,34 @@
 #!/usr/bin/env bash
-# Wan text to video through two command lines that take sd-cli's flags (ours and a reference
-# build), one after the other, on the same files: a Markdown table of peak RSS (GB, from
-# /usr/bin/time), seconds per sampling step (the last step's rate), VAE decoding seconds (as
-# each program logs it) and whole-run seconds, with ours / reference ratios.
+# Wan text to video (and image to video) through two command lines that take sd-cli's flags
+# (ours and a reference build), one after the other, on the same files: a Markdown table of
+# peak RSS (GB, from /usr/bin/time), seconds per sampling step (the last step's rate), VAE
+# decoding seconds (as each program logs it) and whole-run seconds, with ours / reference
+# ratios; for image to video also the seconds of CLIP vision and of the VAE's encoding.
 #
-#   bench/wan_side_by_side.sh OUR_CLI REF_CLI MODEL_DIR
+#   bench/wan_side_by_side.sh OUR_CLI REF_CLI MODEL_DIR [I2V_DIR]
 #
 # MODEL_DIR holds wan.safetensors, umt5.safetensors and wan_vae.safetensors
 # (tools/make_random_wan.py --out MODEL_DIR --t5-layers 2 --t5-ff 128 writes a 1.3B-shaped
-# one both read). Ours needs umT5's tokenizer (SD_UMT5_TOKENIZER or a tokenizer.json in
-# MODEL_DIR); the reference its built-in vocabulary.
+# one both read). I2V_DIR, when given, holds an image-to-video wan.safetensors and
+# clip_vision.safetensors (make_random_wan.py --out I2V_DIR --variant i2v --t5-layers 2
+# --t5-ff 128 --parts wan,clip_vision). Ours needs umT5's tokenizer (SD_UMT5_TOKENIZER or a
+# tokenizer.json in MODEL_DIR); the reference its built-in vocabulary. The first frame is
+# FFmpeg's test pattern.
 set -euo pipefail
-ours=$1 ref=$2 dir=$3
+ours=$1 ref=$2 dir=$3 i2v_dir=${4:-}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 files=(--diffusion-model "$dir/wan.safetensors" --t5xxl "$dir/umt5.safetensors"
   --vae "$dir/wan_vae.safetensors")
 
-# Prints "peak_gb s_per_step vae_s wall_s" for one run of CLI with the given flags.
+# Seconds of the last log line matching PATTERN, whether it says "taking Xs" or "X ms".
+seconds_of() {
+  { grep -E "$1" "$out/log" || true; } | tail -1 | { grep -oE 'taking [0-9.]+ ?m?s' || true; } |
+    awk '{ v = $2; if ($3 == "ms" || $2 ~ /ms$/) v = v / 1000; sub(/s$/, "", v); print v }'
+}
+
+# Prints "peak_gb s_per_step vae_s wall_s clip_s encode_s" for one run of CLI with the given
+# flags.
 run() {
   local cli=$1
   shift
@@ -26,7 +37,7 @@ run() {
     >"$out/log" 2>&1 || {
     echo "run failed: $cli $*" >&2
     tail -5 "$out/log" >&2
-    echo "- - - -"
+    echo "- - - - - -"
     return
   }
   local rate vae
@@ -39,16 +50,22 @@ run() {
   # completed, taking Xs".
   vae=$(grep -E "decoding [0-9]+ frames completed|decode_first_stage completed" "$out/log" |
     grep -oE 'taking [0-9.]+' | tail -1 | cut -d' ' -f2)
+  local clip encode
+  clip=$(seconds_of "CLIP vision completed|get_clip_vision_output completed")
+  encode=$(seconds_of "encoding [0-9]+ frames completed|encode_first_stage completed")
   read -r kb wall <"$out/time"
-  awk -v kb="$kb" -v r="$rate" -v v="${vae:--}" -v w="$wall" \
-    'BEGIN { printf "%.2f %s %s %.1f\n", kb / 1e6, r, v, w }'
+  awk -v kb="$kb" -v r="$rate" -v v="${vae:--}" -v w="$wall" -v c="${clip:--}" \
+    -v e="${encode:--}" 'BEGIN { printf "%.2f %s %s %.1f %s %s\n", kb / 1e6, r, v, w, c, e }'
 }
 
 row() {
   local name=$1
   shift
-  read -r op os ov ow < <(run "$ours" "$@")
-  read -r rp rs rv rw < <(run "$ref" "$@")
+  read -r op os ov ow oc oe < <(run "$ours" "$@")
+  read -r rp rs rv rw rc re < <(run "$ref" "$@")
+  if [ "$oc" != - ] || [ "$rc" != - ]; then
+    i2v_rows+=("| $name | $oc | $rc | $oe | $re |")
+  fi
   awk -v n="$name" -v op="$op" -v rp="$rp" -v os="$os" -v rs="$rs" -v ov="$ov" -v rv="$rv" \
     -v ow="$ow" -v rw="$rw" 'BEGIN {
       printf "| %s | %s | %s | %.2f | %s | %s | %.1fx | %s | %s | %.1fx | %s | %s |\n",
@@ -58,6 +75,21 @@ row() {
 echo "| run | peak RSS GB ours | reference | ratio | s/step ours | reference | speed-up |" \
   "VAE s ours | reference | speed-up | run s ours | reference |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+i2v_rows=()
 row "160x96, 9 frames, 2 steps" -W 160 -H 96 --video-frames 9 --steps 2
 row "320x192, 5 frames, 1 step" -W 320 -H 192 --video-frames 5 --steps 1
+if [ -n "$i2v_dir" ]; then
+  ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=160x96 -frames:v 1 "$out/first.png"
+  files=(--diffusion-model "$i2v_dir/wan.safetensors" --clip_vision
+    "$i2v_dir/clip_vision.safetensors" --t5xxl "$dir/umt5.safetensors"
+    --vae "$dir/wan_vae.safetensors")
+  row "I2V 160x96, 9 frames, 2 steps" -i "$out/first.png" -W 160 -H 96 --video-frames 9 \
+    --steps 2
+  row "I2V 320x192, 9 frames, 1 step" -i "$out/first.png" -W 320 -H 192 --video-frames 9 \
+    --steps 1
+  echo
+  echo "| image to video | CLIP vision s ours | reference | VAE encoding s ours | reference |"
+  echo "|---|---|---|---|---|"
+  printf '%s\n' "${i2v_rows[@]}"
+fi
 exit 0

@@ -27,12 +27,14 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   // A cancel stops whatever runs, between two nodes of its graph (a VAE decode included).
   struct StopChecks {
     BackendManager& backends;
+    bool image_encoder;
     void set(const std::function<bool()>& stop) {
       for (Module module : {Module::TextEncoder, Module::Diffusion, Module::Vae})
         backends.backend(module).set_stop(stop);
+      if (image_encoder) backends.backend(Module::ClipVision).set_stop(stop);
     }
     ~StopChecks() { set(nullptr); }
-  } stop_checks{*m.backends};
+  } stop_checks{*m.backends, m.image_encoder != nullptr};
   if (r.cancelled) stop_checks.set(r.cancelled);
   const Impl::Plan plan = m.setup(r);
 

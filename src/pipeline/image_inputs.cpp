@@ -151,6 +151,7 @@ std::vector<float> StableDiffusion::Impl::video_frames_input(const ImageRequest&
   const std::vector<float> last = r.end_image ? frame_of(*r.end_image) : std::vector<float>{};
 
   // The image tokens first (a phase of the image encoder's own).
+  PhaseTimer timer(r.info, *weights);
   if (ImageTokenInput* tokens = diffusion->image_tokens()) {
     SD_CHECK(image_encoder, "%s attends to CLIP vision tokens: pass --clip_vision FILE",
              io::version_name(version));
@@ -164,6 +165,7 @@ std::vector<float> StableDiffusion::Impl::video_frames_input(const ImageRequest&
     tokens->set_image_tokens(std::move(t));
     image_encoder->release();
     phase_done(Module::ClipVision);
+    timer.done("CLIP vision");
   }
 
   // The clip: the given frames, grey (0 in the VAE's [-1, 1]) between.
@@ -176,6 +178,7 @@ std::vector<float> StableDiffusion::Impl::video_frames_input(const ImageRequest&
   clip.clear();
   vae->release();
   phase_done(Module::Vae);
+  timer.done(format("encoding %d frames", r.video_frames));
   return family->video_frames_input(latent, p.w * p.h, p.frames, !first.empty(), !last.empty());
 }
 

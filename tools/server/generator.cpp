@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "cli/cli_log.h"
 #include "cli/image_params.h"
@@ -16,6 +19,19 @@ struct ImagesDeleter {
   int count;
   void operator()(sd_image_t* images) const { free_sd_images(images, count); }
 };
+
+const char* video_format_name(io::VideoFormat format) {
+  switch (format) {
+    case io::VideoFormat::Mp4:
+      return "mp4";
+    case io::VideoFormat::Avi:
+      return "avi";
+    case io::VideoFormat::AnimatedWebp:
+      return "webp";
+    default:
+      return "webm";
+  }
+}
 
 const char* format_name(io::ImageFormat format) {
   switch (format) {
@@ -88,7 +104,17 @@ void Generator::cancel() {
   if (ctx_) sd_cancel_generation(ctx_, SD_CANCEL_ALL);
 }
 
+bool Generator::makes_video() const {
+  return sd_ctx_supports_video_generation(ctx_);
+}
+
 std::string Generator::check(const GenRequest& request) const {
+  // A video's checks need the clip (the engine makes them when the job runs): here, what
+  // kind of model serves it.
+  if (request.video)
+    return makes_video() ? ""
+                         : "the server's model makes images, not video: use POST "
+                           "/sdcpp/v1/img_gen";
   // to_c_params points into the options it is called on: a copy of this request's.
   cli::GenerationOptions generation = request.generation;
   cli::InputImages images = request.images;
@@ -108,14 +134,21 @@ JobResult Generator::run(GenRequest& r, const JobReporter& report) {
     g.sample_params.sample_method = default_method_;
   if (g.sample_params.scheduler == SCHEDULER_COUNT)
     g.sample_params.scheduler = default_scheduler(g.sample_params.sample_method);
-  sd_img_gen_params_t params = g.to_c_params();
-  cli::attach_input_images(r.images, params);
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
     last_error_.clear();
   }
   report_ = &report;
   preview_failed_ = false;
+  if (r.video) {
+    struct Done {
+      const JobReporter*& report;
+      ~Done() { report = nullptr; }
+    } done{report_};
+    return run_video(r);
+  }
+  sd_img_gen_params_t params = g.to_c_params();
+  cli::attach_input_images(r.images, params);
   sd_image_t* images = nullptr;
   int count = 0;
   const bool ok = generate_image(ctx_, &params, &images, &count);
@@ -142,6 +175,57 @@ JobResult Generator::run(GenRequest& r, const JobReporter& report) {
     result.infotexts.push_back(parameters);
   }
   SD_CHECK(!result.images.empty(), "generation failed: the engine returned no image");
+  return result;
+}
+
+JobResult Generator::run_video(GenRequest& r) {
+  cli::GenerationOptions& g = r.generation;
+  sd_vid_gen_params_t params = g.to_vid_c_params();
+  params.init_image = cli::view_of(r.images.init);
+  params.end_image = cli::view_of(r.images.end);
+  sd_image_t* frames = nullptr;
+  int count = 0;
+  const bool ok = generate_video(ctx_, &params, &frames, &count, nullptr);
+  std::unique_ptr<sd_image_t, ImagesDeleter> owned(frames, ImagesDeleter{count});
+  if (!ok || !frames || count <= 0) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    fail("generation failed: %s",
+         last_error_.empty() ? "the engine returned no frame" : last_error_.c_str());
+  }
+  std::vector<io::Image> clip;
+  for (int i = 0; i < count; ++i) clip.push_back(cli::to_image(frames[i]));
+  owned.reset();
+
+  // The container is written whole to a private temporary file (the muxers seek), read
+  // back and removed.
+  const std::string parameters = cli::image_parameters(args_.context, g, g.seed, cli::Mode::VidGen);
+  io::VideoOptions options;
+  options.fps = g.fps;
+  options.quality = r.quality;
+  if (g.embed_image_metadata) options.parameters = parameters;
+  JobResult result;
+  result.output_format = video_format_name(r.video_format);
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() /
+      ("sd-server-" + new_job_id() + "." +
+       (r.video_format == io::VideoFormat::AnimatedWebp ? std::string("webp")
+                                                        : result.output_format));
+  struct Remove {
+    const std::filesystem::path& path;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+    }
+  } remove{path};
+  io::write_video(path.string(), clip, options);
+  std::ifstream in(path, std::ios::binary);
+  SD_CHECK(in, "could not read back the encoded video %s", path.string().c_str());
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  result.images.push_back(std::move(bytes));
+  result.seeds.push_back(g.seed);
+  result.infotexts.push_back(parameters);
+  result.fps = g.fps;
+  result.frame_count = count;
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include "cli/args.h"
 #include "cli/input_images.h"
 #include "io/image.h"
+#include "io/video.h"
 #include "server/job_queue.h"
 #include "stable-diffusion.h"
 
@@ -19,9 +20,13 @@ namespace sd::server {
 // One request, checked and with its input images decoded.
 struct GenRequest {
   cli::GenerationOptions generation;  // resolved and validated
-  cli::InputImages images;
+  cli::InputImages images;            // a video's first frame is `init`, its last `end`
   io::ImageFormat format = io::ImageFormat::Png;
-  int quality = 90;  // JPEG and WebP
+  int quality = 90;  // JPEG and WebP; a video's encoder quality
+  // A video (POST /sdcpp/v1/vid_gen): one clip of generation.video_frames frames, encoded as
+  // one container.
+  bool video = false;
+  io::VideoFormat video_format = io::VideoFormat::Webm;
 };
 
 class Generator {
@@ -41,11 +46,14 @@ class Generator {
   // Stops the generation in progress at its next model call; any thread.
   void cancel();
 
+  // Whether the loaded model makes video clips (Wan).
+  bool makes_video() const;
   sample_method_t default_sample_method() const { return default_method_; }
   scheduler_t default_scheduler(sample_method_t method) const;
   const cli::ContextOptions& context() const { return args_.context; }
 
  private:
+  JobResult run_video(GenRequest& request);
   static void on_progress(int step, int steps, float seconds, void* data);
   static void on_preview(int step, int frame_count, sd_image_t* frames, bool is_noisy, void* data);
   static void on_log(sd_log_level_t level, const char* text, void* data);

@@ -34,6 +34,14 @@ std::optional<JobStatus> parse_job_status(const std::string& name) {
   return std::nullopt;
 }
 
+const char* video_mime_type(const std::string& output_format) {
+  if (output_format == "webm") return "video/webm";
+  if (output_format == "mp4") return "video/mp4";
+  if (output_format == "avi") return "video/x-msvideo";
+  if (output_format == "webp") return "image/webp";
+  return "application/octet-stream";
+}
+
 std::string new_job_id() {
   static std::mutex mutex;
   static std::mt19937_64 rng{std::random_device{}()};

@@ -37,11 +37,15 @@ struct JobPreview {
 };
 
 struct JobResult {
-  std::string output_format;        // "png", "jpeg", "webp"
-  std::vector<std::string> images;  // encoded files
+  std::string output_format;        // "png", "jpeg", "webp"; a video's "webm", "mp4", ...
+  std::vector<std::string> images;  // encoded files (a video: its one container)
   std::vector<int64_t> seeds;       // one per image
   std::vector<std::string> infotexts;
+  int fps = 0, frame_count = 0;  // a video's
 };
+
+// The media type of a video container named by its output format ("webm" -> video/webm).
+const char* video_mime_type(const std::string& output_format);
 
 // What a client sees of a job; a copy, so it can be read without the queue's lock.
 struct JobState {

@@ -44,7 +44,8 @@ const char* kJobColumns = R"sql(
          ELSE 0 END,
          step, steps, seconds_per_step, preview_step,
          CASE WHEN state = 'generating' THEN preview END,
-         output_format, error_code, error_message, attempts, version
+         output_format, error_code, error_message, attempts, version,
+         COALESCE(fps, 0), COALESCE(frame_count, 0)
     FROM {s}.jobs j WHERE id = $1)sql";
 
 // A job whose worker stopped renewing its lease goes back to the queue, or fails when it
@@ -214,6 +215,8 @@ std::optional<JobState> PgJobQueue::read_job(PgConnection& c, const std::string&
   s.error_message = r.text(0, 14);
   s.attempts = static_cast<int>(r.integer(0, 15));
   s.version = static_cast<uint64_t>(r.integer(0, 16));
+  s.result.fps = static_cast<int>(r.integer(0, 17));
+  s.result.frame_count = static_cast<int>(r.integer(0, 18));
   if (s.status == JobStatus::Completed) {
     PgResult images =
         c.exec(sql("SELECT seed, infotext, image FROM {s}.results WHERE job_id = $1 ORDER BY idx"),
@@ -579,13 +582,16 @@ void PgJobQueue::run_claimed(const std::string& id, const std::string& request, 
               why.empty() ? pg_null() : pg_text(why)});
     };
     auto end_job = [&](const char* state, const char* code, const std::string& message) {
+      auto count = [](int n) { return n > 0 ? pg_text(std::to_string(n)) : pg_null(); };
       c.exec(sql(R"sql(UPDATE {s}.jobs SET state = $2, completed = now(), error_code = $3,
                               error_message = $4, output_format = $5, request = '',
-                              lease_owner = NULL, lease_deadline = NULL, preview = NULL
+                              lease_owner = NULL, lease_deadline = NULL, preview = NULL,
+                              fps = $6, frame_count = $7
                         WHERE id = $1)sql"),
              {pg_text(id), pg_text(state), code ? pg_text(code) : pg_null(),
               code ? pg_text(message) : pg_null(),
-              result.output_format.empty() ? pg_null() : pg_text(result.output_format)});
+              result.output_format.empty() ? pg_null() : pg_text(result.output_format),
+              count(result.fps), count(result.frame_count)});
     };
     if (outcome == Outcome::Completed && !lease_lost_) {
       for (size_t i = 0; i < result.images.size(); ++i)

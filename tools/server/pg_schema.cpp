@@ -87,6 +87,10 @@ END $$;
 CREATE TRIGGER jobs_changed BEFORE INSERT OR UPDATE ON {s}.jobs
   FOR EACH ROW EXECUTE FUNCTION {s}.job_changed();
 )sql",
+    // 2: a video job's result: its container's frame rate and frame count.
+    R"sql(
+ALTER TABLE {s}.jobs ADD COLUMN fps integer, ADD COLUMN frame_count integer;
+)sql",
 };
 
 }  // namespace

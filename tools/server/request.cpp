@@ -297,9 +297,10 @@ std::pair<int64_t, int64_t> hires_target(const cli::GenerationOptions& g) {
 // Every size a request reaches is within --max-image-side, and its whole work within
 // --max-megapixel-steps, before it is queued: one request must not hold the machine for
 // hours (a 2048x2048 request with hires_scale 16 asked for a 32768-pixel image).
-void check_work(const cli::GenerationOptions& g, const RequestContext& rc) {
+void check_work(const cli::GenerationOptions& g, const RequestContext& rc, bool video) {
   const int64_t steps = g.sample_params.sample_steps;
   double work = static_cast<double>(g.width) * g.height * steps;
+  if (video) work *= std::max(1, g.video_frames);  // every frame is pixels to denoise
   if (g.hires_enabled) {
     const auto [w, h] = hires_target(g);
     if (w > rc.max_image_side || h > rc.max_image_side)
@@ -313,8 +314,8 @@ void check_work(const cli::GenerationOptions& g, const RequestContext& rc) {
   const double megapixel_steps = work / 1e6;
   if (megapixel_steps > static_cast<double>(rc.max_megapixel_steps))
     throw BadRequest("this request is " + std::to_string(std::llround(megapixel_steps)) +
-                     " million pixel-steps of work (width x height x steps x images, plus the "
-                     "hires pass); the server takes at most " +
+                     " million pixel-steps of work (width x height x steps x images or video "
+                     "frames, plus the hires pass); the server takes at most " +
                      std::to_string(rc.max_megapixel_steps) +
                      " (--max-megapixel-steps): ask for fewer steps, images or pixels");
 }
@@ -375,11 +376,12 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
   context.lora_model_dir.clear();
   context.confine_model_dirs = true;
   try {
-    cli::resolve_and_validate_generation(g, context, cli::Mode::ImgGen);
+    cli::resolve_and_validate_generation(g, context,
+                                         d.video ? cli::Mode::VidGen : cli::Mode::ImgGen);
   } catch (const Error& e) {
     throw BadRequest("invalid request: " + flags_to_fields(e.what()));
   }
-  check_work(g, rc);
+  check_work(g, rc, d.video);
   for (const auto& [name, multiplier] : d.loras) {
     if (rc.context.lora_model_dir.empty())
       throw BadRequest("LoRA '" + name + "': the server has no --lora-model-dir");
@@ -396,6 +398,9 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
 
   const int width = g.resolved_width(), height = g.resolved_height();
   if (d.init) r.images.init = io::fit_to_size(io::to_channels(*d.init, 3), width, height);
+  if (d.end) r.images.end = io::fit_to_size(io::to_channels(*d.end, 3), width, height);
+  r.video = d.video;
+  r.video_format = d.video_format;
   for (auto& ref : d.refs) r.images.refs.push_back(io::to_channels(ref, 3));
   if (d.mask) {
     r.images.mask = io::fit_to_size(io::to_channels(*d.mask, 1), width, height);
@@ -429,11 +434,77 @@ GenRequest parse_native_request(const nlohmann::json& body, const RequestContext
   return finish_request(std::move(d), rc);
 }
 
+GenRequest parse_native_video_request(const nlohmann::json& body, const RequestContext& rc) {
+  static const std::vector<std::string> kVideoOnly = {
+      "video_frames",  "fps",          "end_image",     "control_frames",
+      "output_format", "moe_boundary", "vace_strength", "high_noise_sample_params"};
+  const JsonFields f(body, "");
+  std::vector<std::string> known = {"prompt",
+                                    "negative_prompt",
+                                    "clip_skip",
+                                    "width",
+                                    "height",
+                                    "strength",
+                                    "seed",
+                                    "init_image",
+                                    "sample_params",
+                                    "lora",
+                                    "vae_tiling_params",
+                                    "cache_mode",
+                                    "cache_option",
+                                    "scm_mask",
+                                    "scm_policy_dynamic",
+                                    "output_compression",
+                                    "embed_image_metadata"};
+  known.insert(known.end(), kVideoOnly.begin(), kVideoOnly.end());
+  f.reject_unknown(known);
+  // The fields a clip shares with an image, read as img_gen reads them.
+  nlohmann::json shared = body;
+  for (const std::string& key : kVideoOnly) shared.erase(key);
+  RequestDraft d = new_draft(rc);
+  d.video = true;
+  d.output_format = "webm";
+  apply_native_fields(JsonFields(shared, ""), d, true);
+  cli::GenerationOptions& g = d.g;
+  g.batch_count = 1;
+  if (auto v = f.integer("video_frames", 1, 1025)) g.video_frames = static_cast<int>(*v);
+  if (auto v = f.integer("fps", 1, 240)) g.fps = static_cast<int>(*v);
+  if (auto v = f.text("end_image"))
+    d.end = decode_image_field(*v, f.path("end_image"), d.max_input_side);
+  f.number("moe_boundary", 0, 1);  // checked; only a two-expert model reads them
+  f.number("vace_strength", 0, kBig);
+  if (const nlohmann::json* v = f.get("control_frames"); v && !v->is_null() && !v->empty())
+    throw BadRequest("field 'control_frames' (VACE control video) is not run by this server yet");
+  if (const nlohmann::json* v = f.get("high_noise_sample_params"); v && !v->is_null())
+    throw BadRequest(
+        "field 'high_noise_sample_params' needs a model with a high-noise expert (Wan 2.2 "
+        "A14B's pair), which this server does not run yet; leave it out");
+  if (auto v = f.text("output_format")) {
+    const std::string name = ascii_lower(*v);
+    if (name == "webm") {
+      d.video_format = io::VideoFormat::Webm;
+    } else if (name == "mp4") {
+      d.video_format = io::VideoFormat::Mp4;
+    } else if (name == "avi") {
+      d.video_format = io::VideoFormat::Avi;
+    } else if (name == "webp") {
+      d.video_format = io::VideoFormat::AnimatedWebp;
+    } else {
+      throw BadRequest("field 'output_format': unknown video format '" + *v +
+                       "'; valid: webm, mp4, avi, webp");
+    }
+    d.output_format = name;
+  }
+  return finish_request(std::move(d), rc);
+}
+
 GenRequest parse_queued_request(const nlohmann::json& payload, const RequestContext& rc) {
   const std::string api = payload.at("api").get<std::string>();
   GenRequest r;
   if (api == "native") {
     r = parse_native_request(payload.at("body"), rc);
+  } else if (api == "native_video") {
+    r = parse_native_video_request(payload.at("body"), rc);
   } else if (api == "sdapi") {
     r = parse_sdapi_request(payload.at("body"), rc, payload.at("img2img").get<bool>());
   } else if (api == "openai" || api == "openai_edit") {

@@ -13,6 +13,7 @@
 
 #include "cli/args.h"
 #include "io/image.h"
+#include "io/video.h"
 #include "server/generator.h"
 #include "server/json_fields.h"
 
@@ -49,6 +50,10 @@ struct RequestDraft {
   std::vector<std::pair<std::string, float>> loras;  // names inside --lora-model-dir
   std::string output_format = "png";
   int quality = 90;
+  // A video (vid_gen): its last frame, and the container.
+  bool video = false;
+  std::optional<io::Image> end;
+  io::VideoFormat video_format = io::VideoFormat::Webm;
 };
 
 RequestDraft new_draft(const RequestContext& rc);
@@ -69,6 +74,9 @@ scheduler_t parse_scheduler(const std::string& name, const std::string& field);
 // The native schema (POST /sdcpp/v1/img_gen), also what sd_cpp_extra_args holds.
 void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict);
 GenRequest parse_native_request(const nlohmann::json& body, const RequestContext& rc);
+// POST /sdcpp/v1/vid_gen: img_gen's fields for one clip, plus video_frames, fps, end_image,
+// and a container as output_format (webm, the default; mp4, avi, webp).
+GenRequest parse_native_video_request(const nlohmann::json& body, const RequestContext& rc);
 
 // POST /sdapi/v1/txt2img and img2img.
 GenRequest parse_sdapi_request(const nlohmann::json& body, const RequestContext& rc, bool img2img);

@@ -100,7 +100,17 @@ json job_json(const JobState& s, bool with_images) {
     j["preview"] = {
         {"step", s.preview.step},
         {"url", "/sdcpp/v1/jobs/" + s.id + "/preview?step=" + std::to_string(s.preview.step)}};
-  if (s.status == JobStatus::Completed) {
+  if (s.status == JobStatus::Completed && s.kind == "vid_gen") {
+    // One container, as the reference's vid_gen answers.
+    json video = {{"output_format", s.result.output_format},
+                  {"mime_type", video_mime_type(s.result.output_format)},
+                  {"fps", s.result.fps},
+                  {"frame_count", s.result.frame_count},
+                  {"seed", s.result.seeds.empty() ? json(nullptr) : json(s.result.seeds[0])}};
+    if (with_images && !s.result.images.empty())
+      video["b64_json"] = base64_encode(s.result.images[0]);
+    j["result"] = video;
+  } else if (s.status == JobStatus::Completed) {
     json images = json::array();
     for (size_t i = 0; i < s.result.images.size(); ++i) {
       json image = {{"index", i}, {"seed", s.result.seeds[i]}};
@@ -163,6 +173,7 @@ std::optional<JobState> submit(ServerState& s, GenRequest request,
   const std::string tenant = tenant_of(s);
   JobTicket ticket;
   ticket.tenant = tenant;
+  ticket.kind = request.video ? "vid_gen" : "img_gen";
   if (s.durable_queue()) {
     ticket.payload = payload();
     // The seed drawn here for seed -1: a job run again gives the same image.
@@ -346,6 +357,33 @@ json capabilities(const ServerState& s) {
   for (const json& model : list_model_files(s.requests.context.hires_upscalers_dir))
     upscalers.push_back({{"name", model["path"]}});
   const std::string path = model_path(s);
+  // A video model (Wan) serves vid_gen too; one frame of it is an image, as in sd-cli.
+  const bool video = s.generator && s.generator->makes_video();
+  const json video_features = {{"init_image", true},
+                               {"end_image", true},
+                               {"control_frames", false},
+                               {"high_noise_sample_params", false},
+                               {"lora", true},
+                               {"vae_tiling", true},
+                               {"cache", true},
+                               {"cancel_queued", true},
+                               {"cancel_generating", true},
+                               {"progress", true},
+                               {"events", true},
+                               {"live_preview", s.live_preview != PREVIEW_NONE}};
+  const json video_formats = {"webm", "mp4", "avi", "webp"};
+  json video_defaults = defaults;
+  video_defaults["video_frames"] = s.requests.defaults.video_frames;
+  video_defaults["fps"] = s.requests.defaults.fps;
+  video_defaults["output_format"] = "webm";
+  json modes = {"img_gen"}, defaults_by_mode = {{"img_gen", defaults}},
+       formats_by_mode = {{"img_gen", formats}}, features_by_mode = {{"img_gen", features}};
+  if (video) {
+    modes.push_back("vid_gen");
+    defaults_by_mode["vid_gen"] = video_defaults;
+    formats_by_mode["vid_gen"] = video_formats;
+    features_by_mode["vid_gen"] = video_features;
+  }
   json fleet = nullptr;
   try {
     fleet = s.queue->fleet();
@@ -356,13 +394,13 @@ json capabilities(const ServerState& s) {
           {"model",
            {{"name", std::filesystem::path(path).filename().string()}, {"stem", file_stem(path)}}},
           {"current_mode", "img_gen"},
-          {"supported_modes", {"img_gen"}},
+          {"supported_modes", modes},
           {"defaults", defaults},
           {"output_formats", formats},
           {"features", features},
-          {"defaults_by_mode", {{"img_gen", defaults}}},
-          {"output_formats_by_mode", {{"img_gen", formats}}},
-          {"features_by_mode", {{"img_gen", features}}},
+          {"defaults_by_mode", defaults_by_mode},
+          {"output_formats_by_mode", formats_by_mode},
+          {"features_by_mode", features_by_mode},
           {"samplers", samplers},
           {"schedulers", schedulers},
           {"loras", list_loras(s)},
@@ -605,6 +643,21 @@ void install_routes(httplib::Server& svr, ServerState& s) {
   // Native, asynchronous
   svr.Get("/sdcpp/v1/capabilities",
           guarded([&s](const Request&, Response& res) { send_json(res, 200, capabilities(s)); }));
+  svr.Post("/sdcpp/v1/vid_gen", guarded([&s](const Request& req, Response& res) {
+             const json body = parse_json_body(req.body);
+             GenRequest r = parse_native_video_request(body, s.requests);
+             auto payload = [&body] { return json{{"api", "native_video"}, {"body", body}}; };
+             if (auto job = submit(s, std::move(r), payload, res, false)) {
+               send_json(res, 202,
+                         {{"id", job->id},
+                          {"kind", job->kind},
+                          {"status", job_status_name(job->status)},
+                          {"created", job->created},
+                          {"queue_position", job->queue_position},
+                          {"poll_url", "/sdcpp/v1/jobs/" + job->id},
+                          {"events_url", "/sdcpp/v1/jobs/" + job->id + "/events"}});
+             }
+           }));
   svr.Post("/sdcpp/v1/img_gen", guarded([&s](const Request& req, Response& res) {
              const json body = parse_json_body(req.body);
              GenRequest r = parse_native_request(body, s.requests);
