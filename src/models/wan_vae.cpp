@@ -1,9 +1,11 @@
 #include "models/wan_vae.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "nn/layers.h"
 #include "tensor/error.h"
+#include "tensor/quant/kernels.h"
 #include "tensor/ops/attention.h"
 #include "tensor/ops/cast.h"
 #include "tensor/ops/concat.h"
@@ -69,11 +71,7 @@ Tensor* causal_conv_clip(const nn::Scope& s, Tensor* x, int64_t in, int64_t out,
     Tensor* y = conv2d(ctx, input, kernel, bias, 1, 1, pad, pad, 1, 1);
     result = result ? concat(ctx, result, y, 3) : y;
   }
-  // The last two real frames.
-  Tensor* keep = frames >= 2       ? slice(ctx, x, 3, frames - 2, frames)
-                 : remembered == 0 ? x
-                                   : concat(ctx, cont(ctx, frame(remembered - 1)), x, 3);
-  clip.save(slot, cont(ctx, keep));
+  clip.save(slot, x);  // the cache keeps the last two frames it has seen
   return result;
 }
 
@@ -118,9 +116,8 @@ Tensor* temporal_downsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipC
   Context& ctx = s.ctx();
   const std::string& slot = s.prefix();
   const int64_t frames = x->ne[3];
-  Tensor* last = cont(ctx, slice(ctx, x, 3, frames - 1, frames));
   if (!clip.seen(slot)) {
-    clip.save(slot, last);
+    clip.save(slot, x);
     return x;
   }
   Tensor* previous = clip.previous(slot);
@@ -144,7 +141,7 @@ Tensor* temporal_downsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipC
   }
   SD_CHECK(result, "[wan vae] the temporal downsampler %s needs 2 or more frames after the first",
            slot.c_str());
-  clip.save(slot, last);
+  clip.save(slot, x);
   return result;
 }
 
@@ -234,11 +231,12 @@ void WanClipCache::begin(nn::GraphCall& call) {
 
 Tensor* WanClipCache::previous(const std::string& key) {
   auto it = slots_.find(key);
-  if (it == slots_.end() || it->second.values.empty()) return nullptr;
+  if (it == slots_.end() || it->second.halves.empty()) return nullptr;
   const Frames& f = it->second;
   SD_CHECK(call_, "[wan vae] a clip's graph is built without begin()");
-  return call_->input_f32("clip_cache." + key, make_shape({f.ne[0], f.ne[1], f.ne[2], f.ne[3]}),
-                          f.values.data());
+  Tensor* frames = call_->input("clip_cache." + key, DType::F16,
+                                make_shape({f.ne[0], f.ne[1], f.ne[2], f.ne[3]}), f.halves.data());
+  return cast(call_->ctx(), frames, DType::F32);
 }
 
 void WanClipCache::save(const std::string& key, Tensor* frames) {
@@ -255,8 +253,22 @@ void WanClipCache::keep(std::vector<std::vector<float>> values) {
            values.size(), saved_.size());
   for (size_t i = 0; i < values.size(); ++i) {
     Frames& f = slots_[saved_keys_[i]];
-    f.values = std::move(values[i]);
-    for (int d = 0; d < 4; ++d) f.ne[static_cast<size_t>(d)] = saved_[i]->ne[d];
+    const Tensor* t = saved_[i];
+    const int64_t frame = t->ne[0] * t->ne[1] * t->ne[2];
+    const int64_t had = f.halves.empty() ? 0 : f.ne[3], met = t->ne[3];
+    SD_CHECK(static_cast<int64_t>(values[i].size()) == frame * met &&
+                 (had == 0 || f.ne[0] * f.ne[1] * f.ne[2] == frame),
+             "[wan vae] layer %s met frames of another size", saved_keys_[i].c_str());
+    // The last two of the frames it had and those it met.
+    const int64_t keep = std::min<int64_t>(2, had + met),
+                  from_old = std::max<int64_t>(0, keep - met);
+    std::vector<uint16_t> halves(static_cast<size_t>(keep * frame));
+    std::copy(f.halves.end() - from_old * frame, f.halves.end(), halves.begin());
+    const float* src = values[i].data() + (met - (keep - from_old)) * frame;
+    quant::convert_f32_to_f16(src, halves.data() + from_old * frame, (keep - from_old) * frame);
+    f.halves = std::move(halves);
+    f.ne = {t->ne[0], t->ne[1], t->ne[2], keep};
+    values[i] = std::vector<float>();  // freed as it goes
   }
   saved_.clear();
   saved_keys_.clear();

@@ -34,10 +34,12 @@
 
 namespace sd::models {
 
-// What the causal convolutions remember while a clip is decoded, one graph per frame and
-// stage (wan_vae_decode_stage): for each convolution (by its weight's scope), the last two
-// frames of its input. Per graph: begin(call) before building it, run its output together
-// with saved(), then keep() the saved values, in order, while the call still lives.
+// What the causal convolutions remember while a clip is decoded (or encoded), one graph per
+// frame and stage (or chunk): for each convolution (by its weight's scope), the last two
+// frames of its input, kept in f16 (half the memory; the frames are activations a VAE
+// already computes in f16 weights' precision). Per graph: begin(call) before building it,
+// run its output together with saved(), then keep() the saved values, in order, while the
+// call still lives.
 class WanClipCache {
  public:
   void begin(nn::GraphCall& call);
@@ -45,15 +47,16 @@ class WanClipCache {
   void keep(std::vector<std::vector<float>> values);
 
   // For the model while it builds: whether the layer `key` has met a frame yet; the frames
-  // it remembers ([W, H, C, n] with n <= 2, a graph input; null when none); and what it
-  // remembers after this graph.
+  // it remembers ([W, H, C, n] f32 with n <= 2, from a graph input; null when none); and
+  // the frames of this graph's input it meets (`frames` [W, H, C, m]): it remembers the
+  // last two of what it had and these.
   bool seen(const std::string& key) const { return slots_.count(key) > 0; }
   Tensor* previous(const std::string& key);
   void save(const std::string& key, Tensor* frames);
 
  private:
   struct Frames {
-    std::vector<float> values;
+    std::vector<uint16_t> halves;  // f16 bits, frame after frame
     std::array<int64_t, 4> ne{};
   };
   std::map<std::string, Frames> slots_;
