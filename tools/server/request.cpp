@@ -145,37 +145,33 @@ std::optional<nlohmann::json> take_extra_args(std::string& prompt) {
   return parse_json_object(text, "prompt: the text inside <sd_cpp_extra_args>");
 }
 
+// The native fields an image and a clip share (img_gen's and vid_gen's schemas).
+const std::vector<std::string> kSharedNativeFields = {"prompt",
+                                                      "negative_prompt",
+                                                      "clip_skip",
+                                                      "width",
+                                                      "height",
+                                                      "strength",
+                                                      "seed",
+                                                      "embed_image_metadata",
+                                                      "init_image",
+                                                      "sample_params",
+                                                      "lora",
+                                                      "vae_tiling_params",
+                                                      "cache_mode",
+                                                      "cache_option",
+                                                      "scm_mask",
+                                                      "scm_policy_dynamic",
+                                                      "output_compression"};
+
 void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
   cli::GenerationOptions& g = d.g;
   if (strict) {
-    f.reject_unknown({"prompt",
-                      "negative_prompt",
-                      "clip_skip",
-                      "width",
-                      "height",
-                      "strength",
-                      "seed",
-                      "batch_count",
-                      "embed_image_metadata",
-                      "init_image",
-                      "mask_image",
-                      "ref_images",
-                      "sample_params",
-                      "lora",
-                      "hires",
-                      "vae_tiling_params",
-                      "cache_mode",
-                      "cache_option",
-                      "output_format",
-                      "output_compression",
-                      "auto_resize_ref_image",
-                      "increase_ref_index",
-                      "control_image",
-                      "control_strength",
-                      "ip_adapter_image",
-                      "ip_adapter_strength",
-                      "scm_mask",
-                      "scm_policy_dynamic"});
+    std::vector<std::string> known = kSharedNativeFields;
+    known.insert(known.end(), {"batch_count", "mask_image", "ref_images", "hires", "output_format",
+                               "auto_resize_ref_image", "increase_ref_index", "control_image",
+                               "control_strength", "ip_adapter_image", "ip_adapter_strength"});
+    f.reject_unknown(known);
   }
   if (auto v = f.text("prompt")) g.prompt = *v;
   if (auto v = f.text("negative_prompt")) g.negative_prompt = *v;
@@ -439,23 +435,7 @@ GenRequest parse_native_video_request(const nlohmann::json& body, const RequestC
       "video_frames",  "fps",          "end_image",     "control_frames",
       "output_format", "moe_boundary", "vace_strength", "high_noise_sample_params"};
   const JsonFields f(body, "");
-  std::vector<std::string> known = {"prompt",
-                                    "negative_prompt",
-                                    "clip_skip",
-                                    "width",
-                                    "height",
-                                    "strength",
-                                    "seed",
-                                    "init_image",
-                                    "sample_params",
-                                    "lora",
-                                    "vae_tiling_params",
-                                    "cache_mode",
-                                    "cache_option",
-                                    "scm_mask",
-                                    "scm_policy_dynamic",
-                                    "output_compression",
-                                    "embed_image_metadata"};
+  std::vector<std::string> known = kSharedNativeFields;
   known.insert(known.end(), kVideoOnly.begin(), kVideoOnly.end());
   f.reject_unknown(known);
   // The fields a clip shares with an image, read as img_gen reads them.

@@ -643,36 +643,26 @@ void install_routes(httplib::Server& svr, ServerState& s) {
   // Native, asynchronous
   svr.Get("/sdcpp/v1/capabilities",
           guarded([&s](const Request&, Response& res) { send_json(res, 200, capabilities(s)); }));
-  svr.Post("/sdcpp/v1/vid_gen", guarded([&s](const Request& req, Response& res) {
-             const json body = parse_json_body(req.body);
-             GenRequest r = parse_native_video_request(body, s.requests);
-             auto payload = [&body] { return json{{"api", "native_video"}, {"body", body}}; };
-             if (auto job = submit(s, std::move(r), payload, res, false)) {
-               send_json(res, 202,
-                         {{"id", job->id},
-                          {"kind", job->kind},
-                          {"status", job_status_name(job->status)},
-                          {"created", job->created},
-                          {"queue_position", job->queue_position},
-                          {"poll_url", "/sdcpp/v1/jobs/" + job->id},
-                          {"events_url", "/sdcpp/v1/jobs/" + job->id + "/events"}});
-             }
-           }));
-  svr.Post("/sdcpp/v1/img_gen", guarded([&s](const Request& req, Response& res) {
-             const json body = parse_json_body(req.body);
-             GenRequest r = parse_native_request(body, s.requests);
-             auto payload = [&body] { return json{{"api", "native"}, {"body", body}}; };
-             if (auto job = submit(s, std::move(r), payload, res, false)) {
-               send_json(res, 202,
-                         {{"id", job->id},
-                          {"kind", job->kind},
-                          {"status", job_status_name(job->status)},
-                          {"created", job->created},
-                          {"queue_position", job->queue_position},
-                          {"poll_url", "/sdcpp/v1/jobs/" + job->id},
-                          {"events_url", "/sdcpp/v1/jobs/" + job->id + "/events"}});
-             }
-           }));
+  // An image or a clip as an asynchronous job: 202 with where to follow it.
+  auto native_job = [&s](const char* api, GenRequest (*parse)(const json&, const RequestContext&)) {
+    return guarded([&s, api, parse](const Request& req, Response& res) {
+      const json body = parse_json_body(req.body);
+      GenRequest r = parse(body, s.requests);
+      auto payload = [&body, api] { return json{{"api", api}, {"body", body}}; };
+      if (auto job = submit(s, std::move(r), payload, res, false)) {
+        send_json(res, 202,
+                  {{"id", job->id},
+                   {"kind", job->kind},
+                   {"status", job_status_name(job->status)},
+                   {"created", job->created},
+                   {"queue_position", job->queue_position},
+                   {"poll_url", "/sdcpp/v1/jobs/" + job->id},
+                   {"events_url", "/sdcpp/v1/jobs/" + job->id + "/events"}});
+      }
+    });
+  };
+  svr.Post("/sdcpp/v1/img_gen", native_job("native", parse_native_request));
+  svr.Post("/sdcpp/v1/vid_gen", native_job("native_video", parse_native_video_request));
   static const char* kUnknownJob =
       "no job '%s' (finished jobs are kept for the last --job-history jobs, or --keep-results "
       "on a shared queue)";
