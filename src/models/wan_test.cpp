@@ -171,6 +171,18 @@ VaeConfig tiny_vae() {
   return c;
 }
 
+// Runs a clip's graph: `out` and what the cache saves, which it then keeps.
+Values run_clip_graph(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
+                      WanClipCache& clip) {
+  std::vector<Tensor*> outputs = {out};
+  outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
+  std::vector<Values> values = runner.run(call, outputs);
+  Values result = std::move(values[0]);
+  values.erase(values.begin());
+  clip.keep(std::move(values));
+  return result;
+}
+
 // Decodes latent frames (each [2, 2, 16]) as one clip, frame by frame and stage by stage:
 // the frames, each 16x16x3.
 std::vector<Values> decode_clip(nn::RandomWeights& w, const std::vector<Values>& latents) {
@@ -186,12 +198,7 @@ std::vector<Values> decode_clip(nn::RandomWeights& w, const std::vector<Values>&
     clip.begin(call);
     Tensor* x = call.input_f32("x", make_shape({in.w, in.h, in.c, 1}), in.values.data());
     Tensor* out = wan_vae_decode_stage(nn::Scope(call.ctx(), w, ""), vc, stage, x, clip);
-    std::vector<Tensor*> outputs = {out};
-    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
-    std::vector<Values> values = runner.run(call, outputs);
-    const Values result = values[0];
-    values.erase(values.begin());
-    clip.keep(std::move(values));
+    const Values result = run_clip_graph(runner, call, out, clip);
     std::vector<Frame> frames;
     const size_t size = static_cast<size_t>(out->ne[0] * out->ne[1] * out->ne[2]);
     for (int64_t i = 0; i < out->ne[3]; ++i)
@@ -264,13 +271,8 @@ std::vector<Values> encode_clip(nn::RandomWeights& w, const std::vector<Values>&
     Tensor* x =
         call.input_f32("x", make_shape({16, 16, 3, static_cast<int64_t>(count)}), chunk.data());
     Tensor* out = wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), vc, x, clip);
-    std::vector<Tensor*> outputs = {out};
-    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
-    std::vector<Values> values = runner.run(call, outputs);
-    latents.push_back(values[0]);
+    latents.push_back(run_clip_graph(runner, call, out, clip));
     EXPECT_EQ(latents.back().size(), 2u * 2u * 16u);
-    values.erase(values.begin());
-    clip.keep(std::move(values));
   }
   return latents;
 }

@@ -5,7 +5,6 @@
 
 #include "nn/layers.h"
 #include "tensor/error.h"
-#include "tensor/quant/kernels.h"
 #include "tensor/ops/attention.h"
 #include "tensor/ops/cast.h"
 #include "tensor/ops/concat.h"
@@ -17,6 +16,7 @@
 #include "tensor/ops/unary.h"
 #include "tensor/ops/upscale.h"
 #include "tensor/ops/view.h"
+#include "tensor/quant/kernels.h"
 
 namespace sd::models {
 
@@ -273,6 +273,13 @@ void WanClipCache::keep(std::vector<std::vector<float>> values) {
   saved_.clear();
   saved_keys_.clear();
   call_ = nullptr;
+}
+
+void WanClipCache::keep_zeros() {
+  std::vector<std::vector<float>> zeros;
+  for (const Tensor* t : saved_)
+    zeros.emplace_back(static_cast<size_t>(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), 0.0f);
+  keep(std::move(zeros));
 }
 
 namespace {

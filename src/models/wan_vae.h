@@ -45,6 +45,9 @@ class WanClipCache {
   void begin(nn::GraphCall& call);
   const std::vector<Tensor*>& saved() const { return saved_; }
   void keep(std::vector<std::vector<float>> values);
+  // keep() as if the graph had computed zeros: for recording which weights a clip's later
+  // graphs read, without computing the first.
+  void keep_zeros();
 
   // For the model while it builds: whether the layer `key` has met a frame yet; the frames
   // it remembers ([W, H, C, n] f32 with n <= 2, from a graph input; null when none); and

@@ -12,6 +12,18 @@
 
 namespace sd::pipeline {
 
+namespace {
+
+// An 8-bit image as RGB planes [width, height, 3] in [0, 1], resized (nearest) to the size.
+std::vector<float> rgb_planes_at(const io::Image& img, int width, int height) {
+  std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
+  if (img.width != width || img.height != height)
+    planes = resize_nearest(planes, img.width, img.height, 3, width, height);
+  return planes;
+}
+
+}  // namespace
+
 // 2. Setup: LoRAs, the prediction, the sampler and its sigmas, and the image side of
 // image-to-image and inpainting (encoded once for the whole batch).
 StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) {
@@ -74,10 +86,7 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     p.concat = video_frames_input(r, p);
     p.img_uncond_concat = p.concat;
   } else if (r.init_image) {
-    const io::Image& img = *r.init_image;
-    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
-    if (img.width != r.width || img.height != r.height)
-      planes = resize_nearest(planes, img.width, img.height, 3, r.width, r.height);
+    const std::vector<float> planes = rgb_planes_at(*r.init_image, r.width, r.height);
     std::vector<float> mask(static_cast<size_t>(r.width) * r.height, 1.0f);
     if (r.mask) {
       const io::Image& mk = *r.mask;
@@ -120,10 +129,8 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     // the output latent; the image-unconditional pass gets zeros.
     const io::Image& img = *r.edit_image;
     const PixelSize size = edit_image_encode_size(img.width, img.height, r.width, r.height);
-    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
-    if (img.width != size.width || img.height != size.height)
-      planes = resize_nearest(planes, img.width, img.height, 3, size.width, size.height);
-    const std::vector<float> latent = encode_mean(planes, size.width, size.height);
+    const std::vector<float> latent =
+        encode_mean(rgb_planes_at(img, size.width, size.height), size.width, size.height);
     p.concat = resize_nearest(latent, size.width / f, size.height / f, p.c, p.w, p.h);
     p.img_uncond_concat.assign(p.concat.size(), 0.0f);
     vae->release();
@@ -141,12 +148,7 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
 }
 
 std::vector<float> StableDiffusion::Impl::video_frames_input(const ImageRequest& r, const Plan& p) {
-  auto frame_of = [&](const io::Image& img) {
-    std::vector<float> planes = image_to_planes(io::to_channels(img, 3));
-    if (img.width != r.width || img.height != r.height)
-      planes = resize_nearest(planes, img.width, img.height, 3, r.width, r.height);
-    return planes;
-  };
+  auto frame_of = [&](const io::Image& img) { return rgb_planes_at(img, r.width, r.height); };
   const std::vector<float> first = r.init_image ? frame_of(*r.init_image) : std::vector<float>{};
   const std::vector<float> last = r.end_image ? frame_of(*r.end_image) : std::vector<float>{};
 

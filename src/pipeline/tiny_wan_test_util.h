@@ -62,10 +62,7 @@ inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed) {
     chunks.begin(first);
     models::wan_vae_encode_chunk(nn::Scope(first.ctx(), w, ""), vc,
                                  first.ctx().new_tensor(DType::F32, {16, 16, 3, 1}), chunks);
-    std::vector<std::vector<float>> left;
-    for (const Tensor* t : chunks.saved())
-      left.emplace_back(static_cast<size_t>(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), 0.0f);
-    chunks.keep(std::move(left));
+    chunks.keep_zeros();
     chunks.begin(second);
     models::wan_vae_encode_chunk(nn::Scope(second.ctx(), w, ""), vc,
                                  second.ctx().new_tensor(DType::F32, {16, 16, 3, 4}), chunks);

@@ -102,6 +102,18 @@ std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>
   return video;
 }
 
+std::vector<float> VaeRunner::run_clip_graph(nn::GraphCall& call, Tensor* out,
+                                             models::WanClipCache& clip) {
+  std::vector<Tensor*> outputs = {out};
+  outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
+  std::vector<std::vector<float>> values = runner_.run(call, outputs);
+  weights_.after_compute();
+  std::vector<float> result = std::move(values[0]);
+  values.erase(values.begin());
+  clip.keep(std::move(values));
+  return result;
+}
+
 std::vector<std::vector<float>> VaeRunner::decode_video_whole(
     const std::vector<float>& sampler_latent, int64_t w, int64_t h, int64_t frames) {
   const int64_t c = config_.latent_channels();
@@ -120,14 +132,8 @@ std::vector<std::vector<float>> VaeRunner::decode_video_whole(
     Tensor* x = call.input_f32("x", make_shape({ne[0], ne[1], ne[2], 1}), in.data());
     Tensor* out = models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_,
                                                stage, x, clip);
-    std::vector<Tensor*> outputs = {out};
-    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
-    std::vector<std::vector<float>> values = runner_.run(call, outputs);
-    weights_.after_compute();
     const std::array<int64_t, 4> shape = {out->ne[0], out->ne[1], out->ne[2], out->ne[3]};
-    std::vector<float> result = std::move(values[0]);
-    values.erase(values.begin());
-    clip.keep(std::move(values));
+    const std::vector<float> result = run_clip_graph(call, out, clip);
     // The frames it gave, each on its own.
     struct Frame {
       std::vector<float> values;
@@ -218,13 +224,7 @@ std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>
         "frames", make_shape({width, height, 3, static_cast<int64_t>(count)}), chunk.data());
     Tensor* out =
         models::wan_vae_encode_chunk(nn::Scope(call.ctx(), weights_, kScope), config_, x, clip);
-    std::vector<Tensor*> outputs = {out};
-    outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
-    std::vector<std::vector<float>> values = runner_.run(call, outputs);
-    weights_.after_compute();
-    const std::vector<float> mean = std::move(values[0]);
-    values.erase(values.begin());
-    clip.keep(std::move(values));
+    const std::vector<float> mean = run_clip_graph(call, out, clip);
     // Latent frame t of every channel plane.
     for (int64_t ch = 0; ch < c; ++ch)
       std::copy_n(mean.begin() + ch * plane, plane,
@@ -294,10 +294,7 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
       clip.begin(first);
       models::wan_vae_encode_chunk(nn::Scope(first.ctx(), recorder, kScope), config_,
                                    first.ctx().new_tensor(DType::F32, {side, side, 3, 1}), clip);
-      std::vector<std::vector<float>> left;
-      for (const Tensor* t : clip.saved())
-        left.emplace_back(static_cast<size_t>(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), 0.0f);
-      clip.keep(std::move(left));
+      clip.keep_zeros();
       clip.begin(second);
       models::wan_vae_encode_chunk(nn::Scope(second.ctx(), recorder, kScope), config_,
                                    second.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip);

@@ -10,6 +10,7 @@
 #include "io/name_conversion.h"
 #include "models/tiling.h"
 #include "models/vae.h"
+#include "models/wan_vae.h"
 #include "nn/graph_runner.h"
 #include "nn/param_recorder.h"
 #include "nn/weights.h"
@@ -76,6 +77,9 @@ class VaeRunner {
   std::vector<float> decode_whole(const std::vector<float>& latent, int64_t w, int64_t h,
                                   bool use_taesd);
   std::vector<float> encode_whole(const std::vector<float>& image, int64_t width, int64_t height);
+  // Runs a clip's graph (out and what the clip cache saves), the cache then keeping its
+  // frames; returns out's values.
+  std::vector<float> run_clip_graph(nn::GraphCall& call, Tensor* out, models::WanClipCache& clip);
   std::vector<std::vector<float>> decode_video_whole(const std::vector<float>& latent, int64_t w,
                                                      int64_t h, int64_t frames);
 

@@ -334,20 +334,22 @@ json capabilities(const ServerState& s) {
   for (int i = 0; i < SAMPLE_METHOD_COUNT; ++i)
     samplers.push_back(sd_sample_method_name(sample_method_t(i)));
   for (int i = 0; i < SCHEDULER_COUNT; ++i) schedulers.push_back(sd_scheduler_name(scheduler_t(i)));
-  const json features = {{"init_image", true},
-                         {"mask_image", true},
-                         {"control_image", !s.requests.context.control_net_path.empty()},
-                         {"ip_adapter_image", false},
-                         {"ref_images", true},
-                         {"lora", true},
-                         {"vae_tiling", true},
-                         {"hires", true},
-                         {"cache", true},
-                         {"cancel_queued", true},
-                         {"cancel_generating", true},
-                         {"progress", true},
-                         {"events", true},
-                         {"live_preview", s.live_preview != PREVIEW_NONE}};
+  // What every job offers, then what an image and a clip take.
+  const json job_features = {{"lora", true},
+                             {"vae_tiling", true},
+                             {"cache", true},
+                             {"cancel_queued", true},
+                             {"cancel_generating", true},
+                             {"progress", true},
+                             {"events", true},
+                             {"live_preview", s.live_preview != PREVIEW_NONE}};
+  json features = {{"init_image", true},
+                   {"mask_image", true},
+                   {"control_image", !s.requests.context.control_net_path.empty()},
+                   {"ip_adapter_image", false},
+                   {"ref_images", true},
+                   {"hires", true}};
+  features.update(job_features);
   const json formats = {"png", "jpeg", "webp"};
   const json defaults = defaults_json(s);
   json upscalers = json::array();
@@ -359,18 +361,11 @@ json capabilities(const ServerState& s) {
   const std::string path = model_path(s);
   // A video model (Wan) serves vid_gen too; one frame of it is an image, as in sd-cli.
   const bool video = s.generator && s.generator->makes_video();
-  const json video_features = {{"init_image", true},
-                               {"end_image", true},
-                               {"control_frames", false},
-                               {"high_noise_sample_params", false},
-                               {"lora", true},
-                               {"vae_tiling", true},
-                               {"cache", true},
-                               {"cancel_queued", true},
-                               {"cancel_generating", true},
-                               {"progress", true},
-                               {"events", true},
-                               {"live_preview", s.live_preview != PREVIEW_NONE}};
+  json video_features = {{"init_image", true},
+                         {"end_image", true},
+                         {"control_frames", false},
+                         {"high_noise_sample_params", false}};
+  video_features.update(job_features);
   const json video_formats = {"webm", "mp4", "avi", "webp"};
   json video_defaults = defaults;
   video_defaults["video_frames"] = s.requests.defaults.video_frames;
