@@ -344,9 +344,6 @@ TEST_F(CApiCallbacks, PreviewRequestIsRemembered) {
 }
 
 TEST_F(CApiCallbacks, MissingFeaturesFailCleanly) {
-  sd_image_t* images = reinterpret_cast<sd_image_t*>(0x1);
-  int count = 5;
-  sd_audio_t* audio = reinterpret_cast<sd_audio_t*>(0x1);
   EXPECT_EQ(new_adetailer_ctx("x.safetensors", 1, nullptr, nullptr), nullptr);
   EXPECT_FALSE(load_imatrix("x.dat"));
   ASSERT_GE(log_.lines.size(), 2u);

@@ -43,7 +43,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
   };
   const Field unsupported[] = {
       {p.llm_vision_path, "--llm_vision"},
-      {p.high_noise_diffusion_model_path, "--high-noise-diffusion-model"},
       {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
       {p.embeddings_connectors_path, "--embeddings-connectors"},
       {p.audio_vae_path, "--audio-vae"},
@@ -65,6 +64,8 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   sd::pipeline::ModelOptions o;
   if (given(p.model_path)) o.model = p.model_path;
   if (given(p.diffusion_model_path)) o.diffusion_model = p.diffusion_model_path;
+  if (given(p.high_noise_diffusion_model_path))
+    o.high_noise_diffusion_model = p.high_noise_diffusion_model_path;
   if (given(p.vae_path)) o.vae = p.vae_path;
   if (given(p.taesd_path)) o.taesd = p.taesd_path;
   if (given(p.control_net_path)) o.control_net = p.control_net_path;
@@ -296,10 +297,7 @@ void to_pipeline_request(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p, Pipelin
   for (uint32_t i = 0; i < p->lora_count; ++i) {
     const sd_lora_t& l = p->loras[i];
     SD_CHECK(l.path && *l.path, "LoRA %u has no file path", i);
-    SD_CHECK(!l.is_high_noise,
-             "LoRA '%s' targets a high-noise diffusion model, which SD 1.x/2.x do not have",
-             l.path);
-    r.loras.push_back({l.path, l.multiplier});
+    r.loras.push_back({l.path, l.multiplier, l.is_high_noise});
   }
   r.prompt = p->prompt ? p->prompt : "";
   r.negative_prompt = p->negative_prompt ? p->negative_prompt : "";
@@ -501,6 +499,15 @@ bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* v, sd_image_t**
     PipelineRequest request;
     to_pipeline_request(sd_ctx, &p, request, /*quiet=*/false);
     request.request.video_frames = std::max(1, v->video_frames);
+    // The high-noise expert's sampling (Wan 2.2 A14B): read where the model has one.
+    const sd_sample_params_t& h = v->high_noise_sample_params;
+    sd::pipeline::ImageRequest::HighNoise& high = request.request.high_noise;
+    high.steps = h.sample_steps > 0 ? h.sample_steps : -1;
+    high.cfg_scale = h.guidance.txt_cfg;
+    if (h.sample_method != SAMPLE_METHOD_COUNT)
+      high.method = sd::sampling::parse_sample_method(sd_sample_method_name(h.sample_method));
+    if (std::isfinite(h.eta)) high.eta = h.eta;
+    high.moe_boundary = v->moe_boundary;
     if (has_image(v->end_image)) {
       request.end = to_image(v->end_image, "end image");
       request.request.end_image = &request.end;

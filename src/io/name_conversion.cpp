@@ -335,13 +335,17 @@ struct Root {
 };
 // Longest first: cond_stage_model.1. must win over cond_stage_model.
 constexpr Root kRoots[] = {
-    {kUnetRoot, RootKind::Opaque},       {kVaeRoot, RootKind::Opaque},
-    {kTextEncoder2Root, RootKind::Text}, {kTextEncoderRoot, RootKind::Text},
-    {kClipLRoot, RootKind::Text},        {kClipGRoot, RootKind::Text},
-    {kT5xxlRoot, RootKind::Opaque},      {kClipVisionRoot, RootKind::Opaque},
+    {kUnetRoot, RootKind::Opaque},          {kVaeRoot, RootKind::Opaque},
+    {kTextEncoder2Root, RootKind::Text},    {kTextEncoderRoot, RootKind::Text},
+    {kClipLRoot, RootKind::Text},           {kClipGRoot, RootKind::Text},
+    {kT5xxlRoot, RootKind::Opaque},         {kClipVisionRoot, RootKind::Opaque},
+    {kHighNoiseUnetRoot, RootKind::Opaque},
 };
 
 NameMapping convert_checkpoint_name(std::string_view name, std::string_view prefix) {
+  // A high-noise expert saved as a whole diffusion model keeps its own root below ours.
+  if (prefix == kHighNoiseUnetRoot && name.starts_with(kUnetRoot))
+    name.remove_prefix(kUnetRoot.size());
   std::string full = name.starts_with(prefix) ? std::string(name) : std::string(prefix) += name;
   for (const RootRename& r : kRootRenames) {
     if (full.starts_with(r.from)) {
@@ -414,6 +418,8 @@ std::string_view file_prefix(FileRole role, bool unet_family) {
       return "";
     case FileRole::DiffusionModel:
       return kUnetRoot;
+    case FileRole::HighNoiseDiffusionModel:
+      return kHighNoiseUnetRoot;
     case FileRole::Vae:
       return kVaeRoot;
     case FileRole::ClipL:

@@ -38,6 +38,9 @@ const char* layout_name(SourceLayout layout);
 
 // Canonical roots (see the table above).
 inline constexpr std::string_view kUnetRoot = "model.diffusion_model.";
+// A second diffusion network sampling the first, noisiest steps (Wan 2.2 A14B's
+// high-noise expert, --high-noise-diffusion-model), named as sd.cpp names it.
+inline constexpr std::string_view kHighNoiseUnetRoot = "model.high_noise_diffusion_model.";
 inline constexpr std::string_view kVaeRoot = "first_stage_model.";
 // The VAE decoder's first convolution: its presence tells that a VAE was given.
 inline constexpr std::string_view kVaeConvIn = "first_stage_model.decoder.conv_in.weight";
@@ -63,7 +66,17 @@ inline constexpr std::string_view kLlmEmbeddings = "text_encoders.llm.model.embe
 // init_from_file prefixes do ("model.diffusion_model.", "vae.", "clip_l.", "clip_g.",
 // "text_encoders.t5xxl.transformer."; sd.cpp then turns "vae." into "first_stage_model."
 // and "clip_l."/"clip_g." into the UNet or DiT encoder roots).
-enum class FileRole { Model, DiffusionModel, Vae, ClipL, ClipG, T5xxl, Llm, ClipVision };
+enum class FileRole {
+  Model,
+  DiffusionModel,
+  HighNoiseDiffusionModel,
+  Vae,
+  ClipL,
+  ClipG,
+  T5xxl,
+  Llm,
+  ClipVision
+};
 // `unet_family`: SD1.x/SD2.x/SDXL (encoders under cond_stage_model.) rather than a DiT.
 std::string_view file_prefix(FileRole role, bool unet_family);
 

@@ -305,6 +305,13 @@ TEST(NameConversion, PartFilesGetTheirRoot) {
             "cond_stage_model.1.transformer.text_model.encoder.layers.0.layer_norm2.bias");
   EXPECT_EQ(file_prefix(FileRole::ClipG, false), "text_encoders.clip_g.");
   EXPECT_EQ(file_prefix(FileRole::Model, true), "");
+  // --high-noise-diffusion-model: bare names, and a whole diffusion model's names, both
+  // below the high-noise root (not the main network's).
+  const std::string_view high = file_prefix(FileRole::HighNoiseDiffusionModel, false);
+  EXPECT_EQ(to_canonical("blocks.0.self_attn.q.weight", SourceLayout::Ldm, high),
+            "model.high_noise_diffusion_model.blocks.0.self_attn.q.weight");
+  EXPECT_EQ(to_canonical("model.diffusion_model.head.head.bias", SourceLayout::Ldm, high),
+            "model.high_noise_diffusion_model.head.head.bias");
 }
 
 TEST(NameConversion, CheckpointConversionIsIdempotent) {

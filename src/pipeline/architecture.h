@@ -33,6 +33,7 @@ struct Architecture {
   std::optional<models::ZImageConfig> z_image;          // Z-Image's single-stream transformer
   std::optional<models::QwenImageConfig> qwen_image;    // Qwen-Image's MMDiT
   std::optional<models::WanConfig> wan;                 // Wan's video transformer
+  std::optional<models::WanConfig> wan_high_noise;      // Wan 2.2 A14B's high-noise expert
   std::optional<models::LlmConfig> llm;                 // an LLM text encoder
   std::optional<models::ClipVisionConfig> clip_vision;  // an image encoder (--clip_vision)
   models::VaeConfig vae;

@@ -45,7 +45,10 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   Conditioning uncond;
   const sampling::GuidancePasses passes =
       sampling::guidance_passes(r.cfg_scale, plan.img_cfg_scale);
-  if (passes.uncond || passes.img_uncond) {
+  const bool expert_uncond =
+      plan.high_noise_steps > 0 &&
+      sampling::guidance_passes(r.high_noise.cfg_scale, plan.img_cfg_scale).uncond;
+  if (passes.uncond || passes.img_uncond || expert_uncond) {
     uncond = m.text->encode(r.negative_prompt, r.clip_skip);
     m.family->complete_conditioning(uncond, r.negative_prompt, true, r.width, r.height);
   }

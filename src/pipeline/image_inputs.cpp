@@ -32,7 +32,9 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   };
   {
     std::vector<weights::ModelManager::LoraRequest> loras;
-    for (const ImageRequest::Lora& l : r.loras) loras.push_back({l.path, l.multiplier});
+    for (const ImageRequest::Lora& l : r.loras)
+      loras.push_back({l.path, l.multiplier,
+                       l.high_noise ? std::string(io::kHighNoiseUnetRoot) : std::string()});
     bool changed = false;
     for (const std::string& w : weights->set_loras(loras, &changed, io::version_name(version)))
       warn(w);
@@ -51,11 +53,31 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   p.scheduler_options.image_seq_len = (r.width / static_cast<int>(vae->config().downscale())) *
                                       (r.height / static_cast<int>(vae->config().downscale()));
   p.sample_steps = r.steps;
+  // A high-noise expert's steps given as a count come on top of --steps (sd.cpp).
+  const int expert_steps = high_noise ? r.high_noise.steps : 0;
   if (!r.custom_sigmas.empty()) {
     p.sigmas = r.custom_sigmas;
-    p.sample_steps = std::min(p.sample_steps, static_cast<int>(p.sigmas.size()) - 1);
+    const int total = static_cast<int>(p.sigmas.size()) - 1;
+    p.sample_steps = std::min(p.sample_steps, total);
+    if (expert_steps > 0) p.high_noise_steps = total - p.sample_steps;
   } else {
-    p.sigmas = sampling::make_sigmas(p.scheduler, r.steps, schedule, p.scheduler_options);
+    p.sigmas = sampling::make_sigmas(p.scheduler, r.steps + std::max(0, expert_steps), schedule,
+                                     p.scheduler_options);
+    if (expert_steps > 0) p.high_noise_steps = expert_steps;
+  }
+  if (high_noise && expert_steps < 0) {
+    // Automatic: the expert takes every step that starts at a sigma at or above the boundary
+    // (none when no sigma is below it, as sd.cpp).
+    const auto below = std::find_if(p.sigmas.begin(), p.sigmas.end(),
+                                    [&](float s) { return s < r.high_noise.moe_boundary; });
+    p.high_noise_steps = below == p.sigmas.end() ? 0 : static_cast<int>(below - p.sigmas.begin());
+  }
+  if (high_noise) {
+    p.high_noise_method = r.high_noise.method.value_or(family->defaults().sample_method);
+    if (r.info)
+      r.info(format("high-noise expert: %d of %zu steps (%s), then the main network",
+                    std::min(p.high_noise_steps, static_cast<int>(p.sigmas.size()) - 1),
+                    p.sigmas.size() - 1, sampling::sample_method_name(p.high_noise_method)));
   }
   const ImageInput image_input = family->image_input(version);
   // (Image to video's -i is the clip's first frame, not a start for image-to-image.)

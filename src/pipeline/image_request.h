@@ -52,6 +52,18 @@ struct ImageRequest {
   int video_frames = 0;
   // Image-to-video models: the clip's last frame (FLF2V, --end-img); its first is init_image.
   const io::Image* end_image = nullptr;
+  // A model with a high-noise expert (Wan 2.2 A14B, --high-noise-diffusion-model): the
+  // expert samples the first `steps` steps with its own guidance and sampler, the main
+  // network the rest, continuing from its latent. steps < 0: the expert's steps are those
+  // whose sigma is at least `moe_boundary` (the sigmas made for `steps` in all); otherwise
+  // both counts add up to the schedule's (sd.cpp's --high-noise-* flags).
+  struct HighNoise {
+    int steps = -1;
+    float cfg_scale = 7.0f;
+    std::optional<sampling::SampleMethod> method;  // unset: the model's default
+    std::optional<float> eta;
+    float moe_boundary = 0.875f;
+  } high_noise;
   // Image-to-image and inpainting: 8-bit images, resized (nearest) to the output size.
   const io::Image* init_image = nullptr;
   const io::Image* mask = nullptr;  // white = repaint
@@ -83,6 +95,7 @@ struct ImageRequest {
   struct Lora {
     std::string path;
     float multiplier = 1.0f;
+    bool high_noise = false;  // `<lora:|high_noise|...>`: for the high-noise expert
   };
   std::vector<Lora> loras;
   // Called after every sampling step: (step, steps, seconds since the previous call).

@@ -34,6 +34,8 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
         std::make_unique<BackendManager>(o.backend, o.params_backend, BackendOptions{o.threads});
   if (!o.model.empty()) loader.add(o.model, io::FileRole::Model);
   if (!o.diffusion_model.empty()) loader.add(o.diffusion_model, io::FileRole::DiffusionModel);
+  if (!o.high_noise_diffusion_model.empty())
+    loader.add(o.high_noise_diffusion_model, io::FileRole::HighNoiseDiffusionModel);
   if (!o.clip_l.empty()) loader.add(o.clip_l, io::FileRole::ClipL);
   if (!o.clip_g.empty()) loader.add(o.clip_g, io::FileRole::ClipG);
   if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
@@ -56,9 +58,9 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
                                                      o.lora_mode};
   weights = std::make_unique<weights::ModelManager>(loader, manager_options);
-  auto add_module = [&](weights::ModelManager& manager, Module m,
-                        std::vector<std::string> prefixes) {
-    manager.add_module(weights::ModuleSpec{module_name(m), std::move(prefixes),
+  auto add_module = [&](weights::ModelManager& manager, Module m, std::vector<std::string> prefixes,
+                        const char* name = nullptr) {
+    manager.add_module(weights::ModuleSpec{name ? name : module_name(m), std::move(prefixes),
                                            &backends->compute_device(m), backends->residency(m)});
   };
   add_module(*weights, Module::TextEncoder, family->text_encoder_roots(arch));
@@ -69,6 +71,14 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
                              backends->backend(Module::Diffusion)};
   text = family->make_prompt_encoder(arch, files, places);
   diffusion = family->make_diffusion_net(arch, places);
+  high_noise = family->make_high_noise_net(arch, places);
+  SD_CHECK(high_noise || o.high_noise_diffusion_model.empty(),
+           "--high-noise-diffusion-model %s: %s models have one diffusion network; a high-noise "
+           "expert is Wan 2.2 A14B's (drop the flag)",
+           o.high_noise_diffusion_model.c_str(), family->name());
+  if (high_noise)  // computed and kept where the diffusion net is
+    add_module(*weights, Module::Diffusion, {std::string(io::kHighNoiseUnetRoot)},
+               kHighNoiseModule);
   if (arch.clip_vision) {
     add_module(*weights, Module::ClipVision, {std::string(io::kClipVisionRoot)});
     image_encoder = std::make_unique<ClipVisionRunner>(*weights, *arch.clip_vision,
@@ -90,6 +100,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   // incomplete file fails here, naming every problem, not halfway through a generation.
   weights->declare(module_name(Module::TextEncoder), text->parameters());
   weights->declare(module_name(Module::Diffusion), diffusion->parameters());
+  if (high_noise) weights->declare(kHighNoiseModule, high_noise->parameters());
   weights->declare(module_name(Module::Vae), vae->parameters());
   if (image_encoder) weights->declare(module_name(Module::ClipVision), image_encoder->parameters());
   if (taesd_weights)
@@ -97,6 +108,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   if (o.eager_load) {
     for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae}) load(*weights, m);
     if (image_encoder) load(*weights, Module::ClipVision);
+    if (high_noise) load(*weights, kHighNoiseModule);
     if (taesd_weights) load(*taesd_weights, Module::Vae);
   }
   if (!o.control_net.empty()) load_control_net(o.control_net);
@@ -138,10 +150,11 @@ void StableDiffusion::Impl::check_vae_latent(const Architecture& arch) const {
 }
 
 std::string StableDiffusion::Impl::fit_placement() {
-  // Encoders kept under text_encoders. (T5, SD3's CLIPs) are in the text-encoder module.
+  // Encoders kept under text_encoders. (T5, SD3's CLIPs) are in the text-encoder module, a
+  // high-noise expert in the diffusion module.
   const std::tuple<Module, std::string_view, std::string_view> roots[] = {
       {Module::TextEncoder, io::kTextEncoderRoot, "text_encoders."},
-      {Module::Diffusion, io::kUnetRoot, {}},
+      {Module::Diffusion, io::kUnetRoot, io::kHighNoiseUnetRoot},
       {Module::Vae, io::kVaeRoot, {}},
       {Module::ClipVision, io::kClipVisionRoot, {}}};
   std::vector<ModuleSize> sizes;
@@ -179,7 +192,10 @@ void StableDiffusion::Impl::load_control_net(const std::string& path) {
 }
 
 void StableDiffusion::Impl::load(weights::ModelManager& manager, Module m) {
-  const std::string name = module_name(m);
+  load(manager, module_name(m));
+}
+
+void StableDiffusion::Impl::load(weights::ModelManager& manager, const std::string& name) {
   manager.load_module(
       name,
       [&](size_t done, size_t total) {
@@ -191,6 +207,12 @@ void StableDiffusion::Impl::load(weights::ModelManager& manager, Module m) {
 void StableDiffusion::Impl::phase_done(Module m) {
   weights->phase_done(module_name(m));
   if (m == Module::Vae && taesd_weights) taesd_weights->phase_done(module_name(m));
+  backends->release_caches();
+}
+
+void StableDiffusion::Impl::high_noise_done() {
+  high_noise->release();
+  weights->phase_done(kHighNoiseModule);
   backends->release_caches();
 }
 

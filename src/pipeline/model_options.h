@@ -14,20 +14,21 @@
 namespace sd::pipeline {
 
 struct ModelOptions {
-  std::string model;                 // -m: checkpoint file or diffusers folder
-  std::string diffusion_model;       // --diffusion-model: a separate UNet file
-  std::string vae;                   // --vae: replaces the checkpoint's VAE
-  std::string taesd;                 // --taesd: decode (and encode) with TAESD instead
-  bool taesd_preview_only = false;   // --taesd-preview-only: TAESD for previews only
-  std::string clip_l;                // --clip_l: a separate text-encoder file
-  std::string clip_g;                // --clip_g: SD3's CLIP-G text encoder
-  std::string t5xxl;                 // --t5xxl: T5-XXL's encoder (FLUX.1, SD3)
-  std::string t5_tokenizer;          // T5's tokenizer.json; empty: searched (t5_tokenizer.h)
-  std::string llm;                   // --llm: an LLM text encoder (Z-Image's Qwen3)
-  std::string clip_vision;           // --clip_vision: CLIP's vision tower (Wan 2.1 I2V)
-  std::string llm_tokenizer;         // its tokenizer.json; empty: searched (bpe_tokenizer.h)
-  std::string embeddings_dir;        // --embd-dir: textual-inversion embeddings
-  std::string control_net;           // --control-net: a ControlNet for the UNet
+  std::string model;                       // -m: checkpoint file or diffusers folder
+  std::string diffusion_model;             // --diffusion-model: a separate UNet file
+  std::string high_noise_diffusion_model;  // --high-noise-diffusion-model: Wan 2.2 A14B's expert
+  std::string vae;                         // --vae: replaces the checkpoint's VAE
+  std::string taesd;                       // --taesd: decode (and encode) with TAESD instead
+  bool taesd_preview_only = false;         // --taesd-preview-only: TAESD for previews only
+  std::string clip_l;                      // --clip_l: a separate text-encoder file
+  std::string clip_g;                      // --clip_g: SD3's CLIP-G text encoder
+  std::string t5xxl;                       // --t5xxl: T5-XXL's encoder (FLUX.1, SD3)
+  std::string t5_tokenizer;                // T5's tokenizer.json; empty: searched (t5_tokenizer.h)
+  std::string llm;                         // --llm: an LLM text encoder (Z-Image's Qwen3)
+  std::string clip_vision;                 // --clip_vision: CLIP's vision tower (Wan 2.1 I2V)
+  std::string llm_tokenizer;               // its tokenizer.json; empty: searched (bpe_tokenizer.h)
+  std::string embeddings_dir;              // --embd-dir: textual-inversion embeddings
+  std::string control_net;                 // --control-net: a ControlNet for the UNet
   std::string clip_vocab;            // the CLIP merges file; empty: searched (clip_tokenizer.h)
   int threads = 0;                   // 0: all cores
   std::optional<DType> weight_type;  // --type

@@ -64,6 +64,22 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   SD_CHECK(!r.hires.enabled, "--hires works on images, not video clips");
 }
 
+// The high-noise expert's flags, where the model has one; its LoRAs need one.
+void StableDiffusion::Impl::check_high_noise(const ImageRequest& r) const {
+  for (const ImageRequest::Lora& l : r.loras)
+    SD_CHECK(!l.high_noise || high_noise,
+             "LoRA '%s' is for a high-noise expert (|high_noise|), which this %s model does not "
+             "have (Wan 2.2 A14B's: --high-noise-diffusion-model)",
+             l.path.c_str(), io::version_name(version));
+  if (!high_noise) return;
+  const ImageRequest::HighNoise& h = r.high_noise;
+  SD_CHECK(std::isfinite(h.moe_boundary) && h.moe_boundary >= 0.0f && h.moe_boundary <= 1.0f,
+           "--moe-boundary must be in [0, 1] (got %g)", h.moe_boundary);
+  SD_CHECK(std::isfinite(h.cfg_scale), "--high-noise-cfg-scale must be a finite number");
+  SD_CHECK(!h.eta || std::isfinite(*h.eta), "--high-noise-eta must be a finite number");
+  SD_CHECK(h.steps <= 10000, "--high-noise-steps %d is more than 10000", h.steps);
+}
+
 // 1. Validation: every check before any work; sizes aligned to what the networks take.
 ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const {
   ImageRequest r = request;
@@ -188,6 +204,7 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   SD_CHECK(r.preview.mode != ImageRequest::Preview::Mode::Tae || vae->has_taesd(),
            "--preview tae needs a TAESD model: pass --taesd FILE");
   check_video(r);
+  check_high_noise(r);
   // The diffusion net's image input is made at the first pass's size.
   SD_CHECK(!r.hires.enabled || image_input == ImageInput::None,
            "--hires does not work with inpainting and instruct-pix2pix models; generate, then "

@@ -13,7 +13,9 @@
 namespace sd::pipeline {
 
 // 3. Sampling one batch entry: noise from the entry's seed, the guided denoiser
-// (sampling/guided_denoiser.h) over the diffusion net, and the sampler.
+// (sampling/guided_denoiser.h) over the diffusion net, and the sampler. A high-noise expert
+// samples the first steps and hands its latent on, as sd.cpp: the noise is drawn once, the
+// sampler RNG runs on.
 std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Plan& p,
                                                  const Conditioning& cond,
                                                  const Conditioning& uncond, int64_t seed,
@@ -26,7 +28,33 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   }
   const std::vector<float> noise = rng.randn(p.init_latent.size());
   std::vector<float> x = schedule.noised_latent(p.sigmas[0], noise, p.init_latent);
+  const int steps = static_cast<int>(p.sigmas.size()) - 1;
+  const int split = high_noise ? std::min(p.high_noise_steps, steps) : 0;
+  if (split > 0) {
+    const Stage expert{
+        *high_noise,         std::vector<float>(p.sigmas.begin(), p.sigmas.begin() + split + 1),
+        p.high_noise_method, r.high_noise.cfg_scale,
+        r.high_noise.eta,    0};
+    x = run_stage(r, p, expert, cond, uncond, std::move(x), *sampler_rng);
+    report_streaming(r.info, kHighNoiseModule, high_noise->streaming_report());
+    high_noise_done();
+  }
+  if (split < steps) {
+    const Stage main{*diffusion, std::vector<float>(p.sigmas.begin() + split, p.sigmas.end()),
+                     p.method,   r.cfg_scale,
+                     r.eta,      split};
+    x = run_stage(r, p, main, cond, uncond, std::move(x), *sampler_rng);
+  }
+  return schedule.inverse_noise_scaling(p.sigmas.back(), std::move(x));
+}
 
+std::vector<float> StableDiffusion::Impl::run_stage(const ImageRequest& r, const Plan& p,
+                                                    const Stage& stage, const Conditioning& cond,
+                                                    const Conditioning& uncond,
+                                                    std::vector<float> x,
+                                                    sampling::Rng& sampler_rng) {
+  DiffusionNet& net = stage.net;
+  const std::vector<float>& sigmas = stage.sigmas;
   auto send_preview = [&](int step, const std::vector<float>& clip, bool noisy) {
     const ImageRequest::Preview& pv = r.preview;
     if (pv.mode == ImageRequest::Preview::Mode::None || !pv.callback || step <= 0) return;
@@ -50,18 +78,18 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   };
 
   sampling::GuidanceOptions guidance;
-  guidance.cfg_scale = r.cfg_scale;
+  guidance.cfg_scale = stage.cfg_scale;
   guidance.img_cfg_scale = p.img_cfg_scale;
-  guidance.uncond_x0 = sampling::needs_uncond(p.method);
+  guidance.uncond_x0 = sampling::needs_uncond(stage.method);
   guidance.timestep_shift = r.timestep_shift;
   guidance.mask = p.mask.mask.empty() ? nullptr : &p.mask;
   guidance.guidance_schedule = r.guidance_schedule;
   std::optional<sampling::AdaptiveProjectedGuidance> apg;
   if (r.apg.enabled()) guidance.apg = &apg.emplace(r.apg);
   std::unique_ptr<sampling::SpectrumForecast> spectrum;
-  const size_t steps = p.sigmas.size() - 1;
+  const size_t steps = sigmas.size() - 1;
   std::unique_ptr<sampling::OutputCache> output_cache =
-      sampling::make_output_cache(r.cache, p.sigmas, schedule);
+      sampling::make_output_cache(r.cache, sigmas, schedule);
   guidance.output_cache = output_cache.get();
   if (r.cache.mode == sampling::CacheMode::Spectrum) {
     if (guidance.uncond_x0) {
@@ -73,8 +101,8 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   }
   sampling::SkipLayerGuidance skip_layer = r.skip_layer;
   if (skip_layer.scale != 0.0f && !skip_layer.layers.empty()) {
-    if (SkipLayerInput* skipping = diffusion->skip_layers()) {
-      skip_layer.schedule_size = static_cast<int>(p.sigmas.size());
+    if (SkipLayerInput* skipping = net.skip_layers()) {
+      skip_layer.schedule_size = static_cast<int>(sigmas.size());
       skip_layer.predict = [&, skipping](const std::vector<float>& x_in, float timestep) {
         return skipping->predict_skipping(x_in, p.w, p.h, timestep, cond, skip_layer.layers);
       };
@@ -91,14 +119,13 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
         std::vector<const Conditioning*> conds = {&cond};
         if (passes.uncond) conds.push_back(&uncond);
         const auto start = std::chrono::steady_clock::now();
-        auto out = diffusion->predict(x_in, p.w, p.h, timestep, conds, p.concat);
+        auto out = net.predict(x_in, p.w, p.h, timestep, conds, p.concat);
         if (passes.img_uncond) {
           // The negative prompt again without the image input (sd.cpp's img_uncond): the
           // concatenated image zeroed, or the reference images left out.
-          ReferenceInput* refs = p.refs.empty() ? nullptr : diffusion->references();
+          ReferenceInput* refs = p.refs.empty() ? nullptr : net.references();
           if (refs) refs->use_references(false);
-          out.push_back(
-              diffusion->predict(x_in, p.w, p.h, timestep, {&uncond}, p.img_uncond_concat)[0]);
+          out.push_back(net.predict(x_in, p.w, p.h, timestep, {&uncond}, p.img_uncond_concat)[0]);
           if (refs) refs->use_references(true);
         }
         network_seconds +=
@@ -113,24 +140,26 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
     if (r.preview.noisy) {
       std::vector<float> noisy(xt.size());
       for (size_t i = 0; i < xt.size(); ++i) noisy[i] = xt[i] * ms.scalings.c_in;
-      send_preview(step, noisy, true);
+      send_preview(stage.first_step + step, noisy, true);
     }
   };
   auto last = std::chrono::steady_clock::now();
-  const int total_steps = static_cast<int>(p.sigmas.size()) - 1;
+  // Steps count on over both networks of a model with a high-noise expert.
+  const int all_steps = static_cast<int>(p.sigmas.size()) - 1;
   denoiser.after = [&](const sampling::Denoised& d, int step) {
-    send_preview(step, d.x0, false);
+    send_preview(stage.first_step + step, d.x0, false);
     if (step > 0 && r.progress) {
       const auto now = std::chrono::steady_clock::now();
-      r.progress(step, total_steps, std::chrono::duration<double>(now - last).count());
+      r.progress(stage.first_step + step, all_steps,
+                 std::chrono::duration<double>(now - last).count());
       last = now;
     }
   };
 
   sampling::SamplerOptions sampler_options;
-  sampler_options.eta = r.eta;
+  sampler_options.eta = stage.eta;
   sampler_options.prediction = prediction;
-  x = sampling::sample(p.method, std::cref(denoiser), std::move(x), p.sigmas, *sampler_rng,
+  x = sampling::sample(stage.method, std::cref(denoiser), std::move(x), sigmas, sampler_rng,
                        sampler_options);
   if ((output_cache || spectrum) && r.info) {
     // What the cache saved, priced at this run's mean network evaluation.
@@ -142,7 +171,7 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
                   network_calls > 0 ? static_cast<double>(sampler_calls) / network_calls : 0.0,
                   saved * per_call));
   }
-  return schedule.inverse_noise_scaling(p.sigmas.back(), std::move(x));
+  return x;
 }
 
 // The second pass of the highres fix: the pass itself is HiresFix's; this gives it the
@@ -156,6 +185,7 @@ std::vector<std::vector<float>> StableDiffusion::Impl::hires_pass(
   hp.h = hires.height() / f;
   // Resolution-dependent shifts (flow models) follow the second pass's size.
   hp.scheduler_options.image_seq_len = static_cast<int>(hp.w * hp.h);
+  hp.high_noise_steps = 0;  // refining at low noise: the main network's work
   hp.sigmas = hires_sigmas(hires.options(), plan.sample_steps, [&](int steps) {
     return sampling::make_sigmas(plan.scheduler, steps, schedule, hp.scheduler_options);
   });

@@ -46,6 +46,9 @@ sampling::Prediction StableDiffusion::prediction() const {
 bool StableDiffusion::makes_video() const {
   return impl_->family->defaults().video_frame_stride > 0;
 }
+bool StableDiffusion::has_high_noise_expert() const {
+  return impl_->high_noise != nullptr;
+}
 sampling::SampleMethod StableDiffusion::default_sample_method() const {
   return impl_->family->defaults().sample_method;
 }

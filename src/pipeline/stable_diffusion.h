@@ -32,6 +32,8 @@ class StableDiffusion {
   sampling::Prediction prediction() const;
   // A video model: requests with video_frames > 0 make clips.
   bool makes_video() const;
+  // A second network for the noisiest steps (Wan 2.2 A14B): ImageRequest::high_noise applies.
+  bool has_high_noise_expert() const;
   // What a request that names no sampler or scheduler gets with this model.
   sampling::SampleMethod default_sample_method() const;
   sampling::Scheduler default_scheduler(sampling::SampleMethod method) const;

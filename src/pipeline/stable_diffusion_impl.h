@@ -47,6 +47,10 @@ struct StableDiffusion::Impl {
   std::unique_ptr<PrefixedWeights> taesd_view;  // the TAESD weights as the VAE runner names them
   std::unique_ptr<PromptEncoder> text;
   std::unique_ptr<DiffusionNet> diffusion;
+  // A high-noise expert (Wan 2.2 A14B): the first steps' network; its weights are their own
+  // module of the manager (kHighNoiseModule), placed as the diffusion net's.
+  std::unique_ptr<DiffusionNet> high_noise;
+  static constexpr const char* kHighNoiseModule = "high-noise diffusion";
   std::unique_ptr<ClipVisionRunner> image_encoder;  // CLIP vision, for image tokens
   float default_flow_shift = 3.0f;
   std::unique_ptr<VaeRunner> vae;
@@ -60,6 +64,10 @@ struct StableDiffusion::Impl {
     sampling::SchedulerOptions scheduler_options;
     int sample_steps = 0;  // what the first pass runs before any img2img trimming
     std::vector<float> sigmas;
+    // With a high-noise expert: the first steps (sigmas[0..high_noise_steps]) are its, with
+    // its own sampler.
+    int high_noise_steps = 0;
+    sampling::SampleMethod high_noise_method = sampling::SampleMethod::Euler;
     int64_t w = 0, h = 0, c = 0;           // the latent
     int64_t frames = 1;                    // video models: latent frames
     std::vector<float> init_latent;        // the encoded init image; zeros for text-to-image
@@ -87,9 +95,12 @@ struct StableDiffusion::Impl {
   void load_control_net(const std::string& path);
   // Reads a module's weights now (--eager-load), reporting progress.
   void load(weights::ModelManager& manager, Module m);
+  void load(weights::ModelManager& manager, const std::string& module);
   // A phase of module `m` is over: its compute buffers go back, and its weights too when
   // they are kept on disk.
   void phase_done(Module m);
+  // The high-noise expert's phase is over (as phase_done for the diffusion net).
+  void high_noise_done();
   // Files that do not say what the network predicts: it is probed once.
   void probe_prediction();
   // The side lengths the diffusion net takes are multiples of this many pixels.
@@ -102,6 +113,7 @@ struct StableDiffusion::Impl {
   // request_checks.cpp
   ImageRequest validate(const ImageRequest& request) const;
   void check_video(ImageRequest& r) const;
+  void check_high_noise(const ImageRequest& r) const;
   // Reference images: dropped with a warning where the model does not take them, and
   // their sizes checked, before any work.
   void check_references(ImageRequest& r) const;
@@ -122,9 +134,23 @@ struct StableDiffusion::Impl {
   std::vector<float> encode_mean(const std::vector<float>& planes, int width, int height);
 
   // sample_loop.cpp
-  // Noise from `rng` (seeded with `seed` and perhaps drawn from already), then the sampler.
+  // Noise from `rng` (seeded with `seed` and perhaps drawn from already), then the sampler
+  // (the high-noise expert's first, where there is one).
   std::vector<float> sample(const ImageRequest& r, const Plan& p, const Conditioning& cond,
                             const Conditioning& uncond, int64_t seed, sampling::Rng& rng);
+  // One network's run of the sampler over `sigmas`, from the latent `x`: its steps are
+  // counted from `first_step` in progress reports.
+  struct Stage {
+    DiffusionNet& net;
+    std::vector<float> sigmas;
+    sampling::SampleMethod method;
+    float cfg_scale;
+    std::optional<float> eta;
+    int first_step;
+  };
+  std::vector<float> run_stage(const ImageRequest& r, const Plan& p, const Stage& stage,
+                               const Conditioning& cond, const Conditioning& uncond,
+                               std::vector<float> x, sampling::Rng& sampler_rng);
   // The highres fix's second pass over the first pass's latents (pipeline/hires_fix.h).
   std::vector<std::vector<float>> hires_pass(const ImageRequest& r, const Plan& plan,
                                              HiresFix& hires, const Conditioning& cond,

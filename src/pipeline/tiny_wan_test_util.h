@@ -78,21 +78,25 @@ inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed) {
   w.save_safetensors(path);
 }
 
+// A text-to-video transformer of `wc`'s shape (Wan 2.2 A14B's experts are two of them).
+inline void write_tiny_wan_dit(const std::string& path, const models::WanConfig& wc,
+                               uint32_t seed) {
+  Context ctx;
+  nn::RandomWeights w(DType::F16, seed);
+  Tensor* patches = ctx.new_tensor(DType::F32, {wc.patch_in(), 4});
+  Tensor* text = ctx.new_tensor(DType::F32, {wc.text_dim, 3});
+  Tensor* t = ctx.new_tensor(DType::F32, {1});
+  Tensor* r = ctx.new_tensor(DType::F32, {wc.head_dim / 2, 4});
+  models::wan_forward(nn::Scope(ctx, w, ""), wc, patches, text, t, r, r);
+  w.save_safetensors(path);
+}
+
 inline TinyWanFiles write_tiny_wan(const std::string& dir) {
   TinyWanFiles f{dir + "/wan.safetensors", dir + "/umt5.safetensors", dir + "/wan_vae.safetensors",
                  dir};
   std::filesystem::create_directories(dir);
   Context ctx;
-  {
-    const models::WanConfig wc = tiny_wan_config();
-    nn::RandomWeights w(DType::F16, 51);
-    Tensor* patches = ctx.new_tensor(DType::F32, {wc.patch_in(), 4});
-    Tensor* text = ctx.new_tensor(DType::F32, {wc.text_dim, 3});
-    Tensor* t = ctx.new_tensor(DType::F32, {1});
-    Tensor* r = ctx.new_tensor(DType::F32, {wc.head_dim / 2, 4});
-    models::wan_forward(nn::Scope(ctx, w, ""), wc, patches, text, t, r, r);
-    w.save_safetensors(f.dit);
-  }
+  write_tiny_wan_dit(f.dit, tiny_wan_config(), 51);
   {
     const models::T5Config tc = tiny_umt5_config();
     nn::RandomWeights w(DType::F16, 52);

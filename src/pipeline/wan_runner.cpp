@@ -7,8 +7,9 @@
 
 namespace sd::pipeline {
 
-WanRunner::WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend)
-    : weights_(weights), config_(std::move(config)), runner_(backend) {}
+WanRunner::WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend,
+                     std::string scope)
+    : weights_(weights), config_(std::move(config)), scope_(std::move(scope)), runner_(backend) {}
 
 Tensor* WanRunner::build(nn::GraphCall& call, nn::Weights& weights, const Inputs& in,
                          models::WanRope& rope) const {
@@ -24,7 +25,7 @@ Tensor* WanRunner::build(nn::GraphCall& call, nn::Weights& weights, const Inputs
   Tensor* image = nullptr;
   if (c.image_dim > 0)
     image = call.input_f32("image_tokens", make_shape({c.image_dim, in.image_tokens}), in.image);
-  return models::wan_forward(nn::Scope(call.ctx(), weights, kScope), c, patches, text, t, rc, rs,
+  return models::wan_forward(nn::Scope(call.ctx(), weights, scope_), c, patches, text, t, rc, rs,
                              image);
 }
 

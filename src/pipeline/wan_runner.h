@@ -2,6 +2,7 @@
 // 1x2x2 patches, their frame, row and column as rotary tables, the prediction put back.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "backend/backend.h"
@@ -15,7 +16,9 @@ namespace sd::pipeline {
 
 class WanRunner final : public DiffusionNet, private ImageTokenInput {
  public:
-  WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend);
+  // `scope`: where its weights are named (the high-noise expert's root for A14B's).
+  WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend,
+            std::string scope = std::string(io::kUnetRoot));
 
   // x: a video latent [w, h, frames, C] (the frame count is its size over w * h * C); the
   // conditioning's context is umT5's hidden states [text_dim, tokens]. `timestep` is the
@@ -35,7 +38,6 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput {
   bool reads_last_frame_tokens() const override { return config_.image_pos_tokens > 0; }
 
   const models::WanConfig& config() const { return config_; }
-  static constexpr const char* kScope = io::kUnetRoot.data();
 
  private:
   struct Inputs {
@@ -52,6 +54,7 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput {
 
   nn::Weights& weights_;
   models::WanConfig config_;
+  std::string scope_;
   nn::GraphRunner runner_;
   std::vector<float> image_tokens_;
 };

@@ -101,6 +101,10 @@ class ModelManager final : public nn::Weights {
   struct LoraRequest {
     std::string path;
     float multiplier = 1.0f;
+    // Empty: the weights the file names. A root (io::kHighNoiseUnetRoot): its diffusion
+    // network's changes go to the network under that root instead (a second network of the
+    // same shapes), the rest of the file is not used.
+    std::string root;
   };
   std::vector<std::string> set_loras(const std::vector<LoraRequest>& loras, bool* changed = nullptr,
                                      std::string_view model = {});

@@ -75,7 +75,22 @@ std::vector<std::string> ModelManager::set_loras(const std::vector<LoraRequest>&
                  "and are ignored (e.g. '%s')",
                  request.path.c_str(), file.unmatched.size(), file.unmatched.front().c_str()));
     if (request.multiplier == 0.0f) continue;
-    for (const LoraUpdate& u : file.updates) next[u.target].push_back({&u, request.multiplier});
+    size_t retargeted = 0;
+    for (const LoraUpdate& u : file.updates) {
+      if (request.root.empty()) {
+        next[u.target].push_back({&u, request.multiplier});
+        continue;
+      }
+      if (!u.target.starts_with(io::kUnetRoot)) continue;
+      const std::string target = request.root + u.target.substr(io::kUnetRoot.size());
+      if (!loader_.contains(target) || loader_.find(target).ne != u.target_ne) continue;
+      next[target].push_back({&u, request.multiplier});
+      ++retargeted;
+    }
+    SD_CHECK(request.root.empty() || retargeted > 0,
+             "LoRA '%s' changes no weight of the network under %s (its diffusion weights do not "
+             "fit that network); pass a LoRA made for it",
+             request.path.c_str(), request.root.c_str());
   }
   // Weights whose merged value differs between the old and the new set go back to the file.
   std::set<std::string> differing;

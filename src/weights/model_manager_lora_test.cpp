@@ -77,7 +77,7 @@ TEST_F(ManagerLora, MergesWhenLoadedAndFollowsTheSet) {
   EXPECT_GT(m.mapped_bytes(), 0u);
 
   bool changed = false;
-  std::vector<std::string> warnings = m.set_loras({{lora_, 0.5f}}, &changed);
+  std::vector<std::string> warnings = m.set_loras({{lora_, 0.5f, ""}}, &changed);
   EXPECT_TRUE(changed);  // the resident weight went back to the file
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("lora_unet_no_such_block"), std::string::npos) << warnings[0];
@@ -85,9 +85,9 @@ TEST_F(ManagerLora, MergesWhenLoadedAndFollowsTheSet) {
   EXPECT_EQ(half, merged(original, 0.5f));
   EXPECT_EQ(m.mapped_bytes(), 0u);  // a merged weight is a copy, the file stays as it is
 
-  m.set_loras({{lora_, 0.5f}}, &changed);
+  m.set_loras({{lora_, 0.5f, ""}}, &changed);
   EXPECT_FALSE(changed);  // same set: nothing to redo
-  m.set_loras({{lora_, 1.0f}}, &changed);
+  m.set_loras({{lora_, 1.0f, ""}}, &changed);
   EXPECT_TRUE(changed);
   EXPECT_EQ(weight(m), merged(original, 1.0f));
 
@@ -103,7 +103,7 @@ TEST_F(ManagerLora, MergedWeightsReloadAfterADiskPhase) {
                 &DeviceRegistry::instance().get("CPU"),
                 {Residency::Kind::Disk, nullptr}});
   const std::vector<float> original = weight(m);
-  m.set_loras({{lora_, 1.0f}});
+  m.set_loras({{lora_, 1.0f, ""}});
   const std::vector<float> first = weight(m);
   m.phase_done("te");
   EXPECT_EQ(m.resident_bytes(), 0u);
@@ -123,7 +123,7 @@ TEST_F(ManagerLora, AtRuntimeLeavesTheWeightAsStoredAndAddsTheProductInTheGraph)
   o.lora_mode = ModelManagerOptions::LoraMode::AtRuntime;
   ModelManager m(loader_, DeviceRegistry::instance().get("CPU"), o);
   const std::vector<float> original = weight(m);
-  m.set_loras({{lora_, 0.75f}});
+  m.set_loras({{lora_, 0.75f, ""}});
   nn::GraphCall call;
   Tensor* w = m.get(call.ctx(), kQ, make_shape({kDim, kDim}));
   EXPECT_EQ(w->op != Op::None, true);  // a node of the graph
@@ -140,13 +140,13 @@ TEST_F(ManagerLora, AtRuntimeLeavesTheWeightAsStoredAndAddsTheProductInTheGraph)
 
 TEST_F(ManagerLora, AutoAddsAtRuntimeOnlyToQuantizedWeights) {
   ModelManager merged(loader_, DeviceRegistry::instance().get("CPU"));
-  merged.set_loras({{lora_, 1.0f}});
+  merged.set_loras({{lora_, 1.0f, ""}});
   Context ctx;
   EXPECT_EQ(merged.get(ctx, kQ, make_shape({kDim, kDim}))->op, Op::None);
   ModelManagerOptions o;
   o.weight_type = DType::Q8_0;
   ModelManager quantized(loader_, DeviceRegistry::instance().get("CPU"), o);
-  quantized.set_loras({{lora_, 1.0f}});
+  quantized.set_loras({{lora_, 1.0f, ""}});
   EXPECT_NE(quantized.get(ctx, kQ, make_shape({kDim, kDim}))->op, Op::None);
 }
 
@@ -155,7 +155,7 @@ TEST_F(ManagerLora, AutoAddsAtRuntimeOnlyToQuantizedWeights) {
 TEST_F(ManagerLora, ALoraForAnotherFamilysNetworkIsRefusedAndChangesNothing) {
   ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
   const std::vector<float> original = weight(m);
-  m.set_loras({{lora_, 1.0f}});
+  m.set_loras({{lora_, 1.0f, ""}});
   const std::string sd3 = dir_.file("sd3.safetensors");
   nn::RandomWeights l;
   const std::string stem = "lora_te1_text_model_encoder_layers_0_self_attn_q_proj";
@@ -165,7 +165,7 @@ TEST_F(ManagerLora, ALoraForAnotherFamilysNetworkIsRefusedAndChangesNothing) {
   l.set("lora_unet_joint_blocks_0_x_block_attn_qkv.lora_down.weight", make_shape({2, 1}), {1, 1});
   l.save_safetensors(sd3);
   try {
-    m.set_loras({{sd3, 1.0f}}, nullptr, "SDXL");
+    m.set_loras({{sd3, 1.0f, ""}}, nullptr, "SDXL");
     FAIL();
   } catch (const Error& e) {
     const std::string what = e.what();
@@ -196,7 +196,7 @@ TEST_F(ManagerLora, MissingNamesOfTheModelsOwnNetworkAreAWarning) {
   l.set("lora_unet_input_blocks_7_1_proj_in.lora_up.weight", make_shape({1, 2}), {1, 1});
   l.set("lora_unet_input_blocks_7_1_proj_in.lora_down.weight", make_shape({2, 1}), {1, 1});
   l.save_safetensors(sdxl);
-  const std::vector<std::string> warnings = m.set_loras({{sdxl, 1.0f}}, nullptr, "SD 1.x");
+  const std::vector<std::string> warnings = m.set_loras({{sdxl, 1.0f, ""}}, nullptr, "SD 1.x");
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("input_blocks_7"), std::string::npos) << warnings[0];
 }
@@ -205,7 +205,7 @@ TEST_F(ManagerLora, MissingLoraFileIsNamed) {
   ModelManager m(loader_, DeviceRegistry::instance().get("CPU"));
   const std::string missing = dir_.file("nope.safetensors");
   try {
-    m.set_loras({{missing, 1.0f}});
+    m.set_loras({{missing, 1.0f, ""}});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();

@@ -60,10 +60,13 @@ void apply_loras(const nlohmann::json& list, const std::string& field, RequestDr
     if (!name) name = entry.text("name");
     if (!name || name->empty())
       throw BadRequest("field '" + at + ".path' is required: a LoRA name from /sdapi/v1/loras");
-    if (entry.boolean("is_high_noise").value_or(false))
-      throw BadRequest("field '" + at + ".is_high_noise': this model has no high-noise stage");
-    d.loras.emplace_back(*name,
-                         static_cast<float>(entry.number("multiplier", -kBig, kBig).value_or(1.0)));
+    const bool high_noise = entry.boolean("is_high_noise").value_or(false);
+    if (high_noise && !d.high_noise_expert)
+      throw BadRequest("field '" + at +
+                       ".is_high_noise': this model has no high-noise expert (Wan 2.2 A14B's)");
+    d.loras.push_back({*name,
+                       static_cast<float>(entry.number("multiplier", -kBig, kBig).value_or(1.0)),
+                       high_noise});
   }
 }
 
@@ -73,6 +76,7 @@ RequestDraft new_draft(const RequestContext& rc) {
   RequestDraft d;
   d.max_input_side = max_input_side(rc.max_image_side);
   d.g = rc.defaults;
+  d.high_noise_expert = !rc.context.high_noise_diffusion_model_path.empty();
   return d;
 }
 
@@ -131,6 +135,42 @@ scheduler_t parse_scheduler(const std::string& name, const std::string& field) {
   if (s != SCHEDULER_COUNT) return s;
   throw BadRequest("field '" + field + "': unknown scheduler '" + name +
                    "'; valid schedulers: " + scheduler_list() + " (GET /sdapi/v1/schedulers)");
+}
+
+// sd.cpp's sample_params object (and high_noise_sample_params, which has no custom sigmas).
+void apply_sample_params(const JsonFields& s, bool strict, sd_sample_params_t& p,
+                         std::vector<int>& skip_layers, std::vector<float>* custom_sigmas) {
+  if (strict) {
+    std::vector<std::string> known = {"scheduler",        "sample_method", "sample_steps", "eta",
+                                      "shifted_timestep", "flow_shift",    "guidance"};
+    if (custom_sigmas) known.push_back("custom_sigmas");
+    s.reject_unknown(known);
+  }
+  if (auto v = s.text("sample_method"))
+    p.sample_method = parse_sampler(*v, s.path("sample_method"));
+  if (auto v = s.text("scheduler")) p.scheduler = parse_scheduler(*v, s.path("scheduler"));
+  if (auto v = s.integer("sample_steps", 1, 10000)) p.sample_steps = static_cast<int>(*v);
+  if (auto v = s.number("eta", -kBig, kBig)) p.eta = static_cast<float>(*v);
+  if (auto v = s.integer("shifted_timestep", 0, 1000)) p.shifted_timestep = static_cast<int>(*v);
+  if (auto v = s.number("flow_shift", -kBig, kBig)) p.flow_shift = static_cast<float>(*v);
+  if (custom_sigmas)
+    if (auto v = s.numbers("custom_sigmas")) custom_sigmas->assign(v->begin(), v->end());
+  if (auto guidance = s.object("guidance")) {
+    if (strict) guidance->reject_unknown({"txt_cfg", "img_cfg", "distilled_guidance", "slg"});
+    if (auto v = guidance->number("txt_cfg", 0, kBig)) p.guidance.txt_cfg = static_cast<float>(*v);
+    if (auto v = guidance->number("img_cfg", 0, kBig)) p.guidance.img_cfg = static_cast<float>(*v);
+    if (auto v = guidance->number("distilled_guidance", 0, kBig))
+      p.guidance.distilled_guidance = static_cast<float>(*v);
+    if (auto slg = guidance->object("slg")) {
+      if (strict) slg->reject_unknown({"layers", "layer_start", "layer_end", "scale"});
+      if (auto v = slg->integers("layers", 0, 1000)) skip_layers.assign(v->begin(), v->end());
+      if (auto v = slg->number("layer_start", 0, 1))
+        p.guidance.slg.layer_start = static_cast<float>(*v);
+      if (auto v = slg->number("layer_end", 0, 1))
+        p.guidance.slg.layer_end = static_cast<float>(*v);
+      if (auto v = slg->number("scale", 0, kBig)) p.guidance.slg.scale = static_cast<float>(*v);
+    }
+  }
 }
 
 std::optional<nlohmann::json> take_extra_args(std::string& prompt) {
@@ -213,38 +253,8 @@ void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict) {
   if (auto v = f.text("output_format")) apply_output_format(d, *v, f.path("output_format"));
   if (auto v = f.integer("output_compression", 0, 100)) d.quality = std::max<int>(1, *v);
 
-  if (auto s = f.object("sample_params")) {
-    if (strict)
-      s->reject_unknown({"scheduler", "sample_method", "sample_steps", "eta", "shifted_timestep",
-                         "custom_sigmas", "flow_shift", "guidance"});
-    sd_sample_params_t& p = g.sample_params;
-    if (auto v = s->text("sample_method"))
-      p.sample_method = parse_sampler(*v, s->path("sample_method"));
-    if (auto v = s->text("scheduler")) p.scheduler = parse_scheduler(*v, s->path("scheduler"));
-    if (auto v = s->integer("sample_steps", 1, 10000)) p.sample_steps = static_cast<int>(*v);
-    if (auto v = s->number("eta", -kBig, kBig)) p.eta = static_cast<float>(*v);
-    if (auto v = s->integer("shifted_timestep", 0, 1000)) p.shifted_timestep = static_cast<int>(*v);
-    if (auto v = s->number("flow_shift", -kBig, kBig)) p.flow_shift = static_cast<float>(*v);
-    if (auto v = s->numbers("custom_sigmas")) g.custom_sigmas.assign(v->begin(), v->end());
-    if (auto guidance = s->object("guidance")) {
-      if (strict) guidance->reject_unknown({"txt_cfg", "img_cfg", "distilled_guidance", "slg"});
-      if (auto v = guidance->number("txt_cfg", 0, kBig))
-        p.guidance.txt_cfg = static_cast<float>(*v);
-      if (auto v = guidance->number("img_cfg", 0, kBig))
-        p.guidance.img_cfg = static_cast<float>(*v);
-      if (auto v = guidance->number("distilled_guidance", 0, kBig))
-        p.guidance.distilled_guidance = static_cast<float>(*v);
-      if (auto slg = guidance->object("slg")) {
-        if (strict) slg->reject_unknown({"layers", "layer_start", "layer_end", "scale"});
-        if (auto v = slg->integers("layers", 0, 1000)) g.skip_layers.assign(v->begin(), v->end());
-        if (auto v = slg->number("layer_start", 0, 1))
-          p.guidance.slg.layer_start = static_cast<float>(*v);
-        if (auto v = slg->number("layer_end", 0, 1))
-          p.guidance.slg.layer_end = static_cast<float>(*v);
-        if (auto v = slg->number("scale", 0, kBig)) p.guidance.slg.scale = static_cast<float>(*v);
-      }
-    }
-  }
+  if (auto s = f.object("sample_params"))
+    apply_sample_params(*s, strict, g.sample_params, g.skip_layers, &g.custom_sigmas);
   if (auto h = f.object("hires")) {
     if (strict)
       h->reject_unknown({"enabled", "upscaler", "scale", "target_width", "target_height", "steps",
@@ -378,7 +388,7 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
     throw BadRequest("invalid request: " + flags_to_fields(e.what()));
   }
   check_work(g, rc, d.video);
-  for (const auto& [name, multiplier] : d.loras) {
+  for (const auto& [name, multiplier, high_noise] : d.loras) {
     if (rc.context.lora_model_dir.empty())
       throw BadRequest("LoRA '" + name + "': the server has no --lora-model-dir");
     const io::FolderMatch m =
@@ -389,7 +399,7 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
     if (m.path.empty())
       throw BadRequest("LoRA '" + name + "' is not in the server's LoRA folder; " +
                        "GET /sdapi/v1/loras lists the names");
-    g.lora_map[m.path] += multiplier;
+    (high_noise ? g.high_noise_lora_map : g.lora_map)[m.path] += multiplier;
   }
 
   const int width = g.resolved_width(), height = g.resolved_height();
@@ -451,14 +461,17 @@ GenRequest parse_native_video_request(const nlohmann::json& body, const RequestC
   if (auto v = f.integer("fps", 1, 240)) g.fps = static_cast<int>(*v);
   if (auto v = f.text("end_image"))
     d.end = decode_image_field(*v, f.path("end_image"), d.max_input_side);
-  f.number("moe_boundary", 0, 1);  // checked; only a two-expert model reads them
+  if (auto v = f.number("moe_boundary", 0, 1)) g.moe_boundary = static_cast<float>(*v);
   f.number("vace_strength", 0, kBig);
   if (const nlohmann::json* v = f.get("control_frames"); v && !v->is_null() && !v->empty())
     throw BadRequest("field 'control_frames' (VACE control video) is not run by this server yet");
-  if (const nlohmann::json* v = f.get("high_noise_sample_params"); v && !v->is_null())
-    throw BadRequest(
-        "field 'high_noise_sample_params' needs a model with a high-noise expert (Wan 2.2 "
-        "A14B's pair), which this server does not run yet; leave it out");
+  if (auto s = f.object("high_noise_sample_params")) {
+    if (!d.high_noise_expert)
+      throw BadRequest(
+          "field 'high_noise_sample_params' needs a model with a high-noise expert (Wan 2.2 "
+          "A14B's pair, --high-noise-diffusion-model); leave it out");
+    apply_sample_params(*s, true, g.high_noise_sample_params, g.high_noise_skip_layers, nullptr);
+  }
   if (auto v = f.text("output_format")) {
     const std::string name = ascii_lower(*v);
     if (name == "webm") {

@@ -47,7 +47,13 @@ struct RequestDraft {
   std::optional<io::Image> init, mask, control;
   bool invert_mask = false;
   std::vector<io::Image> refs;
-  std::vector<std::pair<std::string, float>> loras;  // names inside --lora-model-dir
+  struct Lora {
+    std::string name;  // inside --lora-model-dir
+    float multiplier = 1.0f;
+    bool high_noise = false;  // for the high-noise expert (Wan 2.2 A14B)
+  };
+  std::vector<Lora> loras;
+  bool high_noise_expert = false;  // the model has one: high-noise fields apply
   std::string output_format = "png";
   int quality = 90;
   // A video (vid_gen): its last frame, and the container.

@@ -361,10 +361,11 @@ json capabilities(const ServerState& s) {
   const std::string path = model_path(s);
   // A video model (Wan) serves vid_gen too; one frame of it is an image, as in sd-cli.
   const bool video = s.generator && s.generator->makes_video();
-  json video_features = {{"init_image", true},
-                         {"end_image", true},
-                         {"control_frames", false},
-                         {"high_noise_sample_params", false}};
+  json video_features = {
+      {"init_image", true},
+      {"end_image", true},
+      {"control_frames", false},
+      {"high_noise_sample_params", !s.requests.context.high_noise_diffusion_model_path.empty()}};
   video_features.update(job_features);
   const json video_formats = {"webm", "mp4", "avi", "webp"};
   json video_defaults = defaults;

@@ -128,6 +128,15 @@ class Family {
                                                              const NetworkPlaces& places) const = 0;
   virtual std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,
                                                            const NetworkPlaces& places) const = 0;
+  // A second diffusion network for the noisiest steps, its weights under
+  // io::kHighNoiseUnetRoot (Wan 2.2 A14B's high-noise expert); null where the family has
+  // none or the files hold none.
+  virtual std::unique_ptr<DiffusionNet> make_high_noise_net(const Architecture& arch,
+                                                            const NetworkPlaces& places) const {
+    (void)arch;
+    (void)places;
+    return nullptr;
+  }
 
   // 3. Requests. The family's own checks of a request (before any work), adjusting it
   // where it may (with a warning through r.warn).

@@ -11,6 +11,10 @@
 // by the VAE, behind a mask of the given frames (4 channels per latent frame: a latent
 // frame covers 4 video frames); Wan 2.1's also attend to CLIP ViT-H's tokens of those
 // frames (--clip_vision, pipeline/clip_vision_runner.h).
+//
+// Wan 2.2 A14B is two such transformers, "experts" of one shape: the high-noise one
+// (--high-noise-diffusion-model) samples the noisiest steps, the low-noise one the rest
+// (the orchestrator splits the sigmas; ImageRequest::HighNoise).
 #include <algorithm>
 
 #include "pipeline/chroma_conditioner.h"
@@ -57,6 +61,11 @@ class Wan final : public Family {
       files.note(
           "warning: this Wan model reads no CLIP vision tokens; the --clip_vision file is "
           "not used");
+    if (!files.options.high_noise_diffusion_model.empty())
+      SD_CHECK(files.contains(std::string(io::kHighNoiseUnetRoot) + "patch_embedding.weight"),
+               "the --high-noise-diffusion-model file %s holds no Wan transformer (no "
+               "patch_embedding.weight): give Wan 2.2 A14B's high-noise expert",
+               files.options.high_noise_diffusion_model.c_str());
     for (const char* clip : {"clip_l", "clip_g"})
       if (files.contains(std::string("text_encoders.") + clip +
                          ".transformer.text_model.embeddings.token_embedding.weight"))
@@ -87,6 +96,22 @@ class Wan final : public Family {
              "does not run yet)",
              static_cast<long long>(latent), static_cast<long long>(arch.wan->in_channels),
              static_cast<long long>(arch.wan->out_channels));
+    if (files.contains(std::string(io::kHighNoiseUnetRoot) + "patch_embedding.weight")) {
+      arch.wan_high_noise = models::wan_config_from_shapes(
+          io::kHighNoiseUnetRoot, [&](const std::string& name) { return shape_of(name); });
+      // The experts take turns on one latent with one conditioning.
+      const models::WanConfig& hi = *arch.wan_high_noise;
+      const models::WanConfig& lo = *arch.wan;
+      SD_CHECK(hi.in_channels == lo.in_channels && hi.out_channels == lo.out_channels &&
+                   hi.text_dim == lo.text_dim && hi.image_dim == lo.image_dim,
+               "the --high-noise-diffusion-model transformer (%lld -> %lld channels, %lld-wide "
+               "text, %lld-wide image tokens) does not match the --diffusion-model one (%lld -> "
+               "%lld, %lld, %lld): give the two experts of one Wan 2.2 A14B model",
+               static_cast<long long>(hi.in_channels), static_cast<long long>(hi.out_channels),
+               static_cast<long long>(hi.text_dim), static_cast<long long>(hi.image_dim),
+               static_cast<long long>(lo.in_channels), static_cast<long long>(lo.out_channels),
+               static_cast<long long>(lo.text_dim), static_cast<long long>(lo.image_dim));
+    }
     if (arch.wan->image_dim > 0) {
       arch.clip_vision = models::clip_vision_config_from_shapes(io::kClipVisionRoot, shape_of);
       SD_CHECK(arch.clip_vision->hidden == arch.wan->image_dim,
@@ -139,6 +164,14 @@ class Wan final : public Family {
   std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,
                                                    const NetworkPlaces& places) const override {
     return std::make_unique<WanRunner>(places.weights, *arch.wan, places.diffusion_backend);
+  }
+
+  std::unique_ptr<DiffusionNet> make_high_noise_net(const Architecture& arch,
+                                                    const NetworkPlaces& places) const override {
+    if (!arch.wan_high_noise) return nullptr;
+    return std::make_unique<WanRunner>(places.weights, *arch.wan_high_noise,
+                                       places.diffusion_backend,
+                                       std::string(io::kHighNoiseUnetRoot));
   }
 
  private:
