@@ -6,7 +6,7 @@
 # video format becomes .avi as in sd.cpp; and the refusals (--video-frames 0, a folder that
 # cannot be written, an image model) are one error line, a non-zero exit and no file; image
 # to video (a tiny FLF2V) takes -i and --end-img, and refuses to run without them or CLIP
-# vision.
+# vision; a Wan 2.2 A14B pair of experts splits the steps.
 # Skips (77) without python3-numpy or ffprobe.
 # Usage: cli_video_test.sh SD_CLI REPOSITORY_ROOT
 set -uo pipefail
@@ -112,4 +112,24 @@ grep -q -- "--clip_vision" "$work/no_clip.out" || fail "no_clip: $(cat "$work/no
 # A text-to-video model given frames says what it needs.
 run t2v_first nonzero "${wan[@]}" -i "$work/first.png" --video-frames 5 -o "$work/t2v.mp4"
 grep -q "image-to-video" "$work/t2v_first.out" || fail "t2v_first: $(cat "$work/t2v_first.out")"
-finish "sd-cli -M vid_gen: every container, image to video and refusal as expected"
+
+# Wan 2.2 A14B: a second transformer (another seed) as the high-noise expert; its steps come
+# on top of --steps, and the log says how the steps were split.
+"$python" "$root/tools/make_random_wan.py" --out "$work/expert" --seed 5 --dim 128 --layers 1 \
+  --ffn 64 --t5-dim 64 --parts wan >/dev/null || exit 1
+run a14b 0 "${wan[@]}" --high-noise-diffusion-model "$work/expert/wan.safetensors" \
+  --high-noise-steps 1 --high-noise-cfg-scale 2 --video-frames 5 -o "$work/a14b.mp4"
+expect_video "$work/a14b.mp4" 5 32 32 16
+grep -q "high-noise expert: 1 of 3 steps" "$work/a14b.out" || fail "a14b: $(cat "$work/a14b.out")"
+# The expert beside an image model, and a |high_noise| LoRA without an expert: refused.
+run a14b_i2v nonzero "${flf[@]}" --high-noise-diffusion-model "$work/expert/wan.safetensors" \
+  -i "$work/first.png" --video-frames 5 -o "$work/a14b_i2v.mp4"
+grep -q "does not match" "$work/a14b_i2v.out" || fail "a14b_i2v: $(cat "$work/a14b_i2v.out")"
+[ ! -e "$work/a14b_i2v.mp4" ] || fail "a14b_i2v.mp4 written"
+cp "$work/expert/wan.safetensors" "$work/expert_lora.safetensors"
+run a14b_lora nonzero "${wan[@]/a cat/a cat<lora:|high_noise|expert_lora:1>}" \
+  --lora-model-dir "$work" --video-frames 5 -o "$work/a14b_lora.mp4"
+grep -q -- "--high-noise-diffusion-model" "$work/a14b_lora.out" ||
+  fail "a14b_lora: $(cat "$work/a14b_lora.out")"
+[ ! -e "$work/a14b_lora.mp4" ] || fail "a14b_lora.mp4 written"
+finish "sd-cli -M vid_gen: every container, image to video, two experts and refusals as expected"

@@ -137,6 +137,52 @@ TEST(VideoApiImageToVideo, TakesTheFirstAndLastFrames) {
   free_sd_ctx(ctx);
 }
 
+// Wan 2.2 A14B: the high-noise expert's file, its sampling parameters and the boundary are
+// read; the expert's steps change the clip, and its LoRAs need the expert.
+TEST_F(VideoApi, RunsAHighNoiseExpert) {
+  static const sd::io::test::TempDir dir;
+  const std::string expert = dir.file("high_noise.safetensors");
+  sd::pipeline::test::write_tiny_wan_dit(expert, sd::pipeline::test::tiny_wan_config(), 71);
+  sd_ctx_params_t p;
+  sd_ctx_params_init(&p);
+  p.diffusion_model_path = files_.dit.c_str();
+  p.high_noise_diffusion_model_path = expert.c_str();
+  p.t5xxl_path = files_.umt5.c_str();
+  p.vae_path = files_.vae.c_str();
+  p.n_threads = 2;
+  sd_ctx_t* ctx = new_sd_ctx(&p);
+  ASSERT_NE(ctx, nullptr) << (errors_.empty() ? "" : errors_.back());
+  auto last_frame = [&](sd_ctx_t* c) {
+    sd_image_t* frames = nullptr;
+    int count = 0;
+    EXPECT_TRUE(generate_video(c, &params_, &frames, &count, nullptr));
+    std::vector<uint8_t> last;
+    if (count == 5) last.assign(frames[4].data, frames[4].data + 16 * 16 * 3);
+    free_sd_images(frames, count);
+    return last;
+  };
+  const std::vector<uint8_t> main_alone = last_frame(ctx_);
+  params_.moe_boundary = 0.0f;  // no step for the expert
+  EXPECT_EQ(last_frame(ctx), main_alone);
+  params_.moe_boundary = 0.875f;
+  params_.high_noise_sample_params.sample_steps = 1;
+  const std::vector<uint8_t> one = last_frame(ctx);
+  EXPECT_NE(one, main_alone);
+  params_.high_noise_sample_params.guidance.txt_cfg = 3.0f;
+  EXPECT_NE(last_frame(ctx), one);
+  // A |high_noise| LoRA on a model without the expert is refused, naming the flag.
+  const sd_lora_t lora{true, 1.0f, expert.c_str()};
+  params_.loras = &lora;
+  params_.lora_count = 1;
+  sd_image_t* frames = nullptr;
+  int count = 0;
+  EXPECT_FALSE(generate_video(ctx_, &params_, &frames, &count, nullptr));
+  ASSERT_FALSE(errors_.empty());
+  EXPECT_NE(errors_.back().find("--high-noise-diffusion-model"), std::string::npos)
+      << errors_.back();
+  free_sd_ctx(ctx);
+}
+
 TEST(VideoApiImageModel, SaysItMakesNoVideo) {
   static const sd::io::test::TempDir dir;
   const sd::pipeline::test::TinyZImageFiles f =

@@ -2,11 +2,13 @@
 // frames of the same random models (tests/golden/wan_tiny: README.md says how they were
 // made). The models' files come from tools/make_random_wan.py, found through SD_TEST_WAN_DIR
 // and SD_TEST_WAN_I2V_DIR (the I2V transformer and CLIP vision; scripts/test.sh makes both);
-// the tokenizer, a synthetic umT5 stand-in, from ../shared.
+// the tokenizer, a synthetic umT5 stand-in, from ../shared. Wan 2.2 A14B's pair of experts
+// is the T2V transformer given twice.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include "golden_image.h"
@@ -27,6 +29,11 @@ struct WanCase {
   // Image to video: the first and last frames, in tests/golden/wan_tiny (null: none).
   const char* first = nullptr;
   const char* last = nullptr;
+  // Wan 2.2 A14B: the transformer again as the high-noise expert, for this many steps
+  // before `steps` (0: no expert), with its own guidance and sampler.
+  int high_noise_steps = 0;
+  float high_noise_cfg = 7.0f;
+  std::optional<sampling::SampleMethod> high_noise_method = std::nullopt;
 };
 
 void run_wan_case(const WanCase& c) {
@@ -39,6 +46,7 @@ void run_wan_case(const WanCase& c) {
   ModelOptions options;
   options.diffusion_model = (c.first ? std::string(i2v_dir) : d) + "/wan.safetensors";
   if (c.first) options.clip_vision = std::string(i2v_dir) + "/clip_vision.safetensors";
+  if (c.high_noise_steps > 0) options.high_noise_diffusion_model = options.diffusion_model;
   options.t5xxl = d + "/umt5.safetensors";
   options.vae = d + "/wan_vae.safetensors";
   options.t5_tokenizer = shared + "/data/t5/tokenizer.json";
@@ -63,6 +71,9 @@ void run_wan_case(const WanCase& c) {
   r.height = c.height;
   r.cfg_scale = c.cfg;
   r.video_frames = c.frames;
+  r.high_noise.steps = c.high_noise_steps;
+  r.high_noise.cfg_scale = c.high_noise_cfg;
+  r.high_noise.method = c.high_noise_method;
   const std::vector<io::Image> frames = sd.generate(r);
   ASSERT_EQ(static_cast<int>(frames.size()), c.frames);
   for (int i = 0; i < c.frames; ++i) {
@@ -73,9 +84,17 @@ void run_wan_case(const WanCase& c) {
   }
 }
 
-// Three latent frames: the temporal upsamplers and the clip cache at work.
-TEST(GoldenWan, NineFrames) {
-  run_wan_case({"cat_9f"});
+// Wan 2.2 A14B's two experts (one file twice, so the reference's run is cheap): two
+// euler_a steps at CFG 3 by the high-noise expert, its latent handed to three euler steps at
+// CFG 6 (the noise drawn once, the sampler's RNG running on).
+TEST(GoldenWan, TwoExpertsSplitTheSteps) {
+  WanCase c{"a14b_cat_5f"};
+  c.frames = 5;
+  c.steps = 3;
+  c.high_noise_steps = 2;
+  c.high_noise_cfg = 3.0f;
+  c.high_noise_method = sampling::SampleMethod::EulerA;
+  run_wan_case(c);
 }
 
 // Four latent frames, not square, more steps, a negative prompt.

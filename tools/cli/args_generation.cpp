@@ -152,7 +152,9 @@ Section generation_section(GenerationOptions& o) {
   v.push_back(
       int_option("", "--steps", "number of sampling steps (default: 20)", &sample.sample_steps));
   v.push_back(int_option("", "--high-noise-steps",
-                         "(high noise) number of sampling steps (default: -1, automatic)",
+                         "(high noise) sampling steps of the high-noise expert, before and on top "
+                         "of --steps (default: 20, as the reference; <= 0: the steps whose "
+                         "sigma is at or above --moe-boundary, within --steps)",
                          &high_noise.sample_steps));
   v.push_back(int_option("", "--clip-skip",
                          "CLIP layers to skip from the end; 1 skips none (default: -1, the "
