@@ -5,7 +5,7 @@
 # decoding seconds (as each program logs it) and whole-run seconds, with ours / reference
 # ratios; for image to video also the seconds of CLIP vision and of the VAE's encoding.
 #
-#   bench/wan_side_by_side.sh OUR_CLI REF_CLI MODEL_DIR [I2V_DIR]
+#   bench/wan_side_by_side.sh OUR_CLI REF_CLI MODEL_DIR [I2V_DIR|-] [EXPERT]
 #
 # MODEL_DIR holds wan.safetensors, umt5.safetensors and wan_vae.safetensors
 # (tools/make_random_wan.py --out MODEL_DIR --t5-layers 2 --t5-ff 128 writes a 1.3B-shaped
@@ -13,9 +13,13 @@
 # clip_vision.safetensors (make_random_wan.py --out I2V_DIR --variant i2v --t5-layers 2
 # --t5-ff 128 --parts wan,clip_vision). Ours needs umT5's tokenizer (SD_UMT5_TOKENIZER or a
 # tokenizer.json in MODEL_DIR); the reference its built-in vocabulary. The first frame is
-# FFmpeg's test pattern.
+# FFmpeg's test pattern. EXPERT, when given, is a second transformer of MODEL_DIR's shape
+# (make_random_wan.py --out X --seed 3 --parts wan) run as Wan 2.2 A14B's high-noise expert,
+# with the weights in memory and kept on disk (--params-backend disk). SKIP_T2V=1 leaves
+# out the text-to-video rows.
 set -euo pipefail
-ours=$1 ref=$2 dir=$3 i2v_dir=${4:-}
+ours=$1 ref=$2 dir=$3 i2v_dir=${4:-} expert=${5:-}
+[ "$i2v_dir" = - ] && i2v_dir=
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 files=(--diffusion-model "$dir/wan.safetensors" --t5xxl "$dir/umt5.safetensors"
@@ -76,8 +80,16 @@ echo "| run | peak RSS GB ours | reference | ratio | s/step ours | reference | s
   "VAE s ours | reference | speed-up | run s ours | reference |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 i2v_rows=()
-row "160x96, 9 frames, 2 steps" -W 160 -H 96 --video-frames 9 --steps 2
-row "320x192, 5 frames, 1 step" -W 320 -H 192 --video-frames 5 --steps 1
+if [ "${SKIP_T2V:-0}" != 1 ]; then
+  row "160x96, 9 frames, 2 steps" -W 160 -H 96 --video-frames 9 --steps 2
+  row "320x192, 5 frames, 1 step" -W 320 -H 192 --video-frames 5 --steps 1
+fi
+if [ -n "$expert" ]; then
+  a14b=(--high-noise-diffusion-model "$expert" --high-noise-steps 2 --high-noise-cfg-scale 6
+    --high-noise-sampling-method euler -W 160 -H 96 --video-frames 9 --steps 2)
+  row "A14B pair, 160x96, 9 frames, 2 + 2 steps" "${a14b[@]}"
+  row "A14B pair, the same, --params-backend disk" "${a14b[@]}" --params-backend disk
+fi
 if [ -n "$i2v_dir" ]; then
   ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=160x96 -frames:v 1 "$out/first.png"
   files=(--diffusion-model "$i2v_dir/wan.safetensors" --clip_vision

@@ -523,6 +523,9 @@ SD_API bool generate_image(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* sd_img_g
  * generation runs (sd-server checks requests before queueing them). */
 SD_API char* sd_img_gen_params_check(sd_ctx_t* sd_ctx,
                                      const sd_img_gen_params_t* sd_img_gen_params);
+/* The same for generate_video's parameters. */
+SD_API char* sd_vid_gen_params_check(sd_ctx_t* sd_ctx,
+                                     const sd_vid_gen_params_t* sd_vid_gen_params);
 
 enum sd_cancel_mode_t {
   SD_CANCEL_ALL,         /* stop as soon as possible */

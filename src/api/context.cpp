@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -470,6 +471,51 @@ void to_image_params(const sd_vid_gen_params_t& v, sd_img_gen_params_t& p) {
   p.circular_y = v.circular_y;
 }
 
+// The video request as a pipeline request: the image request of its prompt, size and
+// sampling, its frames, last frame and the high-noise expert's sampling.
+void to_pipeline_video_request(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t& vp,
+                               PipelineRequest& request, bool quiet) {
+  const sd_vid_gen_params_t* v = &vp;
+  {
+    sd_img_gen_params_t p;
+    to_image_params(*v, p);
+    to_pipeline_request(sd_ctx, &p, request, quiet);
+    request.request.video_frames = std::max(1, v->video_frames);
+    // The high-noise expert's sampling (Wan 2.2 A14B): read where the model has one.
+    const sd_sample_params_t& h = v->high_noise_sample_params;
+    sd::pipeline::ImageRequest::HighNoise& high = request.request.high_noise;
+    high.steps = h.sample_steps > 0 ? h.sample_steps : -1;
+    high.cfg_scale = h.guidance.txt_cfg;
+    if (h.sample_method != SAMPLE_METHOD_COUNT)
+      high.method = sd::sampling::parse_sample_method(sd_sample_method_name(h.sample_method));
+    if (std::isfinite(h.eta)) high.eta = h.eta;
+    high.moe_boundary = v->moe_boundary;
+    if (has_image(v->end_image)) {
+      request.end = to_image(v->end_image, "end image");
+      request.request.end_image = &request.end;
+    }
+  }
+}
+
+// What generate_* would say of a request before any work, without its warnings: NULL, or
+// the reason (malloc'd). `build` makes the pipeline's request.
+char* check_request(sd_ctx_t* sd_ctx, const std::function<void(PipelineRequest&)>& build) {
+  std::string problem;
+  try {
+    PipelineRequest request;
+    build(request);
+    sd_ctx->sd->check(request.request);
+    return nullptr;
+  } catch (const std::exception& e) {
+    problem = e.what();
+  } catch (...) {
+    problem = "the request could not be checked";
+  }
+  char* text = static_cast<char*>(std::malloc(problem.size() + 1));
+  if (text) std::memcpy(text, problem.c_str(), problem.size() + 1);
+  return text;
+}
+
 }  // namespace
 
 extern "C" {
@@ -494,44 +540,24 @@ bool generate_video(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* v, sd_image_t**
   if (audio_out) *audio_out = nullptr;  // no model of this build makes sound
   return sd::api::c_boundary("generate_video", false, [&] {
     SD_CHECK(v && frames_out && num_frames_out, "missing parameters or output pointers");
-    sd_img_gen_params_t p;
-    to_image_params(*v, p);
     PipelineRequest request;
-    to_pipeline_request(sd_ctx, &p, request, /*quiet=*/false);
-    request.request.video_frames = std::max(1, v->video_frames);
-    // The high-noise expert's sampling (Wan 2.2 A14B): read where the model has one.
-    const sd_sample_params_t& h = v->high_noise_sample_params;
-    sd::pipeline::ImageRequest::HighNoise& high = request.request.high_noise;
-    high.steps = h.sample_steps > 0 ? h.sample_steps : -1;
-    high.cfg_scale = h.guidance.txt_cfg;
-    if (h.sample_method != SAMPLE_METHOD_COUNT)
-      high.method = sd::sampling::parse_sample_method(sd_sample_method_name(h.sample_method));
-    if (std::isfinite(h.eta)) high.eta = h.eta;
-    high.moe_boundary = v->moe_boundary;
-    if (has_image(v->end_image)) {
-      request.end = to_image(v->end_image, "end image");
-      request.request.end_image = &request.end;
-    }
+    to_pipeline_video_request(sd_ctx, *v, request, /*quiet=*/false);
     run_request(sd_ctx, request.request, frames_out, num_frames_out);
     return true;
   });
 }
 
+char* sd_vid_gen_params_check(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t* v) {
+  return check_request(sd_ctx, [&](PipelineRequest& request) {
+    SD_CHECK(v, "missing parameters");
+    to_pipeline_video_request(sd_ctx, *v, request, /*quiet=*/true);
+  });
+}
+
 char* sd_img_gen_params_check(sd_ctx_t* sd_ctx, const sd_img_gen_params_t* p) {
-  std::string problem;
-  try {
-    PipelineRequest request;
+  return check_request(sd_ctx, [&](PipelineRequest& request) {
     to_pipeline_request(sd_ctx, p, request, /*quiet=*/true);
-    sd_ctx->sd->check(request.request);
-    return nullptr;
-  } catch (const std::exception& e) {
-    problem = e.what();
-  } catch (...) {
-    problem = "the request could not be checked";
-  }
-  char* text = static_cast<char*>(std::malloc(problem.size() + 1));
-  if (text) std::memcpy(text, problem.c_str(), problem.size() + 1);
-  return text;
+  });
 }
 
 // The context's model decides (pipeline::StableDiffusion::default_scheduler); without one,

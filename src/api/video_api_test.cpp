@@ -3,6 +3,7 @@
 // and what this build cannot do yet is refused through the log, never by crashing.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,28 @@ TEST_F(VideoApi, GeneratesTheClipsFrames) {
     EXPECT_NE(frames[i].data, nullptr);
   }
   free_sd_images(frames, count);
+}
+
+// sd_vid_gen_params_check: what generate_video would refuse, said without running it.
+TEST_F(VideoApi, ChecksARequestBeforeRunningIt) {
+  auto take = [](char* text) {
+    std::string s = text ? text : "";
+    std::free(text);
+    return s;
+  };
+  EXPECT_EQ(take(sd_vid_gen_params_check(ctx_, &params_)), "");
+  std::vector<uint8_t> pixels(16 * 16 * 3, 100);
+  params_.init_image = {16, 16, 3, pixels.data()};
+  EXPECT_NE(take(sd_vid_gen_params_check(ctx_, &params_)).find("image-to-video"),
+            std::string::npos);
+  params_.init_image = {0, 0, 0, nullptr};
+  params_.video_frames = 5000;
+  EXPECT_NE(take(sd_vid_gen_params_check(ctx_, &params_)).find("--video-frames"),
+            std::string::npos);
+  EXPECT_NE(take(sd_vid_gen_params_check(nullptr, &params_)).find("no model context"),
+            std::string::npos);
+  EXPECT_NE(take(sd_vid_gen_params_check(ctx_, nullptr)).find("missing"), std::string::npos);
+  EXPECT_TRUE(errors_.empty());  // a check logs nothing
 }
 
 TEST_F(VideoApi, RefusesWhatItCannotDoYet) {

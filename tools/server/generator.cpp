@@ -109,18 +109,22 @@ bool Generator::makes_video() const {
 }
 
 std::string Generator::check(const GenRequest& request) const {
-  // A video's checks need the clip (the engine makes them when the job runs): here, what
-  // kind of model serves it.
-  if (request.video)
-    return makes_video() ? ""
-                         : "the server's model makes images, not video: use POST "
-                           "/sdcpp/v1/img_gen";
+  if (request.video && !makes_video())
+    return "the server's model makes images, not video: use POST /sdcpp/v1/img_gen";
   // to_c_params points into the options it is called on: a copy of this request's.
   cli::GenerationOptions generation = request.generation;
   cli::InputImages images = request.images;
-  sd_img_gen_params_t params = generation.to_c_params();
-  cli::attach_input_images(images, params);
-  char* problem = sd_img_gen_params_check(ctx_, &params);
+  char* problem = nullptr;
+  if (request.video) {
+    sd_vid_gen_params_t params = generation.to_vid_c_params();
+    params.init_image = cli::view_of(images.init);
+    params.end_image = cli::view_of(images.end);
+    problem = sd_vid_gen_params_check(ctx_, &params);
+  } else {
+    sd_img_gen_params_t params = generation.to_c_params();
+    cli::attach_input_images(images, params);
+    problem = sd_img_gen_params_check(ctx_, &params);
+  }
   if (!problem) return "";
   std::string text = problem;
   std::free(problem);
