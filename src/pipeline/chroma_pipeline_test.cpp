@@ -8,9 +8,9 @@
 #include <cstdlib>
 
 #include "io/io_test_util.h"
-#include "pipeline/chroma_conditioner.h"
 #include "pipeline/model_args.h"
 #include "pipeline/stable_diffusion.h"
+#include "pipeline/t5_only_conditioner.h"
 #include "pipeline/tiny_model_test_util.h"
 #include "tensor/error.h"
 

@@ -8,8 +8,9 @@
 
 namespace sd::pipeline {
 
-// Chroma's text masking (sd.cpp's defaults).
-struct ChromaOptions {
+// How a T5-only conditioning masks its padding: Chroma's --model-args (sd.cpp's defaults);
+// Wan sets its own.
+struct T5MaskOptions {
   bool dit_mask = true;  // chroma_use_dit_mask: the transformer ignores T5's padding tokens
   bool t5_mask = false;  // chroma_use_t5_mask: T5 ignores its own padding tokens
   int t5_mask_pad = 1;   // chroma_t5_mask_pad: padding tokens the transformer still attends
@@ -18,7 +19,7 @@ struct ChromaOptions {
 };
 
 struct ModelArgs {
-  ChromaOptions chroma;
+  T5MaskOptions chroma;
   std::vector<std::string> unused;  // keys no model of this build reads
 };
 

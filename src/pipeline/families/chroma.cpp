@@ -1,12 +1,12 @@
 // Chroma (lodestones/Chroma; sd.cpp's Chroma support): FLUX.1 schnell's transformer with
 // one approximator for all modulations, conditioned on T5-XXL alone (no CLIP) with its
-// padding masked (pipeline/chroma_conditioner.h), FLUX.1's autoencoder and sampling
+// padding masked (pipeline/t5_only_conditioner.h), FLUX.1's autoencoder and sampling
 // defaults; flow shift 1 (no guidance embedding). Dimensions from the files.
-#include "pipeline/chroma_conditioner.h"
 #include "pipeline/families/flux.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/flux_conditioner.h"
+#include "pipeline/t5_only_conditioner.h"
 #include "tensor/error.h"
 #include "weights/model_manager.h"
 
@@ -39,7 +39,7 @@ class Chroma final : public FluxFamily {
   std::unique_ptr<PromptEncoder> make_prompt_encoder(const Architecture& arch,
                                                      const ModelFiles& files,
                                                      const NetworkPlaces& places) const override {
-    return std::make_unique<ChromaConditioner>(t5_tokenizer(files), *arch.t5,
+    return std::make_unique<T5OnlyConditioner>(t5_tokenizer(files), *arch.t5,
                                                files.model_args.chroma, places.weights,
                                                places.text_backend, FluxConditioner::kT5Scope);
   }

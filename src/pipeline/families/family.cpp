@@ -22,7 +22,7 @@ ShapeOf ModelFiles::shape_of() const {
 
 void Family::check_model_args(const ModelFiles& files) const {
   // Chroma's masking options are the only family keys so far; its family reads them.
-  const ChromaOptions& chroma = files.model_args.chroma;
+  const T5MaskOptions& chroma = files.model_args.chroma;
   if (chroma.t5_mask || !chroma.dit_mask)
     files.note("warning: --model-args chroma_* options are read by Chroma models only");
 }

@@ -1,6 +1,6 @@
 // Wan 2.1 / 2.2 text-to-video (Wan team 2025, "Wan: Open and Advanced Large-Scale Video
 // Generative Models"): umT5-XXL's last hidden states over 512 tokens with the padding masked
-// in umT5 and zeroed after it (pipeline/chroma_conditioner.h, as sd.cpp's T5 embedder runs
+// in umT5 and zeroed after it (pipeline/t5_only_conditioner.h, as sd.cpp's T5 embedder runs
 // for Wan), the transformer (models/wan.h) on a video latent [w, h, frames, 16], Wan 2.1's
 // causal autoencoder decoding the clip frame by frame (models/wan_vae.h). Euler on the
 // discrete flow schedule shifted by 5, as sd.cpp runs it. A latent frame is four video
@@ -17,10 +17,10 @@
 // (the orchestrator splits the sigmas; ImageRequest::HighNoise).
 #include <algorithm>
 
-#include "pipeline/chroma_conditioner.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/flux_conditioner.h"
+#include "pipeline/t5_only_conditioner.h"
 #include "pipeline/wan_runner.h"
 #include "tensor/error.h"
 #include "weights/model_manager.h"
@@ -132,11 +132,11 @@ class Wan final : public Family {
                                                      const NetworkPlaces& places) const override {
     // sd.cpp's T5 embedder for Wan: umT5 masks its own padding, the padding's outputs are
     // zeroed, and the transformer reads all 512 tokens unmasked.
-    ChromaOptions options;
+    T5MaskOptions options;
     options.t5_mask = true;
     options.dit_mask = false;
     options.zero_masked = true;
-    return std::make_unique<ChromaConditioner>(t5_tokenizer(files, /*umt5=*/true), *arch.t5,
+    return std::make_unique<T5OnlyConditioner>(t5_tokenizer(files, /*umt5=*/true), *arch.t5,
                                                options, places.weights, places.text_backend,
                                                FluxConditioner::kT5Scope);
   }

@@ -1,9 +1,10 @@
-// Prompt text -> Chroma's conditioning, as sd.cpp's T5-only embedder computes it for Chroma:
-// the prompt's emphasis parsed once; T5-XXL's last hidden states over 512-token windows (the
-// prompt, </s>, <pad> up to the window; per-token weights applied) as the context, and no
-// vector. The padding mask (0 for prompt tokens and </s>, -inf for <pad>) masks T5's own
-// attention when asked (chroma_use_t5_mask) and, with its first t5_mask_pad padding tokens
-// let through, the transformer's attention to the text (chroma_use_dit_mask).
+// Prompt text -> conditioning from T5 alone, as sd.cpp's T5-only embedder computes it for
+// Chroma (T5-XXL) and Wan (umT5-XXL): the prompt's emphasis parsed once; T5's last hidden
+// states over 512-token windows (the prompt, </s>, <pad> up to the window; per-token weights
+// applied) as the context, and no vector. The padding mask (0 for prompt tokens and </s>,
+// -inf for <pad>) masks T5's own attention when asked (Chroma's chroma_use_t5_mask; Wan
+// always), with its first t5_mask_pad padding tokens let through the transformer's attention
+// to the text (chroma_use_dit_mask), and the padding's outputs zeroed when asked (Wan).
 #pragma once
 
 #include <memory>
@@ -21,8 +22,8 @@
 
 namespace sd::pipeline {
 
-// Tokens per T5 window in Chroma's conditioning (sd.cpp: chunk_len 512).
-inline constexpr int kChromaT5ChunkLength = 512;
+// Tokens per T5 window (sd.cpp: chunk_len 512).
+inline constexpr int kT5WindowLength = 512;
 
 // The additive mask of `ids` in windows of `window` tokens (t5_tokenize_prompt's): 0 for the
 // prompt's tokens and </s>, -inf for the padding after it.
@@ -30,12 +31,12 @@ std::vector<float> t5_padding_mask(const std::vector<int>& ids, int64_t window);
 // The mask the transformer reads: `mask` with its first `pad` masked tokens attended again.
 std::vector<float> attend_padding(std::vector<float> mask, int pad);
 
-class ChromaConditioner final : public PromptEncoder {
+class T5OnlyConditioner final : public PromptEncoder {
  public:
   // `weights` holds T5 under `t5_scope` (Hugging Face names); it must outlive this object,
   // as must `backend`.
-  ChromaConditioner(std::shared_ptr<const models::T5Tokenizer> tokenizer, models::T5Config t5,
-                    ChromaOptions options, nn::Weights& weights, Backend& backend,
+  T5OnlyConditioner(std::shared_ptr<const models::T5Tokenizer> tokenizer, models::T5Config t5,
+                    T5MaskOptions options, nn::Weights& weights, Backend& backend,
                     std::string t5_scope);
 
   Conditioning encode(const std::string& prompt, int clip_skip = 0) override;
@@ -46,7 +47,7 @@ class ChromaConditioner final : public PromptEncoder {
  private:
   std::shared_ptr<const models::T5Tokenizer> tokenizer_;
   T5WindowEncoder t5_;
-  ChromaOptions options_;
+  T5MaskOptions options_;
   nn::Weights& weights_;
   nn::GraphRunner runner_;
 };

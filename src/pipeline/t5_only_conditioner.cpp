@@ -1,4 +1,4 @@
-#include "pipeline/chroma_conditioner.h"
+#include "pipeline/t5_only_conditioner.h"
 
 #include <algorithm>
 #include <cmath>
@@ -33,8 +33,8 @@ std::vector<float> attend_padding(std::vector<float> mask, int pad) {
   return mask;
 }
 
-ChromaConditioner::ChromaConditioner(std::shared_ptr<const models::T5Tokenizer> tokenizer,
-                                     models::T5Config t5, ChromaOptions options,
+T5OnlyConditioner::T5OnlyConditioner(std::shared_ptr<const models::T5Tokenizer> tokenizer,
+                                     models::T5Config t5, T5MaskOptions options,
                                      nn::Weights& weights, Backend& backend, std::string t5_scope)
     : tokenizer_(std::move(tokenizer)),
       t5_(std::move(t5), weights, std::move(t5_scope)),
@@ -49,11 +49,10 @@ ChromaConditioner::ChromaConditioner(std::shared_ptr<const models::T5Tokenizer> 
            static_cast<long long>(t5_.config().vocab_size));
 }
 
-Conditioning ChromaConditioner::encode(const std::string& prompt, int /*clip_skip*/) {
-  const models::T5Chunks chunks =
-      models::t5_tokenize_prompt(*tokenizer_, prompt, kChromaT5ChunkLength);
-  const std::vector<float> mask = t5_padding_mask(chunks.ids, kChromaT5ChunkLength);
-  const int64_t window = kChromaT5ChunkLength;
+Conditioning T5OnlyConditioner::encode(const std::string& prompt, int /*clip_skip*/) {
+  const models::T5Chunks chunks = models::t5_tokenize_prompt(*tokenizer_, prompt, kT5WindowLength);
+  const std::vector<float> mask = t5_padding_mask(chunks.ids, kT5WindowLength);
+  const int64_t window = kT5WindowLength;
   const int64_t windows = static_cast<int64_t>(chunks.ids.size()) / window;
   Conditioning out;
   out.dim = t5_.config().model_dim;
@@ -75,7 +74,7 @@ Conditioning ChromaConditioner::encode(const std::string& prompt, int /*clip_ski
   return out;
 }
 
-std::vector<nn::ParamDecl> ChromaConditioner::parameters() const {
+std::vector<nn::ParamDecl> T5OnlyConditioner::parameters() const {
   nn::ParamRecorder recorder(weights_);
   t5_.declare(recorder);
   return recorder.params();
