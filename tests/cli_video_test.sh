@@ -73,6 +73,13 @@ expect_video "$work/plain.avi" 5 32 32 16
 ffprobe -v error -show_entries format_tags=comment -of default=nw=1 "$work/round.mp4" |
   grep -q "a cat" || fail "round.mp4 has no generation parameters"
 
+# A clip's previews are clips: --preview-path preview.png becomes .avi (as the reference),
+# proj's frames are the latent frames at a quarter of --fps.
+run preview 0 "${wan[@]}" --video-frames 9 --fps 12 --preview proj --preview-path "$work/prev.png" \
+  -o "$work/prev_clip.mp4"
+expect_video "$work/prev.avi" 3 4 4 3
+[ ! -e "$work/prev.png" ] || fail "prev.png written for a clip's preview"
+
 # Refusals: one error line, no file.
 run zero nonzero "${wan[@]}" --video-frames 0 -o "$work/zero.mp4"
 grep -q -- "--video-frames" "$work/zero.out" || fail "zero: $(cat "$work/zero.out")"

@@ -406,11 +406,13 @@ void run_request(sd_ctx_t* sd_ctx, sd::pipeline::ImageRequest& r, sd_image_t** i
     r.preview.interval = preview.interval;
     r.preview.denoised = preview.denoised;
     r.preview.noisy = preview.noisy;
-    r.preview.callback = [](int step, const sd::io::Image& image, bool noisy) {
-      sd_image_t frame{static_cast<uint32_t>(image.width), static_cast<uint32_t>(image.height),
-                       static_cast<uint32_t>(image.channels),
-                       const_cast<uint8_t*>(image.pixels.data())};
-      sd::api::send_preview(step, 1, &frame, noisy);
+    r.preview.callback = [](int step, const std::vector<sd::io::Image>& images, bool noisy) {
+      std::vector<sd_image_t> frames;
+      for (const sd::io::Image& image : images)
+        frames.push_back({static_cast<uint32_t>(image.width), static_cast<uint32_t>(image.height),
+                          static_cast<uint32_t>(image.channels),
+                          const_cast<uint8_t*>(image.pixels.data())});
+      sd::api::send_preview(step, static_cast<int>(frames.size()), frames.data(), noisy);
     };
   }
   r.info = [](const std::string& text) { sd::api::log(SD_LOG_INFO, "%s", text.c_str()); };

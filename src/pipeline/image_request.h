@@ -112,7 +112,8 @@ struct ImageRequest {
     int interval = 1;
     bool denoised = true;
     bool noisy = false;
-    std::function<void(int step, const io::Image& image, bool noisy)> callback;
+    // An image's preview is one image; a video's, every frame (proj: one per latent frame).
+    std::function<void(int step, const std::vector<io::Image>& frames, bool noisy)> callback;
   } preview;
   // Told when a phase ends and how long it took ("sampling completed, taking 12.3s").
   std::function<void(const std::string&)> info;

@@ -55,26 +55,34 @@ std::vector<float> StableDiffusion::Impl::run_stage(const ImageRequest& r, const
                                                     sampling::Rng& sampler_rng) {
   DiffusionNet& net = stage.net;
   const std::vector<float>& sigmas = stage.sigmas;
-  auto send_preview = [&](int step, const std::vector<float>& clip, bool noisy) {
+  auto send_preview = [&](int step, const std::vector<float>& latent, bool noisy) {
     const ImageRequest::Preview& pv = r.preview;
     if (pv.mode == ImageRequest::Preview::Mode::None || !pv.callback || step <= 0) return;
     if ((noisy && !pv.noisy) || (!noisy && !pv.denoised)) return;
     if (step % std::max(1, pv.interval) != 0) return;
-    // A video's preview is its first frame (an image's latent is used as it is).
-    std::vector<float> first;
-    if (p.frames > 1) first = latent_frame(clip, p.w * p.h, p.frames, 0);
-    const std::vector<float>& latent = p.frames > 1 ? first : clip;
-    if (pv.mode == ImageRequest::Preview::Mode::Proj) {
-      pv.callback(step, project_latent_to_rgb(latent, p.w, p.h), noisy);
+    using Mode = ImageRequest::Preview::Mode;
+    if (pv.mode == Mode::Proj) {
+      pv.callback(
+          step, project_latent_to_rgb(latent, p.w, p.h, p.frames, family->defaults().latent_colors),
+          noisy);
       return;
     }
-    const std::vector<float> planes =
-        vae->decode_preview(latent, p.w, p.h, pv.mode == ImageRequest::Preview::Mode::Tae);
     const auto f = static_cast<int>(vae->config().downscale());
-    pv.callback(
-        step,
-        planes_to_image(planes.data(), static_cast<int>(p.w) * f, static_cast<int>(p.h) * f, 3),
-        noisy);
+    const int width = static_cast<int>(p.w) * f, height = static_cast<int>(p.h) * f;
+    std::vector<io::Image> frames;
+    if (p.frames > 1 && pv.mode == Mode::Vae && vae->decodes_video()) {
+      // A clip's preview is the clip, decoded as the result will be.
+      for (const std::vector<float>& frame : vae->decode_video(latent, p.w, p.h, p.frames))
+        frames.push_back(planes_to_image(frame.data(), width, height, 3));
+    } else {
+      // An image (or, through TAESD, a clip's first frame).
+      std::vector<float> first;
+      if (p.frames > 1) first = latent_frame(latent, p.w * p.h, p.frames, 0);
+      const std::vector<float> planes =
+          vae->decode_preview(p.frames > 1 ? first : latent, p.w, p.h, pv.mode == Mode::Tae);
+      frames.push_back(planes_to_image(planes.data(), width, height, 3));
+    }
+    pv.callback(step, frames, noisy);
   };
 
   sampling::GuidanceOptions guidance;

@@ -177,11 +177,12 @@ TEST_F(TinyPipeline, PreviewsComeEveryIntervalSteps) {
   request_.steps = 4;
   request_.preview.mode = ImageRequest::Preview::Mode::Proj;
   request_.preview.interval = 2;
-  request_.preview.callback = [&](int step, const io::Image& image, bool noisy) {
+  request_.preview.callback = [&](int step, const std::vector<io::Image>& frames, bool noisy) {
     steps.push_back(step);
     EXPECT_FALSE(noisy);
-    EXPECT_EQ(image.width, 16);  // one pixel per latent pixel
-    EXPECT_EQ(image.channels, 3);
+    ASSERT_EQ(frames.size(), 1u);
+    EXPECT_EQ(frames[0].width, 16);  // one pixel per latent pixel
+    EXPECT_EQ(frames[0].channels, 3);
   };
   sd_->generate(request_);
   EXPECT_EQ(steps, (std::vector<int>{2, 4}));

@@ -85,6 +85,28 @@ TEST_F(TinyWan, IsDetectedAndMakesAClip) {
   EXPECT_NE(sd.generate(r)[4].pixels, clip[4].pixels);
 }
 
+// A clip's preview is every frame: a projection per latent frame, or the decoded clip.
+TEST_F(TinyWan, PreviewsShowEveryFrame) {
+  StableDiffusion sd(options_);
+  std::vector<size_t> counts;
+  int width = 0;
+  request_.preview.callback = [&](int, const std::vector<io::Image>& frames, bool) {
+    counts.push_back(frames.size());
+    width = frames.empty() ? 0 : frames[0].width;
+  };
+  request_.preview.mode = ImageRequest::Preview::Mode::Proj;
+  const std::vector<io::Image> clip = sd.generate(request_);
+  EXPECT_EQ(counts, (std::vector<size_t>{2, 2}));  // two steps, two latent frames
+  EXPECT_EQ(width, 2);
+  counts.clear();
+  request_.preview.mode = ImageRequest::Preview::Mode::Vae;
+  request_.preview.interval = 2;
+  // Previews change nothing of the clip.
+  EXPECT_EQ(sd.generate(request_).back().pixels, clip.back().pixels);
+  EXPECT_EQ(counts, (std::vector<size_t>{5}));
+  EXPECT_EQ(width, 16);
+}
+
 TEST_F(TinyWan, FrameCountsRoundDownToWhatTheVaeMakes) {
   StableDiffusion sd(options_);
   request_.video_frames = 8;
@@ -110,7 +132,7 @@ TEST_F(TinyWan, AnImageIsAOneFrameClip) {
 // the first latent frame, and every frame is tiled.
 TEST(WanVaeRunner, TiledClipsAreTiledFrameByFrame) {
   nn::RandomWeights w(DType::F16, 9);
-  VaeRunner vae(w, test::tiny_wan_vae_config(), cpu_backend());
+  VaeRunner vae(w, test::tiny_wan_vae_config(), sd::test::cpu_backend());
   const int64_t side = 8, frames = 2, c = 16;
   std::vector<float> latent(static_cast<size_t>(side * side * frames * c));
   for (size_t i = 0; i < latent.size(); ++i) latent[i] = std::sin(0.37f * static_cast<float>(i));

@@ -37,6 +37,7 @@ struct CliOptions {
   preview_t preview_method = PREVIEW_NONE;
   int preview_interval = 1;
   std::string preview_path = "preview.png";
+  int preview_fps = 16;  // a clip's previews (set from --fps)
   bool taesd_preview_only = false;
   bool preview_noisy = false;
   bool metadata_raw = false;

@@ -2,8 +2,10 @@
 // stable-diffusion.cpp's flags. Modes: img_gen (txt2img, img2img, inpaint), convert,
 // upscale, metadata. A run either writes all its images or reports why not; each image
 // file is written whole or not at all.
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "cli/save_images.h"
 #include "cli/save_video.h"
 #include "io/image.h"
+#include "io/video.h"
 #include "stable-diffusion.h"
 #include "tensor/error.h"
 
@@ -69,17 +72,40 @@ void on_progress(int step, int steps, float seconds, void*) {
   std::fflush(stdout);
 }
 
+// An image's preview is written as --preview-path; a clip's (every frame) as a video there.
 void on_preview(int step, int frame_count, sd_image_t* frames, bool is_noisy, void* data) {
+  (void)step;
+  (void)is_noisy;
   const auto* cli = static_cast<const CliOptions*>(data);
-  if (frame_count != 1 || !frames) {
-    log_message(SD_LOG_WARN, "multi-frame previews are not supported; preview skipped");
-    return;
-  }
+  if (frame_count < 1 || !frames) return;
   try {
-    sd::io::write_image(cli->preview_path, to_image(frames[0]), "");
+    if (frame_count == 1) {
+      sd::io::write_image(cli->preview_path, to_image(frames[0]), "");
+      return;
+    }
+    std::vector<sd::io::Image> clip;
+    for (int i = 0; i < frame_count; ++i) clip.push_back(to_image(frames[i]));
+    sd::io::VideoOptions options;
+    options.fps = cli->preview_fps;
+    sd::io::write_video(cli->preview_path, clip, options);
   } catch (const std::exception& e) {
     log_message(SD_LOG_ERROR, "preview: %s", e.what());
   }
+}
+
+// A clip's previews are clips: a --preview-path that names no video format becomes .avi (as
+// the reference's .png does), played at --fps (proj's frames are latent frames: a quarter).
+void set_video_preview(CliOptions& cli, const GenerationOptions& g) {
+  if (g.video_frames <= 4) return;  // one latent frame: an image
+  try {
+    sd::io::video_format_for(cli.preview_path);
+  } catch (const std::exception&) {
+    const std::filesystem::path path(cli.preview_path);
+    cli.preview_path = path.parent_path().empty()
+                           ? path.stem().string() + ".avi"
+                           : (path.parent_path() / (path.stem().string() + ".avi")).string();
+  }
+  cli.preview_fps = std::max(1, cli.preview_method == PREVIEW_PROJ ? g.fps / 4 : g.fps);
 }
 
 // Owns what generate_image / upscale return.
@@ -229,6 +255,7 @@ int run_generation(Arguments& a) {
   }
 
   if (cli.preview_method != PREVIEW_NONE) {
+    if (video) set_video_preview(cli, g);
     sd_set_preview_callback(on_preview, cli.preview_method, cli.preview_interval,
                             !cli.preview_noisy, cli.preview_noisy, &cli);
   }

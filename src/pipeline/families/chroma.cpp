@@ -25,7 +25,7 @@ class Chroma final : public FluxFamily {
   void require_files(const ModelFiles& files) const override {
     SD_CHECK(files.contains(std::string(FluxConditioner::kT5Scope) + "shared.weight"),
              "Chroma needs its T5-XXL text encoder: pass --t5xxl FILE (t5xxl_fp16.safetensors)");
-    SD_CHECK(files.contains(std::string(io::kVaeRoot) + "decoder.conv_in.weight"),
+    SD_CHECK(files.contains(std::string(io::kVaeConvIn)),
              "Chroma needs its autoencoder: pass --vae FILE (ae.safetensors)");
     if (files.contains(std::string(FluxConditioner::kClipScope) +
                        "embeddings.token_embedding.weight"))

@@ -27,6 +27,7 @@
 #include "pipeline/conditioning.h"
 #include "pipeline/diffusion_net.h"
 #include "pipeline/image_request.h"
+#include "pipeline/latent_preview.h"
 #include "pipeline/model_args.h"
 #include "pipeline/model_options.h"
 #include "pipeline/model_shapes.h"
@@ -97,6 +98,8 @@ struct FamilyDefaults {
   bool timestep_shift = false;
   // Video models: video frames per latent frame after the first (Wan: 4); 0: an image model.
   int video_frame_stride = 0;
+  // How --preview proj colours the latent (pipeline/latent_preview.h).
+  LatentColors latent_colors = LatentColors::Sd;
 };
 
 class Family {

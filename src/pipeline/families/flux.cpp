@@ -30,6 +30,7 @@ FamilyDefaults FluxFamily::flux_defaults() {
   FamilyDefaults d;
   d.vae = models::VaeConfig::flux;
   d.latent_channels = 16;
+  d.latent_colors = LatentColors::Flux;
   d.scale_factor = 0.3611f;
   d.shift_factor = 0.1159f;
   d.sample_method = sampling::SampleMethod::Euler;

@@ -149,6 +149,7 @@ class Flux2 final : public LlmFamily {
     FamilyDefaults d;
     d.vae = models::VaeConfig::flux2;
     d.latent_channels = 32;
+    d.latent_colors = LatentColors::Flux2;
     d.scale_factor = 1.0f;  // the batch norm scales instead
     d.shift_factor = 0.0f;
     d.sample_method = sampling::SampleMethod::Euler;

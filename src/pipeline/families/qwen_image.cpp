@@ -96,6 +96,7 @@ class QwenImage final : public LlmFamily {
     FamilyDefaults d;
     d.vae = models::VaeConfig::wan21;
     d.latent_channels = 16;
+    d.latent_colors = LatentColors::Wan21;
     d.scale_factor = 1.0f;  // the latent statistics scale instead
     d.shift_factor = 0.0f;
     d.sample_method = sampling::SampleMethod::Euler;

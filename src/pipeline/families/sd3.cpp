@@ -83,6 +83,7 @@ class Sd3 final : public Family {
     FamilyDefaults d;
     d.vae = models::VaeConfig::flux;
     d.latent_channels = 16;
+    d.latent_colors = LatentColors::Sd3;
     d.scale_factor = 1.5305f;
     d.shift_factor = 0.0609f;
     d.sample_method = sampling::SampleMethod::Euler;

@@ -20,6 +20,7 @@ FamilyDefaults sdxl_defaults() {
   d.prediction = sampling::Prediction::Eps;
   d.ays_levels = sampling::AysLevels::SDXL;
   d.timestep_shift = true;
+  d.latent_colors = LatentColors::Sdxl;
   return d;
 }
 

@@ -179,6 +179,7 @@ class Wan final : public Family {
     FamilyDefaults d;
     d.vae = models::VaeConfig::wan21;
     d.latent_channels = 16;
+    d.latent_colors = LatentColors::Wan21;
     d.scale_factor = 1.0f;
     d.sample_method = sampling::SampleMethod::Euler;
     d.prediction = sampling::Prediction::Sd3Flow;  // discrete flow, t = 1000 sigma

@@ -77,6 +77,7 @@ class ZImage final : public LlmFamily {
     FamilyDefaults d;
     d.vae = models::VaeConfig::flux;
     d.latent_channels = 16;
+    d.latent_colors = LatentColors::Flux;
     d.scale_factor = 0.3611f;
     d.shift_factor = 0.1159f;
     d.sample_method = sampling::SampleMethod::Euler;
