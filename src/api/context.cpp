@@ -475,27 +475,25 @@ void to_image_params(const sd_vid_gen_params_t& v, sd_img_gen_params_t& p) {
 
 // The video request as a pipeline request: the image request of its prompt, size and
 // sampling, its frames, last frame and the high-noise expert's sampling.
-void to_pipeline_video_request(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t& vp,
+void to_pipeline_video_request(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t& v,
                                PipelineRequest& request, bool quiet) {
-  const sd_vid_gen_params_t* v = &vp;
-  {
-    sd_img_gen_params_t p;
-    to_image_params(*v, p);
-    to_pipeline_request(sd_ctx, &p, request, quiet);
-    request.request.video_frames = std::max(1, v->video_frames);
-    // The high-noise expert's sampling (Wan 2.2 A14B): read where the model has one.
-    const sd_sample_params_t& h = v->high_noise_sample_params;
-    sd::pipeline::ImageRequest::HighNoise& high = request.request.high_noise;
-    high.steps = h.sample_steps > 0 ? h.sample_steps : -1;
-    high.cfg_scale = h.guidance.txt_cfg;
-    if (h.sample_method != SAMPLE_METHOD_COUNT)
-      high.method = sd::sampling::parse_sample_method(sd_sample_method_name(h.sample_method));
-    if (std::isfinite(h.eta)) high.eta = h.eta;
-    high.moe_boundary = v->moe_boundary;
-    if (has_image(v->end_image)) {
-      request.end = to_image(v->end_image, "end image");
-      request.request.end_image = &request.end;
-    }
+  sd_img_gen_params_t p;
+  to_image_params(v, p);
+  to_pipeline_request(sd_ctx, &p, request, quiet);
+  request.request.video_frames = std::max(1, v.video_frames);
+  // The high-noise expert's sampling (Wan 2.2 A14B), read where the model has one: steps < 0
+  // for those above the boundary, 0 for none (as the reference).
+  const sd_sample_params_t& h = v.high_noise_sample_params;
+  sd::pipeline::ImageRequest::HighNoise& high = request.request.high_noise;
+  high.steps = h.sample_steps;
+  high.cfg_scale = h.guidance.txt_cfg;
+  if (h.sample_method != SAMPLE_METHOD_COUNT)
+    high.method = sd::sampling::parse_sample_method(sd_sample_method_name(h.sample_method));
+  if (std::isfinite(h.eta)) high.eta = h.eta;
+  high.moe_boundary = v.moe_boundary;
+  if (has_image(v.end_image)) {
+    request.end = to_image(v.end_image, "end image");
+    request.request.end_image = &request.end;
   }
 }
 

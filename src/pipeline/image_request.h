@@ -56,7 +56,8 @@ struct ImageRequest {
   // expert samples the first `steps` steps with its own guidance and sampler, the main
   // network the rest, continuing from its latent. steps < 0: the expert's steps are those
   // whose sigma is at least `moe_boundary` (the sigmas made for `steps` in all); otherwise
-  // both counts add up to the schedule's (sd.cpp's --high-noise-* flags).
+  // both counts add up to the schedule's, 0 leaving the expert out (sd.cpp's --high-noise-*
+  // flags).
   struct HighNoise {
     int steps = -1;
     float cfg_scale = 7.0f;
