@@ -72,17 +72,19 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
                                     [&](float s) { return s < r.high_noise.moe_boundary; });
     p.high_noise_steps = below == p.sigmas.end() ? 0 : static_cast<int>(below - p.sigmas.begin());
   }
-  if (high_noise) {
-    p.high_noise_method = r.high_noise.method.value_or(family->defaults().sample_method);
-    if (r.info)
-      r.info(format("high-noise expert: %d of %zu steps (%s), then the main network",
-                    std::min(p.high_noise_steps, static_cast<int>(p.sigmas.size()) - 1),
-                    p.sigmas.size() - 1, sampling::sample_method_name(p.high_noise_method)));
-  }
   const ImageInput image_input = family->image_input(version);
   // (Image to video's -i is the clip's first frame, not a start for image-to-image.)
   if (r.init_image && r.strength < 1.0f && image_input != ImageInput::VideoFrames)
     p.sigmas = sampling::img2img_sigmas(p.sigmas, p.sample_steps, r.strength);
+  if (high_noise) {
+    // At most every step (after any image-to-image trimming).
+    p.high_noise_steps = std::min(p.high_noise_steps, static_cast<int>(p.sigmas.size()) - 1);
+    p.high_noise_method = r.high_noise.method.value_or(family->defaults().sample_method);
+    if (r.info)
+      r.info(format("high-noise expert: %d of %zu steps (%s), then the main network",
+                    p.high_noise_steps, p.sigmas.size() - 1,
+                    sampling::sample_method_name(p.high_noise_method)));
+  }
 
   const int64_t f = vae->config().downscale();
   p.w = r.width / f;

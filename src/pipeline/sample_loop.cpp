@@ -29,7 +29,7 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
   const std::vector<float> noise = rng.randn(p.init_latent.size());
   std::vector<float> x = schedule.noised_latent(p.sigmas[0], noise, p.init_latent);
   const int steps = static_cast<int>(p.sigmas.size()) - 1;
-  const int split = high_noise ? std::min(p.high_noise_steps, steps) : 0;
+  const int split = p.high_noise_steps;  // 0 without an expert; at most `steps` (setup)
   if (split > 0) {
     const Stage expert{
         *high_noise,         std::vector<float>(p.sigmas.begin(), p.sigmas.begin() + split + 1),

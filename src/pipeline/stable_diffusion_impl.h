@@ -64,8 +64,8 @@ struct StableDiffusion::Impl {
     sampling::SchedulerOptions scheduler_options;
     int sample_steps = 0;  // what the first pass runs before any img2img trimming
     std::vector<float> sigmas;
-    // With a high-noise expert: the first steps (sigmas[0..high_noise_steps]) are its, with
-    // its own sampler.
+    // With a high-noise expert: the first steps (sigmas[0..high_noise_steps], at most all)
+    // are its, with its own sampler; 0 without one.
     int high_noise_steps = 0;
     sampling::SampleMethod high_noise_method = sampling::SampleMethod::Euler;
     int64_t w = 0, h = 0, c = 0;           // the latent

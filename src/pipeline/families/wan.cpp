@@ -31,6 +31,10 @@ namespace {
 
 using io::ModelVersion;
 
+// Present when a high-noise expert's file was given.
+const std::string kExpertPatchEmbedding =
+    std::string(io::kHighNoiseUnetRoot) + "patch_embedding.weight";
+
 class Wan final : public Family {
  public:
   static constexpr int64_t kMaskChannels = 4;  // video frames per latent frame
@@ -62,7 +66,7 @@ class Wan final : public Family {
           "warning: this Wan model reads no CLIP vision tokens; the --clip_vision file is "
           "not used");
     if (!files.options.high_noise_diffusion_model.empty())
-      SD_CHECK(files.contains(std::string(io::kHighNoiseUnetRoot) + "patch_embedding.weight"),
+      SD_CHECK(files.contains(kExpertPatchEmbedding),
                "the --high-noise-diffusion-model file %s holds no Wan transformer (no "
                "patch_embedding.weight): give Wan 2.2 A14B's high-noise expert",
                files.options.high_noise_diffusion_model.c_str());
@@ -96,7 +100,7 @@ class Wan final : public Family {
              "does not run yet)",
              static_cast<long long>(latent), static_cast<long long>(arch.wan->in_channels),
              static_cast<long long>(arch.wan->out_channels));
-    if (files.contains(std::string(io::kHighNoiseUnetRoot) + "patch_embedding.weight")) {
+    if (files.contains(kExpertPatchEmbedding)) {
       arch.wan_high_noise = models::wan_config_from_shapes(
           io::kHighNoiseUnetRoot, [&](const std::string& name) { return shape_of(name); });
       // The experts take turns on one latent with one conditioning.
