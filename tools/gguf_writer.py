@@ -1,7 +1,10 @@
 """A minimal GGUF (version 3) writer for the random-model tools: metadata of strings,
 integers, floats and arrays of them, and f32/f16 tensors, in the layout ggml and llama.cpp
 read (ggml/docs/gguf.md): header, key/value pairs, tensor infos (dimensions innermost
-first), then the data, each tensor aligned to 32 bytes."""
+first), then the data, each tensor aligned to 32 bytes. A tensor of zeros can be stored as
+q4_0 blocks of zero bytes (scale 0) left as a hole in the file: a model of a released
+layout whose large layers do not matter to a test then costs no disk space and no writing
+time."""
 
 import os
 import struct
@@ -15,7 +18,8 @@ ALIGNMENT = 32
 # Value types
 UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY = 4, 5, 6, 7, 8, 9
 # Tensor types
-GGML_F32, GGML_F16 = 0, 1
+GGML_F32, GGML_F16, GGML_Q4_0 = 0, 1, 2
+Q4_0_BLOCK, Q4_0_BYTES = 32, 18    # values per block, bytes per block (f16 scale, 16 nibbles)
 
 
 def _string(s):
@@ -60,7 +64,8 @@ def _value(v):
 
 def write_gguf(path, metadata, tensors):
     """metadata: {key: value}; tensors: [(name, numpy array (rows first, as torch), "f32"
-    or "f16")]. Writes path via path.tmp; returns the data size in bytes."""
+    or "f16")] or [(name, shape, "zero_q4_0")] (zeros; the innermost dimension a multiple of
+    32), written as a hole. Writes path via path.tmp; returns the data size in bytes."""
     head = GGUF_MAGIC + struct.pack("<IQQ", GGUF_VERSION, len(tensors), len(metadata) + 1)
     for key, v in list(metadata.items()) + [("general.alignment", ALIGNMENT)]:
         if key == "general.alignment":
@@ -70,20 +75,36 @@ def write_gguf(path, metadata, tensors):
         head += _string(key) + struct.pack("<I", kind) + body
     offset, blobs = 0, []
     for name, array, dtype in tensors:
-        data = array.astype("<f4" if dtype == "f32" else "<f2").tobytes()
-        dims = list(reversed(array.shape))  # ggml's ne: innermost first
+        if dtype == "zero_q4_0":
+            shape = tuple(array)
+            if shape[-1] % Q4_0_BLOCK:
+                raise ValueError(f"{name}: {shape} does not fill q4_0 blocks")
+            n = 1
+            for d in shape:
+                n *= d
+            data, kind = n // Q4_0_BLOCK * Q4_0_BYTES, GGML_Q4_0  # a hole of this size
+        else:
+            shape = array.shape
+            data = array.astype("<f4" if dtype == "f32" else "<f2").tobytes()
+            kind = GGML_F32 if dtype == "f32" else GGML_F16
+        dims = list(reversed(shape))  # ggml's ne: innermost first
         head += _string(name) + struct.pack("<I", len(dims))
         head += b"".join(struct.pack("<Q", d) for d in dims)
-        head += struct.pack("<IQ", GGML_F32 if dtype == "f32" else GGML_F16, offset)
+        head += struct.pack("<IQ", kind, offset)
         blobs.append(data)
-        offset += len(data)
+        size = data if isinstance(data, int) else len(data)
+        offset += size
         offset += -offset % ALIGNMENT
     head += b"\0" * (-len(head) % ALIGNMENT)
     tmp = path + ".tmp"
     with open(tmp, "wb") as f:
         f.write(head)
         for data in blobs:
+            if isinstance(data, int):  # zeros: skipped, read back as zeros
+                f.seek(data + (-data % ALIGNMENT), os.SEEK_CUR)
+                continue
             f.write(data)
             f.write(b"\0" * (-len(data) % ALIGNMENT))
+        f.truncate()
     os.replace(tmp, path)
     return offset

@@ -58,6 +58,17 @@ them from the file, 16 heads each). ``flf2v`` adds ``img_emb.emb_pos`` [1, 514, 
 and last frames' tokens); ``i2v-2.2`` is Wan 2.2 I2V's layout: 36 input channels, no image
 attention, no CLIP vision file.
 
+Wan 2.2 TI2V-5B (``--variant ti2v``): ``<out>/wan.gguf`` is the 5B transformer's layout
+(48 latent channels in and out, stable-diffusion.cpp fixes dim 3072, 30 blocks, ffn 14336,
+and knows the model by its patch embedding's 48 x 3072 channels) with every block, the text
+embedding and the time projection zero, stored as q4_0 blocks of zeros left as holes in the
+file (no disk space, no writing time; 2.8 GB as the readers map it). The blocks then add
+nothing, so the transformer is its patch embedding, the time embedding and the modulated
+head: a velocity that depends on the latent and the timestep (per frame where frames differ)
+but not on the prompt. Those tensors are f32 and random. ``<out>/wan_vae.safetensors`` is
+Wan 2.2's autoencoder (random_model_parts.wan22_vae_specs; widths 160 and 256 and 48
+latent channels, fixed in stable-diffusion.cpp; about 0.7 G values). umT5 as for t2v.
+
 Weights: normal(0, 1/sqrt(fan_in)) for Linear and convolution weights, normal(0, 0.02) for
 biases and 1 + normal(0, 0.1) for norm scales (norm3's bias normal(0, 0.02)); the modulation
 tables normal(0, 1/sqrt(dim)), as Wan initialises them; umT5's token embedding and bias
@@ -75,17 +86,26 @@ and 0.13 G (autoencoder) values.
 
 Usage: make_random_wan.py --out DIR [--seed N] [--dtype f32|f16|bf16] [--dim 1536]
 [--layers 30] [--ffn 8960] [--t5-dim 4096] [--t5-layers 24] [--t5-ff 10240]
-[--t5-heads 64] [--t5-vocab 256384] [--vae-dim 96] [--variant t2v|i2v|flf2v|i2v-2.2]
+[--t5-heads 64] [--t5-vocab 256384] [--vae-dim 96]
+[--variant t2v|i2v|flf2v|i2v-2.2|ti2v]
 [--clip-dim 1280] [--clip-layers 32] [--clip-ff 5120] [--parts wan,umt5,...] [--list]
 """
 
+import os
 import sys
 
+import numpy as np
+
 import random_model_parts as rw
+from gguf_writer import write_gguf
 from random_model_parts import FREQ_DIM, linear, norm
 
 PATCH = (1, 2, 2)          # frames, rows, columns
 LATENT_CHANNELS = 16
+TI2V_LATENT_CHANNELS = 48  # Wan 2.2's autoencoder
+TI2V_DIM, TI2V_LAYERS, TI2V_FFN = 3072, 30, 14336
+# The tensors a TI2V test transformer holds as zeros (see the docstring).
+TI2V_ZERO = ("blocks.", "text_embedding.", "time_projection.")
 MASK_CHANNELS = 4          # image to video: the given frames, 4 video frames per latent one
 CLIP_PATCH = 14
 CLIP_POSITIONS = 257       # 16 x 16 patches of 224 pixels and the class token
@@ -97,8 +117,9 @@ UMT5_VOCAB = 256384
 
 def dit_specs(dim, n_layers, ffn, text_dim, variant="t2v", clip_dim=1280):
     s = []
-    patch_out = LATENT_CHANNELS * PATCH[0] * PATCH[1] * PATCH[2]
-    in_channels = LATENT_CHANNELS if variant == "t2v" else 2 * LATENT_CHANNELS + MASK_CHANNELS
+    latent = TI2V_LATENT_CHANNELS if variant == "ti2v" else LATENT_CHANNELS
+    patch_out = latent * PATCH[0] * PATCH[1] * PATCH[2]
+    in_channels = latent if variant in ("t2v", "ti2v") else 2 * latent + MASK_CHANNELS
     patch_in = in_channels * PATCH[0] * PATCH[1] * PATCH[2]
     image_attention = variant in ("i2v", "flf2v")
     # A weak patch embedding and sharper attention (q/k norm scales 1.5) make the video
@@ -137,6 +158,30 @@ def dit_specs(dim, n_layers, ffn, text_dim, variant="t2v", clip_dim=1280):
         if variant == "flf2v":
             s.append(("img_emb.emb_pos", (1, 2 * CLIP_POSITIONS, clip_dim), 0.0, 0.02))
     return s
+
+
+def write_ti2v_dit(a, text_dim):
+    """The TI2V-5B layout as wan.gguf, its TI2V_ZERO tensors zero (q4_0 holes where they
+    fill q4_0 blocks, else f32), the rest random f32. The patch embedding's 5-d kernel is
+    stored as ggml keeps it, [dim * 48, 1, 2, 2]."""
+    tensors = []
+    for name, shape, mean, std in sorted(dit_specs(TI2V_DIM, TI2V_LAYERS, TI2V_FFN, text_dim,
+                                                   "ti2v"), key=lambda t: t[0]):
+        if name.startswith(TI2V_ZERO):
+            if len(shape) >= 2 and shape[-1] % 32 == 0:
+                tensors.append((name, shape, "zero_q4_0"))
+            else:
+                tensors.append((name, np.zeros(shape, np.float32), "f32"))
+            continue
+        x = rw.values(name, shape, mean, std, a.seed)
+        if len(shape) == 5:
+            x = x.reshape((shape[0] * shape[1],) + tuple(shape[2:]))
+        tensors.append((name, x, "f32"))
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "wan.gguf")
+    n = write_gguf(path, {"general.architecture": "wan", "general.name": "random TI2V-5B"},
+                   tensors)
+    print(f"wrote {path}: {len(tensors)} tensors, {n / 2**20:.1f} MiB (mostly holes)")
 
 
 def layer_norm(s, name, n):
@@ -185,9 +230,11 @@ def main(argv=None):
                     help="umT5 vocabulary rows (released 256384; keep it for real token ids)")
     ap.add_argument("--vae-dim", type=int, default=96,
                     help="autoencoder base width, even (fixed 96 in stable-diffusion.cpp)")
-    ap.add_argument("--variant", choices=("t2v", "i2v", "flf2v", "i2v-2.2"), default="t2v",
+    ap.add_argument("--variant", choices=("t2v", "i2v", "flf2v", "i2v-2.2", "ti2v"),
+                    default="t2v",
                     help="t2v (Wan 2.1 T2V), i2v (Wan 2.1 I2V, with clip_vision), flf2v "
-                         "(Wan 2.1 FLF2V, with clip_vision), i2v-2.2 (Wan 2.2 I2V)")
+                         "(Wan 2.1 FLF2V, with clip_vision), i2v-2.2 (Wan 2.2 I2V), ti2v (Wan "
+                         "2.2 TI2V-5B: wan.gguf and Wan 2.2's autoencoder)")
     ap.add_argument("--clip-dim", type=int, default=1280,
                     help="CLIP vision width, multiple of 16 (fixed 1280 in stable-diffusion.cpp)")
     ap.add_argument("--clip-layers", type=int, default=32, help="CLIP vision layers (32)")
@@ -212,12 +259,18 @@ def main(argv=None):
     }
     if a.variant in ("i2v", "flf2v"):
         parts["clip_vision"] = (clip_vision_specs(a.clip_dim, a.clip_layers, a.clip_ff), "f16")
+    if a.variant == "ti2v":
+        parts["wan_vae"] = (rw.wan22_vae_specs(), "bf16")
     if a.parts:
         wanted = a.parts.split(",")
         unknown = [p for p in wanted if p not in parts]
         if unknown:
             ap.error(f"--parts: {', '.join(unknown)} not among {', '.join(parts)}")
         parts = {k: v for k, v in parts.items() if k in wanted}
+    if a.variant == "ti2v" and "wan" in parts:
+        del parts["wan"]
+        if not a.list:
+            write_ti2v_dit(a, a.t5_dim)
     return rw.write_parts(a, parts, "make_random_wan.py")
 
 

@@ -245,6 +245,79 @@ def wan_vae_specs(dim, z=16):
     return s
 
 
+def wan22_vae_specs(dim=160, decoder_dim=256, z=48, patch=2):
+    """The Wan 2.2 causal autoencoder (TI2V-5B's), Wan names: as wan_vae_specs, but each
+    level of the encoder is one block ``encoder.downsamples.L`` holding its residual blocks
+    ``.downsamples.{0,1}`` and its resampler ``.downsamples.2`` (no weights for its averaging
+    shortcut), each level of the decoder one block ``decoder.upsamples.L`` with
+    ``.upsamples.{0,1,2}`` and the resampler ``.upsamples.3``, whose conv keeps the width; the
+    image enters and leaves in patch x patch pixel patches (3 patch^2 channels). Widths: the
+    encoder's dim x (1, 1, 2, 4, 4), the decoder's decoder_dim x (4, 4, 4, 2, 1)."""
+    s = []
+
+    def conv(name, n_out, n_in, kernel):
+        fan_in = n_in
+        for k in kernel:
+            fan_in *= k
+        s.append((f"{name}.weight", (n_out, n_in) + tuple(kernel), 0.0, fan_in ** -0.5))
+        s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
+
+    def rms(name, n, images=False):
+        s.append((f"{name}.gamma", (n, 1, 1) if images else (n, 1, 1, 1), 1.0, 0.1))
+
+    def resblock(name, c_in, c_out):
+        rms(f"{name}.residual.0", c_in)
+        conv(f"{name}.residual.2", c_out, c_in, (3, 3, 3))
+        rms(f"{name}.residual.3", c_out)
+        conv(f"{name}.residual.6", c_out, c_out, (3, 3, 3))
+        if c_in != c_out:
+            conv(f"{name}.shortcut", c_out, c_in, (1, 1, 1))
+
+    def middle(prefix, c):
+        resblock(f"{prefix}.middle.0", c, c)
+        rms(f"{prefix}.middle.1.norm", c, images=True)
+        conv(f"{prefix}.middle.1.to_qkv", 3 * c, c, (1, 1))
+        conv(f"{prefix}.middle.1.proj", c, c, (1, 1))
+        resblock(f"{prefix}.middle.2", c, c)
+
+    image = 3 * patch * patch
+    levels = len(WAN_VAE_MULT)
+    dims = [dim] + [dim * m for m in WAN_VAE_MULT]
+    conv("encoder.conv1", dims[0], image, (3, 3, 3))
+    for i in range(levels):
+        c_in, c_out = dims[i], dims[i + 1]
+        for j in range(WAN_VAE_RES_BLOCKS):
+            resblock(f"encoder.downsamples.{i}.downsamples.{j}", c_in, c_out)
+            c_in = c_out
+        if i != levels - 1:
+            p = f"encoder.downsamples.{i}.downsamples.{WAN_VAE_RES_BLOCKS}"
+            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
+            if WAN_VAE_TEMPORAL_DOWN[i]:
+                conv(f"{p}.time_conv", c_out, c_out, (3, 1, 1))
+    middle("encoder", dims[-1])
+    rms("encoder.head.0", dims[-1])
+    conv("encoder.head.2", 2 * z, dims[-1], (3, 3, 3))
+    conv("conv1", 2 * z, 2 * z, (1, 1, 1))
+
+    conv("conv2", z, z, (1, 1, 1))
+    dims = [decoder_dim * WAN_VAE_MULT[-1]] + [decoder_dim * m for m in reversed(WAN_VAE_MULT)]
+    conv("decoder.conv1", dims[0], z, (3, 3, 3))
+    middle("decoder", dims[0])
+    for i in range(levels):
+        c_in, c_out = dims[i], dims[i + 1]
+        for j in range(WAN_VAE_RES_BLOCKS + 1):
+            resblock(f"decoder.upsamples.{i}.upsamples.{j}", c_in, c_out)
+            c_in = c_out
+        if i != levels - 1:
+            p = f"decoder.upsamples.{i}.upsamples.{WAN_VAE_RES_BLOCKS + 1}"
+            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
+            if WAN_VAE_TEMPORAL_UP[i]:
+                conv(f"{p}.time_conv", 2 * c_out, c_out, (3, 1, 1))
+    rms("decoder.head.0", dims[-1])
+    conv("decoder.head.2", image, dims[-1], (3, 3, 3))
+    return s
+
+
 def t5_specs(dim, n_layers, ff, heads, vocab, bias_per_layer=False):
     """T5 v1.1's encoder, Hugging Face names, no biases, heads of T5_D_KV: with
     bias_per_layer umT5's (a relative position bias table in every block, not only block 0).

@@ -56,6 +56,31 @@ VaeConfig VaeConfig::wan21() {
   return c;
 }
 
+VaeConfig VaeConfig::wan22() {
+  VaeConfig c;
+  c.arch = Arch::Wan22;
+  c.ch = 160;
+  c.decoder_ch = 256;
+  c.image_patch = 2;
+  c.z_channels = c.embed_dim = 48;
+  c.scale_factor = 1.0f;
+  c.use_quant_conv = false;
+  // Wan 2.2's latents_mean / latents_std (its released VAE config).
+  c.latent_mean = {-0.2289f, -0.0052f, -0.1323f, -0.2339f, -0.2799f, 0.0174f,  0.1838f,  0.1557f,
+                   -0.1382f, 0.0542f,  0.2813f,  0.0891f,  0.1570f,  -0.0098f, 0.0375f,  -0.1825f,
+                   -0.2246f, -0.1207f, -0.0698f, 0.5109f,  0.2665f,  -0.2108f, -0.2158f, 0.2502f,
+                   -0.2055f, -0.0322f, 0.1109f,  0.1567f,  -0.0729f, 0.0899f,  -0.2799f, -0.1230f,
+                   -0.0313f, -0.1649f, 0.0117f,  0.0723f,  -0.2839f, -0.2083f, -0.0520f, 0.3748f,
+                   0.0152f,  0.1957f,  0.1433f,  -0.2944f, 0.3573f,  -0.0548f, -0.1681f, -0.0667f};
+  c.latent_std = {0.4765f, 1.0364f, 0.4514f, 1.1677f, 0.5313f, 0.4990f, 0.4818f, 0.5013f,
+                  0.8158f, 1.0344f, 0.5894f, 1.0901f, 0.6885f, 0.6165f, 0.8454f, 0.4978f,
+                  0.5759f, 0.3523f, 0.7135f, 0.6804f, 0.5833f, 1.4146f, 0.8986f, 0.5659f,
+                  0.7069f, 0.5338f, 0.4889f, 0.4917f, 0.4069f, 0.4999f, 0.6866f, 0.4093f,
+                  0.5709f, 0.6065f, 0.6415f, 0.4944f, 0.5726f, 1.2042f, 0.5458f, 1.6887f,
+                  0.3971f, 1.0600f, 0.3943f, 0.5537f, 0.5444f, 0.4089f, 0.7468f, 0.7744f};
+  return c;
+}
+
 namespace {
 
 // LDM's Normalize(): GroupNorm(32, C, eps=1e-6).
@@ -241,7 +266,7 @@ Tensor* patch_latent(Context& ctx, Tensor* z) {
 }  // namespace
 
 Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z) {
-  if (cfg.arch == VaeConfig::Arch::Wan21) return wan_vae_decode(vae, cfg, z);
+  if (cfg.causal_3d()) return wan_vae_decode(vae, cfg, z);
   check_config(cfg);
   SD_CHECK(z->ne[2] == cfg.latent_channels(),
            "[vae] decode needs a latent with %lld channels, got %s",
@@ -261,7 +286,7 @@ Tensor* vae_decode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* z) {
 }
 
 Tensor* vae_encode(const nn::Scope& vae, const VaeConfig& cfg, Tensor* image) {
-  if (cfg.arch == VaeConfig::Arch::Wan21) return wan_vae_encode(vae, cfg, image);
+  if (cfg.causal_3d()) return wan_vae_encode(vae, cfg, image);
   check_config(cfg);
   const int64_t f = cfg.downscale();
   SD_CHECK(image->ne[2] == 3 && image->ne[0] % f == 0 && image->ne[1] % f == 0,

@@ -35,11 +35,18 @@ struct VaeConfig {
   // factors; encoding keeps the mean, no sample is drawn.
   int latent_patch = 1;
   bool batch_norm_latent = false;
-  // The autoencoder's design: LDM's (SD, FLUX.1, FLUX.2) or Wan 2.1's causal 3-d one
-  // (models/wan_vae.h; Qwen-Image), whose latent is normalized per channel by statistics
-  // its file does not hold: (z - latent_mean) / latent_std, applied by the caller.
-  enum class Arch { Ldm, Wan21 } arch = Arch::Ldm;
+  // The autoencoder's design: LDM's (SD, FLUX.1, FLUX.2) or Wan's causal 3-d one
+  // (models/wan_vae.h): Wan 2.1's (Wan 2.1, Wan 2.2 A14B, Qwen-Image) or Wan 2.2's (TI2V-5B:
+  // residual down/up blocks, pixels in 2x2 patches). Wan's latent is normalized per channel
+  // by statistics its file does not hold: (z - latent_mean) / latent_std, applied by the
+  // caller.
+  enum class Arch { Ldm, Wan21, Wan22 } arch = Arch::Ldm;
   std::vector<float> latent_mean, latent_std;
+  // Wan 2.2: the decoder's base width (the encoder's is ch; 0: the same) and the image's
+  // pixels folded into channels image_patch x image_patch before the encoder (and unfolded
+  // after the decoder).
+  int64_t decoder_ch = 0;
+  int image_patch = 1;
 
   // SD 1.x / 2.x: ddconfig of v1-inference.yaml and v2-inference.yaml, scale factor
   // 0.18215 (sd.cpp uses the same for both).
@@ -53,8 +60,16 @@ struct VaeConfig {
   // Wan 2.1's autoencoder (Qwen-Image's too): width 96, 16 channels under its published
   // latent statistics.
   static VaeConfig wan21();
-  // Image pixels per sampler-latent pixel along each side: 2^(levels - 1) x latent_patch.
-  int64_t downscale() const { return (int64_t{1} << (ch_mult.size() - 1)) * latent_patch; }
+  // Wan 2.2's (TI2V-5B): widths 160 (encoder) and 256 (decoder), 48 channels at 1/16 per
+  // side under its published latent statistics.
+  static VaeConfig wan22();
+  bool causal_3d() const { return arch != Arch::Ldm; }
+  int64_t decoder_width() const { return decoder_ch > 0 ? decoder_ch : ch; }
+  // Image pixels per sampler-latent pixel along each side:
+  // 2^(levels - 1) x latent_patch x image_patch.
+  int64_t downscale() const {
+    return (int64_t{1} << (ch_mult.size() - 1)) * latent_patch * image_patch;
+  }
   // The sampler latent's channels.
   int64_t latent_channels() const { return embed_dim * latent_patch * latent_patch; }
 };

@@ -13,6 +13,7 @@
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/norm.h"
 #include "tensor/ops/pad.h"
+#include "tensor/ops/reduce.h"
 #include "tensor/ops/unary.h"
 #include "tensor/ops/upscale.h"
 #include "tensor/ops/view.h"
@@ -213,6 +214,79 @@ Tensor* middle(const nn::Scope& s, Tensor* x, int64_t c, WanClipCache* clip = nu
   return residual_block(s["2"], x, c, c, clip);
 }
 
+// Wan 2.2's rearrangements of pixels and frames into channels and back, on [W, H, C, T]
+// (T: frames). fold_frames: [W, H, C, T] -> [W, H, C * f, T / f], channel c * f + a from
+// frame t * f + a; unfold_frames undoes it.
+Tensor* fold_frames(Context& ctx, Tensor* x, int64_t f) {
+  if (f == 1) return x;
+  const int64_t w = x->ne[0], h = x->ne[1], c = x->ne[2], t = x->ne[3] / f;
+  Tensor* y = cont(ctx, permute(ctx, reshape(ctx, x, {w * h, c, f, t}), {0, 2, 1, 3}));
+  return reshape(ctx, y, {w, h, c * f, t});
+}
+Tensor* unfold_frames(Context& ctx, Tensor* x, int64_t f) {
+  if (f == 1) return x;
+  const int64_t w = x->ne[0], h = x->ne[1], c = x->ne[2] / f, t = x->ne[3];
+  Tensor* y = cont(ctx, permute(ctx, reshape(ctx, x, {w * h, f, c, t}), {0, 2, 1, 3}));
+  return reshape(ctx, y, {w, h, c, t * f});
+}
+
+// [W, H, C, T] -> [W / s, H / s, C * s * s, T]: the s x s pixels of a cell as channels,
+// (c * s + dy) * s + dx (row-major, Wan 2.2's resamplers' shortcuts) or (c * s + dx) * s + dy
+// (column-major, its image patches).
+Tensor* space_to_depth(Context& ctx, Tensor* x, int64_t s, bool row_major) {
+  const int64_t w = x->ne[0] / s, h = x->ne[1] / s, rest = x->ne[2] * x->ne[3];
+  Tensor* t = cont(ctx, permute(ctx, reshape(ctx, x, {s * w, s, h, rest}), {0, 2, 1, 3}));
+  t = cont(ctx, permute(ctx, reshape(ctx, t, {s, w, h, s * rest}), {1, 2, 0, 3}));
+  // [w, h, dx, (dy, c, t)]
+  if (!row_major) t = cont(ctx, permute(ctx, reshape(ctx, t, {w * h, s, s, rest}), {0, 2, 1, 3}));
+  return reshape(ctx, t, {w, h, s * s * x->ne[2], x->ne[3]});
+}
+Tensor* depth_to_space(Context& ctx, Tensor* x, int64_t s, bool row_major) {
+  const int64_t w = x->ne[0], h = x->ne[1], c = x->ne[2] / (s * s), rest = c * x->ne[3];
+  Tensor* t = x;
+  if (!row_major) t = cont(ctx, permute(ctx, reshape(ctx, t, {w * h, s, s, rest}), {0, 2, 1, 3}));
+  // [w, h, dx, (dy, c, t)] -> [dx, w, h, (dy, c, t)] -> [X, h, dy, rest] -> [X, dy, h, rest]
+  t = cont(ctx, permute(ctx, reshape(ctx, t, {w, h, s, s * rest}), {2, 0, 1, 3}));
+  t = cont(ctx, permute(ctx, reshape(ctx, t, {s * w, h, s, rest}), {0, 2, 1, 3}));
+  return reshape(ctx, t, {s * w, s * h, c, x->ne[3]});
+}
+
+// Wan 2.2's parameter-free shortcut around a downsampling block: x [W, H, in, T] (T padded
+// in front with zero frames to a multiple of ft) folded by ft frames and fs x fs pixels into
+// channels, then each run of in * ft * fs * fs / out consecutive channels averaged into one
+// of `out`.
+Tensor* average_down(Context& ctx, Tensor* x, int64_t out, int64_t ft, int64_t fs) {
+  const int64_t extra = (ft - x->ne[3] % ft) % ft;
+  if (extra > 0) x = pad(ctx, x, {0, 0, 0, 0, 0, 0, static_cast<int>(extra), 0});
+  x = fold_frames(ctx, x, ft);
+  if (fs > 1) x = space_to_depth(ctx, x, fs, true);
+  const int64_t group = x->ne[2] / out;
+  SD_CHECK(group * out == x->ne[2], "[wan vae] %lld channels do not average into %lld",
+           static_cast<long long>(x->ne[2]), static_cast<long long>(out));
+  const int64_t w = x->ne[0], h = x->ne[1], t = x->ne[3];
+  Tensor* m = mean(ctx, reshape(ctx, x, {w * h, group, out, t}), 1);
+  return reshape(ctx, m, {w, h, out, t});
+}
+
+// Its counterpart around an upsampling block: each of x's `in` channels repeated
+// out * ft * fs * fs / in times, unfolded into ft frames and fs x fs pixels of `out`
+// channels. A clip's first frame drops the ft - 1 frames before it.
+Tensor* duplicate_up(Context& ctx, Tensor* x, int64_t out, int64_t ft, int64_t fs, bool first) {
+  const int64_t w = x->ne[0], h = x->ne[1], in = x->ne[2], t = x->ne[3];
+  const int64_t repeats = out * ft * fs * fs / in;
+  SD_CHECK(repeats * in == out * ft * fs * fs && repeats >= 1,
+           "[wan vae] %lld channels do not spread over %lld", static_cast<long long>(in),
+           static_cast<long long>(out));
+  Tensor* one = reshape(ctx, x, {w * h, 1, in, t});
+  Tensor* r = one;
+  for (int64_t i = 1; i < repeats; ++i) r = concat(ctx, r, one, 1);
+  r = reshape(ctx, cont(ctx, r), {w, h, in * repeats, t});
+  if (fs > 1) r = depth_to_space(ctx, r, fs, true);
+  r = unfold_frames(ctx, r, ft);
+  if (first && ft > 1) r = cont(ctx, slice(ctx, r, 3, ft - 1, r->ne[3]));
+  return r;
+}
+
 void check(const VaeConfig& c) {
   SD_CHECK(c.ch > 0 && c.z_channels > 0 && c.num_res_blocks > 0 && !c.ch_mult.empty() &&
                c.ch_mult.size() <= 8,
@@ -293,7 +367,8 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
   int current = 0;  // the stage the steps below belong to
   auto active = [&] { return stage < 0 || stage == current; };
   const nn::Scope d = vae["decoder"];
-  int64_t width = c.ch * c.ch_mult.back();
+  const bool wan22 = c.arch == VaeConfig::Arch::Wan22;
+  int64_t width = c.decoder_width() * c.ch_mult.back();
   if (active()) {
     SD_CHECK(x->ne[2] == c.z_channels, "[wan vae] decode needs %lld latent channels, got %s",
              static_cast<long long>(c.z_channels), x->shape_string().c_str());
@@ -305,7 +380,30 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
   // the last (Wan 2.1: upsamples.3 and .7) double a clip's frames too.
   int index = 0;
   for (int level = levels - 1; level >= 0; --level) {
-    const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
+    const int64_t out = c.decoder_width() * c.ch_mult[static_cast<size_t>(level)];
+    if (wan22) {
+      // Wan 2.2: a residual block of its own (upsamples.N) whose upsampler keeps the width,
+      // around a shortcut that spreads the input's channels over the new pixels and frames.
+      const nn::Scope block = d["upsamples"][levels - 1 - level];
+      const bool temporal = level > 1;
+      if (active()) {
+        Tensor* input = x;
+        for (int j = 0; j <= c.num_res_blocks; ++j) {
+          x = residual_block(block["upsamples"][j], x, width, out, clip);
+          width = out;
+        }
+        if (level > 0) {
+          const nn::Scope up = block["upsamples"][c.num_res_blocks + 1];
+          const bool first = !clip || !clip->seen(up["time_conv"].prefix());
+          if (clip && temporal) x = temporal_upsample(up["time_conv"], x, out, *clip);
+          x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), out, out, 1, 1);
+          x = add(ctx, x, duplicate_up(ctx, input, out, temporal ? 2 : 1, 2, first));
+        }
+      }
+      width = out;
+      if (clip && temporal) ++current;
+      continue;
+    }
     for (int j = 0; j <= c.num_res_blocks; ++j, ++index) {
       if (active()) x = residual_block(d["upsamples"][index], x, width, out, clip);
       width = out;
@@ -323,7 +421,9 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
   }
   if (active()) {
     const nn::Scope head = d["head"];
-    x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3, 3, clip);
+    const int64_t patch = c.image_patch;
+    x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3 * patch * patch, 3, clip);
+    if (patch > 1) x = depth_to_space(ctx, x, patch, false);
   }
   SD_CHECK(stage < 0 || stage <= current, "[wan vae] decoding has %d stages, asked for stage %d",
            current + 1, stage);
@@ -331,6 +431,16 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
 }
 
 }  // namespace
+
+std::string wan_vae_first_time_conv(const VaeConfig& c, bool decoder) {
+  const std::string n = std::to_string(c.num_res_blocks), n1 = std::to_string(c.num_res_blocks + 1);
+  if (c.arch == VaeConfig::Arch::Wan22)
+    return decoder ? "decoder.upsamples.0.upsamples." + n1 + ".time_conv.weight"
+                   : "encoder.downsamples.1.downsamples." + n + ".time_conv.weight";
+  return decoder ? "decoder.upsamples." + n1 + ".time_conv.weight"
+                 : "encoder.downsamples." + std::to_string(2 * c.num_res_blocks + 1) +
+                       ".time_conv.weight";
+}
 
 Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& c, Tensor* z) {
   return decoder(vae, c, z, -1, nullptr);
@@ -355,17 +465,38 @@ namespace {
 Tensor* encoder(const nn::Scope& vae, const VaeConfig& c, Tensor* image, WanClipCache* clip) {
   check(c);
   const int levels = static_cast<int>(c.ch_mult.size());
-  const int64_t f = int64_t{1} << (levels - 1);
+  const int64_t f = c.downscale();
   SD_CHECK(image->ne[2] == 3 && image->ne[0] % f == 0 && image->ne[1] % f == 0,
            "[wan vae] encode needs an RGB image with sides multiples of %lld, got %s",
            static_cast<long long>(f), image->shape_string().c_str());
   Context& ctx = vae.ctx();
   const nn::Scope e = vae["encoder"];
+  const bool wan22 = c.arch == VaeConfig::Arch::Wan22;
+  const int64_t patch = c.image_patch;
+  if (patch > 1) image = space_to_depth(ctx, image, patch, false);
   int64_t width = c.ch;
-  Tensor* x = causal_conv(e["conv1"], image, 3, width, 3, clip);
+  Tensor* x = causal_conv(e["conv1"], image, 3 * patch * patch, width, 3, clip);
   int index = 0;
   for (int level = 0; level < levels; ++level) {
     const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
+    if (wan22) {
+      // Wan 2.2: each level a residual block of its own (downsamples.N) around a shortcut
+      // that averages the input's pixels and frames into the new channels.
+      const nn::Scope block = e["downsamples"][level];
+      const bool down = level + 1 < levels, temporal = down && level > 0;
+      Tensor* input = x;
+      for (int j = 0; j < c.num_res_blocks; ++j) {
+        x = residual_block(block["downsamples"][j], x, width, out, clip);
+        width = out;
+      }
+      if (down) {
+        const nn::Scope r = block["downsamples"][c.num_res_blocks];
+        x = conv(r["resample"]["1"], pad(ctx, x, {0, 1, 0, 1, 0, 0, 0, 0}), width, width, 2, 0);
+        if (clip && temporal) x = temporal_downsample(r["time_conv"], x, width, *clip);
+      }
+      x = add(ctx, x, average_down(ctx, input, out, temporal ? 2 : 1, down ? 2 : 1));
+      continue;
+    }
     for (int j = 0; j < c.num_res_blocks; ++j, ++index) {
       x = residual_block(e["downsamples"][index], x, width, out, clip);
       width = out;

@@ -14,6 +14,17 @@
 // (a 2-d conv) and .time_conv (unused on images); attention .norm, .to_qkv, .proj.
 // Encoding a clip (wan_vae_encode_chunk): the first frame, then 4 frames per latent frame.
 //
+// Wan 2.2's autoencoder (wan/modules/vae2_2.py, TI2V-5B) keeps the causal convolutions,
+// norms, attention and clip caches and changes the blocks: each level of the encoder is one
+// residual block (encoder.downsamples.L.downsamples.{0..n-1} residual blocks, .n the
+// resampler) plus a parameter-free shortcut averaging the level's input pixels (and, where
+// it halves them, frames) into its channels; each level of the decoder likewise
+// (decoder.upsamples.L.upsamples.{0..n} and .n+1), its shortcut repeating the input's
+// channels over the new pixels and frames, its upsampler keeping the width. The image is
+// cut into 2x2 patches (12 channels) before the encoder and put together after the
+// decoder: 16x per side, 48 latent channels; the encoder's width (160) and the decoder's
+// (256) from the file.
+//
 // Video: a clip is decoded frame by frame (the reference decodes one latent frame per chunk;
 // here each graph holds one frame of one stage, wan_vae_decode_stage). Each causal
 // convolution sees its input's sequence over the whole clip with two zero frames in front,
@@ -68,8 +79,13 @@ class WanClipCache {
   nn::GraphCall* call_ = nullptr;
 };
 
+// The weight of the first temporal upsampler (decoder) or downsampler (encoder) a clip
+// passes: present in a file that decodes (encodes) clips, not only images.
+std::string wan_vae_first_time_conv(const VaeConfig& config, bool decoder);
+
 // z: the VAE's latent [w, h, z_channels, N] (not normalized) -> image [8w, 8h, 3, N] in
-// [-1, 1] (not clamped). config: ch (the base width), ch_mult, num_res_blocks, z_channels.
+// [-1, 1] (not clamped; Wan 2.2: [16w, 16h, 3, N]). config: ch (the base width; Wan 2.2's
+// decoder: decoder_ch), ch_mult, num_res_blocks, z_channels, image_patch.
 Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& config, Tensor* z);
 
 // A clip, frame by frame: the decoder cut after each temporal upsampler into

@@ -8,13 +8,18 @@
 #include <vector>
 
 #include "io/image.h"
+#include "models/vae.h"
 
 namespace sd::pipeline {
 
 // The latent space whose RGB factors apply: SD 1.x/2.x's and SDXL's 4 channels, SD3's and
 // FLUX.1's 16 (FLUX.1's also Chroma's and Z-Image's), FLUX.2's 32 patchified 2x2 into 128,
-// and the Wan 2.1 autoencoder's 16 (Wan, Qwen-Image).
-enum class LatentColors { Sd, Sdxl, Sd3, Flux, Flux2, Wan21 };
+// the Wan 2.1 autoencoder's 16 (Wan, Qwen-Image) and the Wan 2.2 one's 48 (TI2V-5B).
+enum class LatentColors { Sd, Sdxl, Sd3, Flux, Flux2, Wan21, Wan22 };
+
+// The colours of a family's latent (`family_colors`), unless its autoencoder brings a latent
+// space of its own (Wan 2.2's autoencoder under Wan).
+LatentColors latent_colors_for(LatentColors family_colors, const models::VaeConfig& vae);
 
 // The channels `colors` reads from a latent (FLUX.2: 128).
 int64_t latent_color_channels(LatentColors colors);

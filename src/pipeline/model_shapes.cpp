@@ -167,7 +167,14 @@ models::VaeConfig wan_vae_config_from_shapes(models::VaeConfig c, std::string_vi
              name.c_str());
     return *ne;
   };
-  c.ch = need("decoder.head.0.gamma")[3];  // [C, 1, 1, 1]
+  // Wan 2.2's autoencoder nests each level's residual blocks under one name.
+  if (shape_of(root + "decoder.upsamples.0.upsamples.0.residual.0.gamma")) {
+    c = models::VaeConfig::wan22();
+    c.decoder_ch = need("decoder.head.0.gamma")[3];  // [C, 1, 1, 1]
+    if (const auto conv1 = shape_of(root + "encoder.conv1.bias")) c.ch = (*conv1)[0];
+  } else {
+    c.ch = need("decoder.head.0.gamma")[3];
+  }
   c.z_channels = c.embed_dim = need("conv2.bias")[0];
   SD_CHECK(c.latent_mean.empty() || static_cast<int64_t>(c.latent_mean.size()) == c.z_channels,
            "[vae] the Wan autoencoder has %lld latent channels; its statistics are for %zu",

@@ -39,9 +39,11 @@ models::ClipTextConfig clip_config_from_shapes(models::ClipTextConfig preset,
 // multipliers and res blocks per level. Latent channels, scale and shift stay the preset's.
 models::VaeConfig vae_config_from_shapes(models::VaeConfig preset, std::string_view scope,
                                          const ShapeOf& shape_of);
-// A Wan 2.1 autoencoder (preset.arch Wan21) under `scope`: the base width from the decoder's
-// output norm and the latent channels from its input conv; the levels and blocks stay the
-// preset's (the module numbering follows from them).
+// A Wan autoencoder under `scope`: Wan 2.1's (the preset, arch Wan21) or, where the file
+// nests its blocks per level, Wan 2.2's (VaeConfig::wan22); the base widths from the
+// decoder's output norm (and Wan 2.2's encoder's input conv) and the latent channels from
+// its input conv; the levels and blocks stay the preset's (the module numbering follows
+// from them).
 models::VaeConfig wan_vae_config_from_shapes(models::VaeConfig preset, std::string_view scope,
                                              const ShapeOf& shape_of);
 

@@ -63,7 +63,9 @@ std::vector<float> StableDiffusion::Impl::run_stage(const ImageRequest& r, const
     using Mode = ImageRequest::Preview::Mode;
     if (pv.mode == Mode::Proj) {
       pv.callback(
-          step, project_latent_to_rgb(latent, p.w, p.h, p.frames, family->defaults().latent_colors),
+          step,
+          project_latent_to_rgb(latent, p.w, p.h, p.frames,
+                                latent_colors_for(family->defaults().latent_colors, vae->config())),
           noisy);
       return;
     }

@@ -263,9 +263,7 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
                      ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
   // A clip's decoding reads the temporal upsamplers too; image-only uses of the Wan
   // autoencoder (Qwen-Image) do not need them in the file.
-  const std::string first_temporal =
-      "decoder.upsamples." + std::to_string(config_.num_res_blocks + 1) + ".time_conv.weight";
-  if (decodes_video() && scope.has(first_temporal)) {
+  if (decodes_video() && scope.has(models::wan_vae_first_time_conv(config_, true))) {
     // Every stage twice: its temporal upsampler runs on the second frame a clip shows it.
     nn::GraphCall call;
     models::WanClipCache clip;
@@ -279,15 +277,11 @@ std::vector<nn::ParamDecl> VaeRunner::parameters() const {
     }
   }
   // Decoder-only files serve text-to-image; encoding then fails when first asked.
-  const bool wan = config_.arch == models::VaeConfig::Arch::Wan21;
-  if (scope["encoder"][wan ? "conv1" : "conv_in"].has("weight")) {
+  if (scope["encoder"][config_.causal_3d() ? "conv1" : "conv_in"].has("weight")) {
     const int64_t side = 8 * config_.downscale();
     models::vae_encode(scope, config_, ctx.new_tensor(DType::F32, {side, side, 3, 1}));
     // A clip's encoding reads the temporal downsamplers too, where the file has them.
-    const std::string first_temporal = "encoder.downsamples." +
-                                       std::to_string(2 * config_.num_res_blocks + 1) +
-                                       ".time_conv.weight";
-    if (decodes_video() && scope.has(first_temporal)) {
+    if (decodes_video() && scope.has(models::wan_vae_first_time_conv(config_, false))) {
       // The first chunk, then one of four frames on what it left behind.
       models::WanClipCache clip;
       nn::GraphCall first, second;

@@ -46,7 +46,7 @@ class VaeRunner {
   std::vector<float> encode_video(const std::vector<std::vector<float>>& frames, int64_t width,
                                   int64_t height);
   // Whether this autoencoder decodes clips (decode_video) and encodes them (encode_video).
-  bool decodes_video() const { return config_.arch == models::VaeConfig::Arch::Wan21; }
+  bool decodes_video() const { return config_.causal_3d(); }
 
   // image [W, H, 3] in [0, 1] -> the VAE's moments [W / 8, H / 8, 8] (mean, log-variance),
   // or, with TAESD, directly the latent [W / 8, H / 8, 4].
@@ -54,7 +54,7 @@ class VaeRunner {
   // (FLUX.2's autoencoder gives the latent itself: its mean, patched and normalized.)
   bool encodes_moments() const {
     return (taesd_ == nullptr || taesd_preview_only_) && !config_.batch_norm_latent &&
-           config_.arch == models::VaeConfig::Arch::Ldm;
+           !config_.causal_3d();
   }
 
   // A preview of a latent: through TAESD (when given) or the VAE, whole, untiled.

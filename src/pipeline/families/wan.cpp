@@ -48,8 +48,9 @@ class Wan final : public Family {
     SD_CHECK(files.contains(std::string(io::kVaeRoot) + "decoder.conv1.weight"),
              "Wan needs its autoencoder: pass --vae FILE (wan_2.1_vae.safetensors)");
     SD_CHECK(files.contains(std::string(io::kVaeRoot) + "decoder.head.0.gamma"),
-             "the --vae file is not Wan 2.1's causal autoencoder (no decoder.head.0.gamma): Wan "
-             "2.1 and Wan 2.2 A14B take wan_2.1_vae.safetensors");
+             "the --vae file is not a Wan causal autoencoder (no decoder.head.0.gamma): Wan "
+             "2.1 and Wan 2.2 A14B take wan_2.1_vae.safetensors, Wan 2.2 TI2V-5B "
+             "wan2.2_vae.safetensors");
     const std::string vision =
         std::string(io::kClipVisionRoot) + "vision_model.embeddings.patch_embedding.weight";
     if (files.contains(std::string(io::kUnetRoot) + "img_emb.proj.1.weight")) {
@@ -96,8 +97,8 @@ class Wan final : public Family {
     const int64_t expected = version == ModelVersion::WanI2V ? 2 * latent + kMaskChannels : latent;
     SD_CHECK(arch.wan->in_channels == expected && arch.wan->out_channels == latent,
              "the --vae autoencoder has %lld latent channels but the Wan transformer reads %lld "
-             "and predicts %lld (Wan 2.2 TI2V-5B takes wan2.2_vae.safetensors, which this build "
-             "does not run yet)",
+             "and predicts %lld: Wan 2.2 TI2V-5B takes wan2.2_vae.safetensors (48 channels), "
+             "the other Wan models wan_2.1_vae.safetensors (16)",
              static_cast<long long>(latent), static_cast<long long>(arch.wan->in_channels),
              static_cast<long long>(arch.wan->out_channels));
     if (files.contains(kExpertPatchEmbedding)) {
