@@ -32,6 +32,7 @@ constexpr int64_t kRefinerContext = 1280;  // OpenCLIP-bigG alone
 constexpr int64_t kInpaintChannels = 9;
 constexpr int64_t kPix2PixChannels = 8;
 constexpr int64_t kFluxFillChannels = 384;
+constexpr int64_t kWan22LatentChannels = 48;  // Wan 2.2's autoencoder (TI2V-5B)
 // SD3.5 Large has 38 joint blocks, SD3 Medium and SD3.5 Medium 24.
 constexpr int kSd35LargeDepth = 38;
 
@@ -88,6 +89,7 @@ ModelFamily family_of(ModelVersion v) {
       return ModelFamily::QwenImage;
     case ModelVersion::Wan:
     case ModelVersion::WanI2V:
+    case ModelVersion::WanTI2V:
       return ModelFamily::Wan;
     case ModelVersion::Unknown:
       break;
@@ -147,6 +149,8 @@ const char* version_name(ModelVersion v) {
       return "Wan";
     case ModelVersion::WanI2V:
       return "Wan I2V";
+    case ModelVersion::WanTI2V:
+      return "Wan TI2V";
   }
   return "unknown";
 }
@@ -280,8 +284,11 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
     if (patch && bias && bias->ne[0] > 0) d.in_channels = patch->ne[3] / bias->ne[0];
     // Image to video reads more channels than it predicts (the conditioning clip's).
     const TensorInfo* head = find("head.head.weight");
-    const bool i2v = head && d.in_channels > head->ne[1] / 4;
-    d.version = i2v ? ModelVersion::WanI2V : ModelVersion::Wan;
+    const int64_t out_channels = head ? head->ne[1] / 4 : 0;
+    if (head && d.in_channels > out_channels)
+      d.version = ModelVersion::WanI2V;
+    else  // TI2V-5B predicts Wan 2.2's 48-channel latent
+      d.version = out_channels == kWan22LatentChannels ? ModelVersion::WanTI2V : ModelVersion::Wan;
     return d;
   }
 

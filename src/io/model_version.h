@@ -39,6 +39,7 @@ enum class ModelVersion {
   Wan,          // Wan 2.1 / 2.2 text-to-video: blocks.N.cross_attn over umT5, a video latent
   WanI2V,       // Wan 2.1 I2V / FLF2V, Wan 2.2 I2V: the latent plus a conditioning clip's mask and
                 // latent
+  WanTI2V,      // Wan 2.2 TI2V-5B: Wan 2.2's 48-channel latent, text or a first frame to video
 };
 
 enum class ModelFamily {

@@ -110,14 +110,26 @@ Tensor* f32(Context& ctx, Tensor* t) {
   return t->type == DType::F32 ? t : cast(ctx, t, DType::F32);
 }
 
-// A block's (or the head's) learned modulation [dim, n] plus the timestep's [dim, n],
-// cut into n vectors [dim, 1] that broadcast over tokens.
+// A block's (or the head's) learned modulation [dim, n] plus the timestep's e ([dim, n, F]
+// or, the same for all n, [dim, 1, F]; F: 1 or one per frame), as n vectors [dim, 1, F]
+// that broadcast over each frame's tokens.
 std::vector<Tensor*> modulation(const nn::Scope& s, Tensor* e, int64_t dim, int n) {
   Context& ctx = s.ctx();
-  Tensor* m = add(ctx, f32(ctx, s.param("modulation", {dim, n})), e);
+  Tensor* table = f32(ctx, s.param("modulation", {dim, n}));
   std::vector<Tensor*> out;
-  for (int i = 0; i < n; ++i) out.push_back(cont(ctx, slice(ctx, m, 1, i, i + 1)));
+  for (int i = 0; i < n; ++i) {
+    Tensor* ei = e->ne[1] == 1 ? e : cont(ctx, slice(ctx, e, 1, i, i + 1));
+    out.push_back(add(ctx, ei, cont(ctx, slice(ctx, table, 1, i, i + 1))));
+  }
   return out;
+}
+
+// Tokens [dim, L] grouped by frame, [dim, L / F, F], to meet per-frame modulation; and back.
+Tensor* by_frame(Context& ctx, Tensor* x, int64_t frames) {
+  return reshape(ctx, x, {x->ne[0], x->ne[1] / frames, frames});
+}
+Tensor* as_tokens(Context& ctx, Tensor* x) {
+  return reshape(ctx, x, {x->ne[0], x->ne[1] * x->ne[2]});
 }
 
 Tensor* rms(const nn::Scope& s, Tensor* x, int64_t dim, float eps) {
@@ -179,19 +191,27 @@ Tensor* image_embedding(const nn::Scope& s, const WanConfig& c, Tensor* image) {
 Tensor* block(const nn::Scope& b, const WanConfig& c, Tensor* x, Tensor* e0, Tensor* text,
               Tensor* image, Tensor* cos_t, Tensor* sin_t) {
   Context& ctx = b.ctx();
-  // shift, scale, gate for attention, then for the feed-forward.
+  // shift, scale, gate for attention, then for the feed-forward (per frame where the
+  // frames' timesteps differ).
   const std::vector<Tensor*> m = modulation(b, e0, c.dim, 6);
-  Tensor* y = nn::modulate(ctx, layer_norm(ctx, x, c.eps), m[0], m[1]);
-  x = add(ctx, x, mul(ctx, self_attention(b["self_attn"], c, y, cos_t, sin_t), m[2]));
+  const int64_t frames = e0->ne[2];
+  auto modulated = [&](Tensor* t, Tensor* shift, Tensor* scale) {
+    return as_tokens(ctx, nn::modulate(ctx, by_frame(ctx, t, frames), shift, scale));
+  };
+  auto gated = [&](Tensor* t, Tensor* gate) {
+    return as_tokens(ctx, mul(ctx, by_frame(ctx, t, frames), gate));
+  };
+  Tensor* y = modulated(layer_norm(ctx, x, c.eps), m[0], m[1]);
+  x = add(ctx, x, gated(self_attention(b["self_attn"], c, y, cos_t, sin_t), m[2]));
 
   const nn::Scope n3 = b["norm3"];
   y = layer_norm(ctx, x, c.eps, n3.param("weight", {c.dim}), n3.param("bias", {c.dim}));
   x = add(ctx, x, cross_attention(b["cross_attn"], c, y, text, image));
 
-  y = nn::modulate(ctx, layer_norm(ctx, x, c.eps), m[3], m[4]);
+  y = modulated(layer_norm(ctx, x, c.eps), m[3], m[4]);
   y = gelu(ctx, nn::linear(b["ffn"]["0"], y, c.dim, c.ffn_dim));
   y = nn::linear(b["ffn"]["2"], y, c.ffn_dim, c.dim);
-  return set_name(add(ctx, x, mul(ctx, y, m[5])), b.prefix() + "out");
+  return set_name(add(ctx, x, gated(y, m[5])), b.prefix() + "out");
 }
 
 }  // namespace
@@ -224,10 +244,14 @@ Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, T
       add(ctx, matmul(ctx, w, patches), f32(ctx, dit["patch_embedding"].param("bias", {c.dim})));
 
   const nn::Scope te = dit["time_embedding"];
+  const int64_t frames = timestep->ne[0];  // 1, or one timestep per frame
+  SD_CHECK(frames >= 1 && patches->ne[1] % frames == 0,
+           "[wan] %lld timesteps for %lld tokens: one, or one per frame",
+           static_cast<long long>(frames), static_cast<long long>(patches->ne[1]));
   Tensor* e = timestep_embedding(ctx, timestep, static_cast<int>(c.freq_dim));
   e = nn::linear(te["2"], silu(ctx, nn::linear(te["0"], e, c.freq_dim, c.dim)), c.dim, c.dim);
   Tensor* e0 = nn::linear(dit["time_projection"]["1"], silu(ctx, e), c.dim, 6 * c.dim);
-  e0 = reshape(ctx, e0, {c.dim, 6});
+  e0 = reshape(ctx, e0, {c.dim, 6, frames});
 
   const nn::Scope tx = dit["text_embedding"];
   Tensor* txt = gelu(ctx, nn::linear(tx["0"], text, c.text_dim, c.dim));
@@ -239,8 +263,10 @@ Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, T
     x = block(dit["blocks"][i], c, x, e0, txt, img, rope_cos, rope_sin);
 
   // 3. The head: LayerNorm modulated by the time embedding, projected to patches.
-  const std::vector<Tensor*> m = modulation(dit["head"], reshape(ctx, e, {c.dim, 1}), c.dim, 2);
-  x = nn::modulate(ctx, layer_norm(ctx, x, c.eps), m[0], m[1]);
+  const std::vector<Tensor*> m =
+      modulation(dit["head"], reshape(ctx, e, {c.dim, 1, frames}), c.dim, 2);
+  x = as_tokens(ctx,
+                nn::modulate(ctx, by_frame(ctx, layer_norm(ctx, x, c.eps), frames), m[0], m[1]));
   x = nn::linear(dit["head"]["head"], x, c.dim, c.patch_out());
   return set_name(x, dit.prefix() + "out");
 }

@@ -89,8 +89,10 @@ std::vector<float> wan_unpatchify(const std::vector<float>& tokens, int64_t w, i
 
 // Builds the transformer graph for one sample.
 //   patches: f32 [patch_in, tokens]; text: f32 [text_dim, text tokens]; timestep: f32 [1]
-//   (the flow schedule's 1000 sigma); rope_cos, rope_sin: wan_rope's tables; image: CLIP
-//   vision tokens f32 [image_dim, n] for a model with image attention (else null).
+//   (the flow schedule's 1000 sigma) or f32 [frames], one per frame (Wan 2.2 TI2V: a frame
+//   the request fixes is at timestep 0; each frame's tokens take its modulation); rope_cos,
+//   rope_sin: wan_rope's tables; image: CLIP vision tokens f32 [image_dim, n] for a model with
+//   image attention (else null).
 // Returns f32 [patch_out, tokens]: the flow (velocity) prediction, noise minus video.
 Tensor* wan_forward(const nn::Scope& dit, const WanConfig& config, Tensor* patches, Tensor* text,
                     Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image = nullptr);

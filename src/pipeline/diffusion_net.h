@@ -71,6 +71,15 @@ class ImageTokenInput {
   virtual bool reads_last_frame_tokens() const = 0;
 };
 
+// Frames of a video latent the request fixes (Wan 2.2 TI2V's first frame): the network
+// takes them as clean, at timestep 0, while the other frames are at the step's timestep.
+class FixedFrameInput {
+ public:
+  virtual ~FixedFrameInput() = default;
+  // One flag per latent frame, for every following prediction; empty: none fixed.
+  virtual void set_fixed_frames(std::vector<bool> fixed) = 0;
+};
+
 class DiffusionNet {
  public:
   virtual ~DiffusionNet() = default;
@@ -105,6 +114,7 @@ class DiffusionNet {
   virtual SkipLayerInput* skip_layers() { return nullptr; }
   virtual ControlInput* control() { return nullptr; }
   virtual ImageTokenInput* image_tokens() { return nullptr; }
+  virtual FixedFrameInput* fixed_frames() { return nullptr; }
 };
 
 }  // namespace sd::pipeline

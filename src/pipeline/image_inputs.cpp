@@ -74,7 +74,9 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   }
   const ImageInput image_input = family->image_input(version);
   // (Image to video's -i is the clip's first frame, not a start for image-to-image.)
-  if (r.init_image && r.strength < 1.0f && image_input != ImageInput::VideoFrames)
+  const bool video_input = r.video_frames > 0 && (image_input == ImageInput::VideoFrames ||
+                                                  image_input == ImageInput::PinnedFrames);
+  if (r.init_image && r.strength < 1.0f && !video_input)
     p.sigmas = sampling::img2img_sigmas(p.sigmas, p.sample_steps, r.strength);
   if (high_noise) {
     // At most every step (after any image-to-image trimming).
@@ -109,6 +111,8 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   if (image_input == ImageInput::VideoFrames) {
     p.concat = video_frames_input(r, p);
     p.img_uncond_concat = p.concat;
+  } else if (image_input == ImageInput::PinnedFrames && r.video_frames > 0) {
+    pin_frames(r, p);
   } else if (r.init_image) {
     const std::vector<float> planes = rgb_planes_at(*r.init_image, r.width, r.height);
     std::vector<float> mask(static_cast<size_t>(r.width) * r.height, 1.0f);
@@ -162,7 +166,7 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   }
   // sd.cpp compatibility: references are encoded after the init image, from the same RNG.
   if (!r.ref_images.empty()) p.refs = encode_references(r, *rng);
-  if ((r.init_image && image_input != ImageInput::VideoFrames) || !p.refs.empty()) {
+  if ((r.init_image && !video_input) || !p.refs.empty()) {
     // Encoding is a phase of its own: the VAE is not needed again until decoding.
     vae->release();
     phase_done(Module::Vae);
@@ -206,6 +210,38 @@ std::vector<float> StableDiffusion::Impl::video_frames_input(const ImageRequest&
   phase_done(Module::Vae);
   timer.done(format("encoding %d frames", r.video_frames));
   return family->video_frames_input(latent, p.w * p.h, p.frames, !first.empty(), !last.empty());
+}
+
+void StableDiffusion::Impl::pin_frames(const ImageRequest& r, Plan& p) {
+  FixedFrameInput* fixed = diffusion->fixed_frames();
+  SD_CHECK(fixed, "[wan] this transformer cannot take fixed frames");
+  std::vector<bool> flags;
+  if (r.init_image || r.end_image) {
+    PhaseTimer timer(r.info, *weights);
+    const int64_t plane = p.w * p.h;
+    flags.assign(static_cast<size_t>(p.frames), false);
+    std::vector<float> mask(static_cast<size_t>(plane * p.frames), 1.0f);
+    // Each given frame encoded alone (a one-frame clip) into its latent frame.
+    auto pin = [&](const io::Image& image, int64_t t) {
+      const std::vector<float> latent =
+          vae->encode_video({rgb_planes_at(image, r.width, r.height)}, r.width, r.height);
+      for (int64_t ch = 0; ch < p.c; ++ch)
+        std::copy_n(latent.begin() + ch * plane, plane,
+                    p.init_latent.begin() + (ch * p.frames + t) * plane);
+      std::fill_n(mask.begin() + t * plane, plane, 0.0f);
+      flags[static_cast<size_t>(t)] = true;
+    };
+    if (r.init_image) pin(*r.init_image, 0);
+    if (r.end_image) pin(*r.end_image, p.frames - 1);
+    vae->release();
+    phase_done(Module::Vae);
+    timer.done(r.end_image && r.init_image ? "encoding the first and last frames"
+                                           : "encoding the fixed frame");
+    p.mask.mask = std::move(mask);
+    p.mask.init_latent = p.init_latent;
+    p.mask.pin_input = true;
+  }
+  fixed->set_fixed_frames(std::move(flags));
 }
 
 std::vector<ReferenceLatent> StableDiffusion::Impl::encode_references(const ImageRequest& r,

@@ -12,7 +12,9 @@ namespace sd::pipeline {
 // clip, no image-side inputs this build's video models do not read.
 void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   const int stride = family->defaults().video_frame_stride;
-  const bool from_frames = family->image_input(version) == ImageInput::VideoFrames;
+  const ImageInput input = family->image_input(version);
+  const bool from_frames = input == ImageInput::VideoFrames;
+  const bool pins_frames = input == ImageInput::PinnedFrames;
   if (r.video_frames == 0) {
     SD_CHECK(!from_frames,
              "%s makes video from a first frame: use -M vid_gen with -i IMAGE (--video-frames N)",
@@ -35,8 +37,8 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   }
   SD_CHECK(r.batch_count == 1, "a video request makes one clip: drop -b %d (batch count)",
            r.batch_count);
-  if (from_frames) {
-    SD_CHECK(r.init_image,
+  if (from_frames || pins_frames) {
+    SD_CHECK(r.init_image || pins_frames,
              "%s makes video from a first frame: pass -i IMAGE (and --end-img IMAGE for the "
              "last, with an FLF2V model)",
              io::version_name(version));
@@ -58,7 +60,7 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   } else {
     SD_CHECK(!r.init_image && !r.end_image && !r.mask && !r.edit_image && !r.control_image,
              "this %s model makes video from text only: -i, --end-img, --mask, --control-image "
-             "and -r need an image-to-video model (Wan I2V / FLF2V)",
+             "and -r need an image-to-video model (Wan I2V / FLF2V, Wan 2.2 TI2V-5B)",
              io::version_name(version));
   }
   SD_CHECK(!r.hires.enabled, "--hires works on images, not video clips");

@@ -127,6 +127,9 @@ struct StableDiffusion::Impl {
   // Image to video: the conditioning clip (first and last frames given, grey between) as
   // the diffusion net's extra input, and the image tokens of those frames set on the net.
   std::vector<float> video_frames_input(const ImageRequest& r, const Plan& p);
+  // Text-image to video: the given first (and last) frames encoded into the plan's init
+  // latent and kept there by its mask, the net told which frames are fixed (none without).
+  void pin_frames(const ImageRequest& r, Plan& p);
   // Each reference image resized as the options say and encoded, in order.
   std::vector<ReferenceLatent> encode_references(const ImageRequest& r, sampling::Rng& rng);
   // Instruct-pix2pix's image input: the posterior's mean without the latent scale, no RNG

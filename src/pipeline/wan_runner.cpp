@@ -19,7 +19,8 @@ Tensor* WanRunner::build(nn::GraphCall& call, nn::Weights& weights, const Inputs
   rope = models::wan_rope(c, in.frames, in.rows, in.cols);
   Tensor* patches = call.input_f32("patches", make_shape({c.patch_in(), tokens}), in.patches);
   Tensor* text = call.input_f32("text", make_shape({c.text_dim, in.text_tokens}), in.text);
-  Tensor* t = call.input_f32("timestep", make_shape({1}), &in.timestep);
+  const auto steps = static_cast<int64_t>(in.timesteps.size());
+  Tensor* t = call.input_f32("timestep", make_shape({steps}), in.timesteps.data());
   Tensor* rc = call.input_f32("rope_cos", make_shape({half, tokens}), rope.cos.data());
   Tensor* rs = call.input_f32("rope_sin", make_shape({half, tokens}), rope.sin.data());
   Tensor* image = nullptr;
@@ -42,6 +43,9 @@ std::vector<std::vector<float>> WanRunner::predict(
            static_cast<long long>(w), static_cast<long long>(h), x.size(),
            static_cast<long long>(c.out_channels));
   const int64_t frames = static_cast<int64_t>(x.size()) / frame_values;
+  SD_CHECK(fixed_frames_.empty() || static_cast<int64_t>(fixed_frames_.size()) == frames,
+           "[wan] %zu fixed-frame flags for a latent of %lld frames", fixed_frames_.size(),
+           static_cast<long long>(frames));
   const int64_t extra = c.in_channels - c.out_channels;
   SD_CHECK(concat.size() == static_cast<size_t>(frames * w * h * extra),
            extra > 0 ? "[wan] this image-to-video transformer needs the conditioning clip (-i): "
@@ -67,7 +71,13 @@ std::vector<std::vector<float>> WanRunner::predict(
     in.cols = w / 2;
     in.text = cond->context.data();
     in.text_tokens = cond->tokens;
-    in.timestep = timestep;
+    in.timesteps = {timestep};
+    if (!fixed_frames_.empty()) {
+      // Fixed frames are clean: timestep 0; the rest at the step's.
+      in.timesteps.assign(static_cast<size_t>(frames), timestep);
+      for (size_t f = 0; f < in.timesteps.size(); ++f)
+        if (fixed_frames_[f]) in.timesteps[f] = 0.0f;
+    }
     in.image = image_tokens_.data();
     in.image_tokens =
         static_cast<int64_t>(image_tokens_.size()) / std::max<int64_t>(c.image_dim, 1);
@@ -92,6 +102,7 @@ std::vector<nn::ParamDecl> WanRunner::parameters() const {
   in.rows = in.cols = 2;
   in.text = text.data();
   in.text_tokens = 2;
+  in.timesteps = {0.0f};
   const std::vector<float> image(static_cast<size_t>(config_.image_dim * 2));
   in.image = image.data();
   in.image_tokens = 2;

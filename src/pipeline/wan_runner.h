@@ -14,7 +14,7 @@
 
 namespace sd::pipeline {
 
-class WanRunner final : public DiffusionNet, private ImageTokenInput {
+class WanRunner final : public DiffusionNet, private ImageTokenInput, private FixedFrameInput {
  public:
   // `scope`: where its weights are named (the high-noise expert's root for A14B's).
   WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend,
@@ -36,6 +36,8 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput {
   void set_image_tokens(std::vector<float> tokens) override;
   int64_t image_token_width() const override { return config_.image_dim; }
   bool reads_last_frame_tokens() const override { return config_.image_pos_tokens > 0; }
+  FixedFrameInput* fixed_frames() override { return this; }
+  void set_fixed_frames(std::vector<bool> fixed) override { fixed_frames_ = std::move(fixed); }
 
   const models::WanConfig& config() const { return config_; }
 
@@ -45,7 +47,7 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput {
     int64_t frames = 0, rows = 0, cols = 0;
     const float* text = nullptr;
     int64_t text_tokens = 0;
-    float timestep = 0;
+    std::vector<float> timesteps;  // one, or one per frame
     const float* image = nullptr;  // CLIP vision tokens [image_dim, image_tokens]
     int64_t image_tokens = 0;
   };
@@ -57,6 +59,7 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput {
   std::string scope_;
   nn::GraphRunner runner_;
   std::vector<float> image_tokens_;
+  std::vector<bool> fixed_frames_;
 };
 
 }  // namespace sd::pipeline

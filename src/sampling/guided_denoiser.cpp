@@ -13,14 +13,18 @@ void lerp_into(std::vector<float>& out, const std::vector<float>& a, const std::
   for (size_t i = 0; i < a.size(); ++i) out[i] = a[i] + s * (b[i] - a[i]);
 }
 
-// Outside the mask the denoised latent is the init image's.
+// Outside the mask a latent is the init image's.
+void blend_into_mask(std::vector<float>& x, const DenoiseMask* mask) {
+  const size_t plane = mask->mask.size();
+  for (size_t i = 0; i < x.size(); ++i) {
+    const float mk = mask->mask[i % plane];
+    x[i] = x[i] * mk + mask->init_latent[i] * (1.0f - mk);
+  }
+}
+
 void keep_outside_mask(std::vector<float>& x0, const DenoiseMask* mask) {
   if (!mask || mask->mask.empty()) return;
-  const size_t plane = mask->mask.size();
-  for (size_t i = 0; i < x0.size(); ++i) {
-    const float mk = mask->mask[i % plane];
-    x0[i] = x0[i] * mk + mask->init_latent[i] * (1.0f - mk);
-  }
+  blend_into_mask(x0, mask);
 }
 
 }  // namespace
@@ -59,6 +63,7 @@ Denoised GuidedDenoiser::operator()(const std::vector<float>& x, float sigma, in
   const size_t conditionings = passes.count();
   std::vector<float> scaled(x.size());
   for (size_t i = 0; i < x.size(); ++i) scaled[i] = x[i] * ms.scalings.c_in;
+  if (options_.mask && options_.mask->pin_input) blend_into_mask(scaled, options_.mask);
   std::vector<std::vector<float>> out;
   if (options_.output_cache) out = options_.output_cache->reuse(step, sigma, scaled, conditionings);
   if (out.empty()) {

@@ -54,11 +54,13 @@ std::vector<float> image_guided(const std::vector<float>& cond, const std::vecto
 using NetworkCall = std::function<std::vector<std::vector<float>>(
     const std::vector<float>& x_in, float timestep, const GuidancePasses& passes)>;
 
-// Inpainting: where `mask` (one latent plane, 1 = repaint) is below 1 the denoised latent
-// is blended towards `init_latent`.
+// Inpainting: where `mask` (one latent plane, 1 = repaint; a video latent's plane covers
+// its frames) is below 1 the denoised latent is blended towards `init_latent`. With
+// `pin_input` the network's input is blended so too (Wan 2.2 TI2V: the given frames clean).
 struct DenoiseMask {
   std::vector<float> mask;
   std::vector<float> init_latent;
+  bool pin_input = false;
 };
 
 struct GuidanceOptions {

@@ -75,6 +75,9 @@ enum class ImageInput {
   // Image to video (Wan I2V / FLF2V): a clip holding the first frame (-i) and the last
   // (--end-img), grey between, as a latent behind a 4-channel mask of the given frames.
   VideoFrames,
+  // Text-image to video (Wan 2.2 TI2V): the first frame (-i) and the last (--end-img), when
+  // given, encoded and fixed in the sampled latent; the network sees them clean.
+  PinnedFrames,
 };
 
 // The latent space and the sampling defaults of a family.

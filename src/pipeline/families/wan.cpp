@@ -12,6 +12,11 @@
 // frame covers 4 video frames); Wan 2.1's also attend to CLIP ViT-H's tokens of those
 // frames (--clip_vision, pipeline/clip_vision_runner.h).
 //
+// Wan 2.2 TI2V-5B: Wan 2.2's autoencoder (48 channels, 16x per side) and a transformer that
+// reads and predicts its latent; text to video, or from a first frame (-i, and --end-img
+// for the last) encoded into the latent's first frame and kept there while the rest is
+// sampled (ImageInput::PinnedFrames), the transformer seeing it clean at timestep 0.
+//
 // Wan 2.2 A14B is two such transformers, "experts" of one shape: the high-noise one
 // (--high-noise-diffusion-model) samples the noisiest steps, the low-noise one the rest
 // (the orchestrator splits the sigmas; ImageRequest::HighNoise).
@@ -79,7 +84,9 @@ class Wan final : public Family {
   }
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
-    if (version != ModelVersion::Wan && version != ModelVersion::WanI2V) fail_unsupported(version);
+    if (version != ModelVersion::Wan && version != ModelVersion::WanI2V &&
+        version != ModelVersion::WanTI2V)
+      fail_unsupported(version);
     Architecture arch;
     arch.version = version;
     const ShapeOf shape_of = files.shape_of();
@@ -147,6 +154,7 @@ class Wan final : public Family {
   }
 
   ImageInput image_input(ModelVersion version) const override {
+    if (version == ModelVersion::WanTI2V) return ImageInput::PinnedFrames;
     return version == ModelVersion::WanI2V ? ImageInput::VideoFrames : ImageInput::None;
   }
 
