@@ -77,6 +77,15 @@ make_models() {
       --t5-layers 2 --t5-ff 128 --parts wan,clip_vision
     rm -rf "$wan_i2v_dir" && mv "$wan_i2v_dir.tmp" "$wan_i2v_dir"
   fi
+  # Wan 2.2 TI2V-5B's transformer layout, its blocks zero and stored as holes (2.8 GB as
+  # mapped, next to nothing on disk), and Wan 2.2's autoencoder (1.4 GB); umT5 is wan_tiny's.
+  local wan_ti2v_dir=build/fidelity/wan_ti2v_tiny
+  if [ ! -f "$wan_ti2v_dir/wan_vae.safetensors" ]; then
+    echo "making $wan_ti2v_dir (random weights)"
+    /usr/bin/python3 tools/make_random_wan.py --out "$wan_ti2v_dir.tmp" --variant ti2v \
+      --parts wan,wan_vae
+    rm -rf "$wan_ti2v_dir" && mv "$wan_ti2v_dir.tmp" "$wan_ti2v_dir"
+  fi
   local flux2_dir=build/fidelity/flux2_tiny
   if [ ! -f "$flux2_dir/ae.safetensors" ]; then
     echo "making $flux2_dir (random weights)"
@@ -107,6 +116,7 @@ export SD_TEST_FLUX2_DEV_DIR=$PWD/build/fidelity/flux2_dev_tiny
 export SD_TEST_QWEN_IMAGE_DIR=$PWD/build/fidelity/qwen_image_tiny
 export SD_TEST_WAN_DIR=$PWD/build/fidelity/wan_tiny
 export SD_TEST_WAN_I2V_DIR=$PWD/build/fidelity/wan_i2v_tiny
+export SD_TEST_WAN_TI2V_DIR=$PWD/build/fidelity/wan_ti2v_tiny
 
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
@@ -125,7 +135,8 @@ seed_test_costs release
 ctest --preset release -j "$jobs" "${args[@]}"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
-  SD_TEST_FLUX2_DIR SD_TEST_FLUX2_DEV_DIR SD_TEST_QWEN_IMAGE_DIR SD_TEST_WAN_DIR
+  SD_TEST_FLUX2_DIR SD_TEST_FLUX2_DEV_DIR SD_TEST_QWEN_IMAGE_DIR SD_TEST_WAN_DIR \
+  SD_TEST_WAN_I2V_DIR SD_TEST_WAN_TI2V_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

@@ -1,5 +1,6 @@
-// Wan's transformer helpers and its autoencoder on clips: token order, rotary positions,
-// dimensions from the file, and the causal decoding of a clip chunk by chunk.
+// Wan's transformer helpers and its autoencoders on clips: token order, rotary positions,
+// dimensions from the file, timesteps per frame, and the causal decoding and encoding of a
+// clip chunk by chunk (Wan 2.1's autoencoder and Wan 2.2's).
 #include "models/wan.h"
 
 #include <gtest/gtest.h>
@@ -164,10 +165,61 @@ TEST(Wan, ImageTokensConditionThePrediction) {
   EXPECT_THROW(wan_forward(nn::Scope(call.ctx(), w, ""), c, p, tx, ts, r, r), Error);
 }
 
-// A tiny Wan 2.1 autoencoder with random weights (the same values by name in every graph).
+// Wan 2.2 TI2V: a timestep per frame. All equal, they are the one timestep, to the bit; a
+// frame at 0 changes the prediction, each frame's tokens taking their own modulation.
+TEST(Wan, TimestepsPerFrame) {
+  WanConfig c;
+  c.dim = 128;
+  c.ffn_dim = 64;
+  c.text_dim = 32;
+  c.freq_dim = 32;
+  c.layers = 2;
+  c.in_channels = c.out_channels = 48;
+  nn::RandomWeights w(DType::F32, 10);
+  nn::GraphRunner runner(cpu_backend());
+  const int64_t frames = 2, tokens = 2 * frames;  // 1 x 2 patches per frame
+  const WanRope rope = wan_rope(c, frames, 1, 2);
+  Values patches(static_cast<size_t>(c.patch_in() * tokens)),
+      text(static_cast<size_t>(c.text_dim * 3));
+  for (size_t i = 0; i < patches.size(); ++i) patches[i] = std::sin(0.3f * static_cast<float>(i));
+  for (size_t i = 0; i < text.size(); ++i) text[i] = std::cos(0.2f * static_cast<float>(i));
+  auto predict = [&](const Values& t) {
+    nn::GraphCall call;
+    Tensor* p = call.input_f32("p", make_shape({c.patch_in(), tokens}), patches.data());
+    Tensor* tx = call.input_f32("t", make_shape({c.text_dim, 3}), text.data());
+    Tensor* ts = call.input_f32("ts", make_shape({static_cast<int64_t>(t.size())}), t.data());
+    Tensor* rc = call.input_f32("rc", make_shape({c.head_dim / 2, tokens}), rope.cos.data());
+    Tensor* rs = call.input_f32("rs", make_shape({c.head_dim / 2, tokens}), rope.sin.data());
+    return runner.run(call, wan_forward(nn::Scope(call.ctx(), w, ""), c, p, tx, ts, rc, rs));
+  };
+  const Values one = predict({700.0f});
+  ASSERT_EQ(one.size(), static_cast<size_t>(c.patch_out() * tokens));
+  EXPECT_EQ(predict({700.0f, 700.0f}), one);
+  const Values first_clean = predict({0.0f, 700.0f});
+  const size_t half = one.size() / 2;  // frame 0's tokens, then frame 1's
+  EXPECT_NE(Values(first_clean.begin(), first_clean.begin() + half),
+            Values(one.begin(), one.begin() + half));
+  EXPECT_NE(first_clean, predict({700.0f, 0.0f}));
+  // Neither one timestep nor one per frame: refused.
+  nn::GraphCall call;
+  Tensor* p = call.ctx().new_tensor(DType::F32, {c.patch_in(), tokens});
+  Tensor* tx = call.ctx().new_tensor(DType::F32, {c.text_dim, 3});
+  Tensor* ts = call.ctx().new_tensor(DType::F32, {3});
+  Tensor* r = call.ctx().new_tensor(DType::F32, {c.head_dim / 2, tokens});
+  EXPECT_THROW(wan_forward(nn::Scope(call.ctx(), w, ""), c, p, tx, ts, r, r), Error);
+}
+
+// Tiny Wan autoencoders with random weights (the same values by name in every graph): Wan
+// 2.1's, and Wan 2.2's (48 channels, 16x; its shortcuts need the widths' ratios as released).
 VaeConfig tiny_vae() {
   VaeConfig c = VaeConfig::wan21();
   c.ch = 32;
+  return c;
+}
+VaeConfig tiny_vae22() {
+  VaeConfig c = VaeConfig::wan22();
+  c.ch = 16;
+  c.decoder_ch = 32;
   return c;
 }
 
@@ -183,10 +235,15 @@ Values run_clip_graph(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
   return result;
 }
 
-// Decodes latent frames (each [2, 2, 16]) as one clip, frame by frame and stage by stage:
-// the frames, each 16x16x3.
-std::vector<Values> decode_clip(nn::RandomWeights& w, const std::vector<Values>& latents) {
-  const VaeConfig vc = tiny_vae();
+// A frame's side in pixels for a 2x2 latent frame.
+int64_t frame_side(const VaeConfig& vc) {
+  return 2 * vc.downscale();
+}
+
+// Decodes latent frames (each [2, 2, z_channels]) as one clip, frame by frame and stage by
+// stage: the frames, each side x side x 3.
+std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
+                                const std::vector<Values>& latents) {
   nn::GraphRunner runner(cpu_backend());
   WanClipCache clip;
   struct Frame {
@@ -207,9 +264,10 @@ std::vector<Values> decode_clip(nn::RandomWeights& w, const std::vector<Values>&
                         out->ne[0], out->ne[1], out->ne[2]});
     return frames;
   };
+  const auto side = static_cast<size_t>(frame_side(vc));
   std::vector<Values> video;
   for (size_t t = 0; t < latents.size(); ++t) {
-    std::vector<Frame> pending = run(0, {latents[t], 2, 2, 16});
+    std::vector<Frame> pending = run(0, {latents[t], 2, 2, vc.z_channels});
     for (int stage = 1; stage < wan_vae_decode_stages(vc); ++stage) {
       std::vector<Frame> next;
       for (const Frame& f : pending)
@@ -218,48 +276,59 @@ std::vector<Values> decode_clip(nn::RandomWeights& w, const std::vector<Values>&
     }
     EXPECT_EQ(pending.size(), t == 0 ? 1u : 4u);
     for (Frame& f : pending) {
-      EXPECT_EQ(f.values.size(), 16u * 16u * 3u);
+      EXPECT_EQ(f.values.size(), side * side * 3u);
       video.push_back(std::move(f.values));
     }
   }
   return video;
 }
 
-Values latent_frame(float phase) {
-  Values z(2 * 2 * 16);
+Values latent_frame(const VaeConfig& vc, float phase) {
+  Values z(static_cast<size_t>(2 * 2 * vc.z_channels));
   for (size_t i = 0; i < z.size(); ++i) z[i] = std::sin(0.7f * static_cast<float>(i) + phase);
   return z;
 }
 
-TEST(WanVae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
-  nn::RandomWeights w(DType::F16, 5);
-  const Values z0 = latent_frame(0.0f), z1 = latent_frame(1.0f), z2 = latent_frame(2.0f);
-  const std::vector<Values> three = decode_clip(w, {z0, z1, z2});
+void expect_clips_decode_causally(const VaeConfig& vc, uint32_t seed) {
+  nn::RandomWeights w(DType::F16, seed);
+  const Values z0 = latent_frame(vc, 0.0f), z1 = latent_frame(vc, 1.0f),
+               z2 = latent_frame(vc, 2.0f);
+  const std::vector<Values> three = decode_clip(vc, w, {z0, z1, z2});
   ASSERT_EQ(three.size(), 9u);  // 1 + 4 + 4
   // The first frame is the image decode of latent frame 0.
   {
     nn::GraphRunner runner(cpu_backend());
     nn::GraphCall call;
-    Tensor* z = call.input_f32("z", make_shape({2, 2, 16, 1}), z0.data());
-    EXPECT_EQ(runner.run(call, wan_vae_decode(nn::Scope(call.ctx(), w, ""), tiny_vae(), z)),
-              three[0]);
+    Tensor* z = call.input_f32("z", make_shape({2, 2, vc.z_channels, 1}), z0.data());
+    EXPECT_EQ(runner.run(call, wan_vae_decode(nn::Scope(call.ctx(), w, ""), vc, z)), three[0]);
   }
   // Causal: a later latent frame changes only the frames after its predecessors'.
-  const std::vector<Values> other = decode_clip(w, {z0, z1, latent_frame(5.0f)});
+  const std::vector<Values> other = decode_clip(vc, w, {z0, z1, latent_frame(vc, 5.0f)});
   for (size_t f = 0; f < 5; ++f) EXPECT_EQ(other[f], three[f]) << "frame " << f;
   for (size_t f = 5; f < 9; ++f) EXPECT_NE(other[f], three[f]) << "frame " << f;
   // And the frames remember what came before: the same latent frame after another history
   // decodes differently.
-  const std::vector<Values> shifted = decode_clip(w, {z1, z1, z2});
+  const std::vector<Values> shifted = decode_clip(vc, w, {z1, z1, z2});
   EXPECT_NE(shifted[5], three[5]);
 }
 
-// Encodes video frames (each 16x16x3, in [-1, 1]) as one clip, chunk by chunk: the latent
-// frames, each [2, 2, 16].
-std::vector<Values> encode_clip(nn::RandomWeights& w, const std::vector<Values>& frames) {
-  const VaeConfig vc = tiny_vae();
+TEST(WanVae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
+  expect_clips_decode_causally(tiny_vae(), 5);
+}
+
+// Wan 2.2's shortcuts repeat a clip's first frame's channels into one frame, later frames'
+// into two (and its 2x2 pixel patches come apart after the head).
+TEST(Wan22Vae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
+  expect_clips_decode_causally(tiny_vae22(), 7);
+}
+
+// Encodes video frames (each side x side x 3, in [-1, 1]) as one clip, chunk by chunk: the
+// latent frames, each [2, 2, z_channels].
+std::vector<Values> encode_clip(const VaeConfig& vc, nn::RandomWeights& w,
+                                const std::vector<Values>& frames) {
   nn::GraphRunner runner(cpu_backend());
   WanClipCache clip;
+  const int64_t side = frame_side(vc);
   std::vector<Values> latents;
   for (size_t next = 0; next < frames.size();) {
     const size_t count = next == 0 ? 1 : 4;
@@ -269,46 +338,47 @@ std::vector<Values> encode_clip(nn::RandomWeights& w, const std::vector<Values>&
     nn::GraphCall call;
     clip.begin(call);
     Tensor* x =
-        call.input_f32("x", make_shape({16, 16, 3, static_cast<int64_t>(count)}), chunk.data());
+        call.input_f32("x", make_shape({side, side, 3, static_cast<int64_t>(count)}), chunk.data());
     Tensor* out = wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), vc, x, clip);
     latents.push_back(run_clip_graph(runner, call, out, clip));
-    EXPECT_EQ(latents.back().size(), 2u * 2u * 16u);
+    EXPECT_EQ(latents.back().size(), static_cast<size_t>(2 * 2 * vc.z_channels));
   }
   return latents;
 }
 
-Values video_frame(float phase) {
-  Values f(16 * 16 * 3);
+Values video_frame(const VaeConfig& vc, float phase) {
+  const int64_t side = frame_side(vc);
+  Values f(static_cast<size_t>(side * side * 3));
   for (size_t i = 0; i < f.size(); ++i)
     f[i] = 0.8f * std::sin(0.37f * static_cast<float>(i) + phase);
   return f;
 }
 
-TEST(WanVae, ClipsEncodeCausallyFourFramesPerLatentFrame) {
-  nn::RandomWeights w(DType::F16, 6);
+void expect_clips_encode_causally(const VaeConfig& vc, uint32_t seed) {
+  nn::RandomWeights w(DType::F16, seed);
+  const int64_t side = frame_side(vc);
   std::vector<Values> frames;
-  for (int i = 0; i < 9; ++i) frames.push_back(video_frame(0.5f * static_cast<float>(i)));
-  const std::vector<Values> latents = encode_clip(w, frames);
+  for (int i = 0; i < 9; ++i) frames.push_back(video_frame(vc, 0.5f * static_cast<float>(i)));
+  const std::vector<Values> latents = encode_clip(vc, w, frames);
   ASSERT_EQ(latents.size(), 3u);  // 1 + 4 + 4 frames
   // The first latent frame is the image encode of the first frame.
   {
     nn::GraphRunner runner(cpu_backend());
     nn::GraphCall call;
-    Tensor* x = call.input_f32("x", make_shape({16, 16, 3, 1}), frames[0].data());
-    EXPECT_EQ(runner.run(call, wan_vae_encode(nn::Scope(call.ctx(), w, ""), tiny_vae(), x)),
-              latents[0]);
+    Tensor* x = call.input_f32("x", make_shape({side, side, 3, 1}), frames[0].data());
+    EXPECT_EQ(runner.run(call, wan_vae_encode(nn::Scope(call.ctx(), w, ""), vc, x)), latents[0]);
   }
   // Causal: the last frame changes only the last latent frame; the second frame changes the
   // second latent frame and, through the layers' memory, the third.
   std::vector<Values> changed = frames;
-  changed[8] = video_frame(9.0f);
-  std::vector<Values> other = encode_clip(w, changed);
+  changed[8] = video_frame(vc, 9.0f);
+  std::vector<Values> other = encode_clip(vc, w, changed);
   EXPECT_EQ(other[0], latents[0]);
   EXPECT_EQ(other[1], latents[1]);
   EXPECT_NE(other[2], latents[2]);
   changed = frames;
-  changed[1] = video_frame(7.0f);
-  other = encode_clip(w, changed);
+  changed[1] = video_frame(vc, 7.0f);
+  other = encode_clip(vc, w, changed);
   EXPECT_EQ(other[0], latents[0]);
   EXPECT_NE(other[1], latents[1]);
   EXPECT_NE(other[2], latents[2]);
@@ -316,9 +386,19 @@ TEST(WanVae, ClipsEncodeCausallyFourFramesPerLatentFrame) {
   WanClipCache clip;
   nn::GraphCall call;
   clip.begin(call);
-  EXPECT_THROW(wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), tiny_vae(),
-                                    call.ctx().new_tensor(DType::F32, {16, 16, 3, 4}), clip),
+  EXPECT_THROW(wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), vc,
+                                    call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip),
                Error);
+}
+
+TEST(WanVae, ClipsEncodeCausallyFourFramesPerLatentFrame) {
+  expect_clips_encode_causally(tiny_vae(), 6);
+}
+
+// Wan 2.2's shortcuts average a clip's first frame with zeros before it, later chunks' frames
+// in pairs (and its 2x2 pixel patches enter as 12 channels).
+TEST(Wan22Vae, ClipsEncodeCausallyFourFramesPerLatentFrame) {
+  expect_clips_encode_causally(tiny_vae22(), 8);
 }
 
 }  // namespace

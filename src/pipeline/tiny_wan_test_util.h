@@ -2,7 +2,7 @@
 // layouts: the transformer (ComfyUI names, 128-wide heads as released: the rotary axes need
 // them), umT5 (Hugging Face names, a relative-position table in every block) and Wan 2.1's
 // causal autoencoder with its temporal upsamplers (small channels), plus a tiny T5-style
-// tokenizer.json beside umT5.
+// tokenizer.json beside umT5; and the image-to-video and Wan 2.2 TI2V variants.
 #pragma once
 
 #include <filesystem>
@@ -47,29 +47,39 @@ inline models::T5Config tiny_umt5_config() {
   return c;
 }
 
-// Wan 2.1's autoencoder with what a clip's later frames read (the temporal upsamplers).
-inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed) {
+// Wan 2.2's autoencoder (TI2V-5B's) at small widths: 48 channels, 16x per side.
+inline models::VaeConfig tiny_wan22_vae_config() {
+  models::VaeConfig c = models::VaeConfig::wan22();
+  c.ch = 16;
+  c.decoder_ch = 32;
+  return c;
+}
+
+// A Wan autoencoder (Wan 2.1's unless `vc` says) with what a clip's later frames read (the
+// temporal upsamplers).
+inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed,
+                                     const models::VaeConfig& vc = tiny_wan_vae_config()) {
   nn::RandomWeights w(DType::F16, seed);
-  const models::VaeConfig vc = tiny_wan_vae_config();
+  const int64_t side = 2 * vc.downscale();
   nn::GraphCall call;
   Context& ctx = call.ctx();
   const nn::Scope s(ctx, w, "");
-  models::vae_encode(s, vc, ctx.new_tensor(DType::F32, {16, 16, 3, 1}));
+  models::vae_encode(s, vc, ctx.new_tensor(DType::F32, {side, side, 3, 1}));
   {
     // A clip's encoding: the first frame, then four (the temporal downsamplers).
     models::WanClipCache chunks;
     nn::GraphCall first, second;
     chunks.begin(first);
     models::wan_vae_encode_chunk(nn::Scope(first.ctx(), w, ""), vc,
-                                 first.ctx().new_tensor(DType::F32, {16, 16, 3, 1}), chunks);
+                                 first.ctx().new_tensor(DType::F32, {side, side, 3, 1}), chunks);
     chunks.keep_zeros();
     chunks.begin(second);
     models::wan_vae_encode_chunk(nn::Scope(second.ctx(), w, ""), vc,
-                                 second.ctx().new_tensor(DType::F32, {16, 16, 3, 4}), chunks);
+                                 second.ctx().new_tensor(DType::F32, {side, side, 3, 4}), chunks);
   }
   models::WanClipCache clip;
   clip.begin(call);
-  Tensor* x = ctx.new_tensor(DType::F32, {2, 2, 16, 1});
+  Tensor* x = ctx.new_tensor(DType::F32, {2, 2, vc.z_channels, 1});
   for (int stage = 0; stage < models::wan_vae_decode_stages(vc); ++stage) {
     models::wan_vae_decode_stage(s, vc, stage, x, clip);  // a clip's first frame
     Tensor* out = models::wan_vae_decode_stage(s, vc, stage, x, clip);
@@ -107,6 +117,19 @@ inline TinyWanFiles write_tiny_wan(const std::string& dir) {
   }
   write_tiny_wan_video_vae(f.vae, 53);
   std::ofstream(dir + "/tokenizer.json") << kTinyT5TokenizerJson;
+  return f;
+}
+
+// Wan 2.2 TI2V-5B in small: a transformer reading and predicting Wan 2.2's 48 channels and
+// Wan 2.2's autoencoder, beside write_tiny_wan's umT5.
+inline TinyWanFiles write_tiny_wan_ti2v(const std::string& dir) {
+  TinyWanFiles f = write_tiny_wan(dir);
+  f.dit = dir + "/wan_ti2v.safetensors";
+  f.vae = dir + "/wan22_vae.safetensors";
+  models::WanConfig wc = tiny_wan_config();
+  wc.in_channels = wc.out_channels = tiny_wan22_vae_config().z_channels;
+  write_tiny_wan_dit(f.dit, wc, 57);
+  write_tiny_wan_video_vae(f.vae, 58, tiny_wan22_vae_config());
   return f;
 }
 

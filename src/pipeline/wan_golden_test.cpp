@@ -1,7 +1,8 @@
 // Wan text-to-video and image-to-video end to end against the reference implementation's
 // frames of the same random models (tests/golden/wan_tiny: README.md says how they were
-// made). The models' files come from tools/make_random_wan.py, found through SD_TEST_WAN_DIR
-// and SD_TEST_WAN_I2V_DIR (the I2V transformer and CLIP vision; scripts/test.sh makes both);
+// made). The models' files come from tools/make_random_wan.py, found through SD_TEST_WAN_DIR,
+// SD_TEST_WAN_I2V_DIR (the I2V transformer and CLIP vision) and SD_TEST_WAN_TI2V_DIR (Wan 2.2
+// TI2V-5B's transformer layout and Wan 2.2's autoencoder; scripts/test.sh makes all three);
 // the tokenizer, a synthetic umT5 stand-in, from ../shared. Wan 2.2 A14B's pair of experts
 // is the T2V transformer given twice.
 #include <gtest/gtest.h>
@@ -34,6 +35,9 @@ struct WanCase {
   int high_noise_steps = 0;
   float high_noise_cfg = 7.0f;
   std::optional<sampling::SampleMethod> high_noise_method = std::nullopt;
+  // Wan 2.2 TI2V-5B (its transformer and autoencoder; the first and last frames, when
+  // given, are pinned in the latent).
+  bool ti2v = false;
 };
 
 void run_wan_case(const WanCase& c) {
@@ -42,25 +46,38 @@ void run_wan_case(const WanCase& c) {
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_WAN_DIR or ../shared not available";
   const std::string d = dir;
   const char* i2v_dir = std::getenv("SD_TEST_WAN_I2V_DIR");
-  if (c.first && !i2v_dir) GTEST_SKIP() << "SD_TEST_WAN_I2V_DIR not available";
+  const bool i2v = c.first && !c.ti2v;
+  if (i2v && !i2v_dir) GTEST_SKIP() << "SD_TEST_WAN_I2V_DIR not available";
+  const char* ti2v_dir = std::getenv("SD_TEST_WAN_TI2V_DIR");
+  if (c.ti2v && !ti2v_dir) GTEST_SKIP() << "SD_TEST_WAN_TI2V_DIR not available";
   ModelOptions options;
-  options.diffusion_model = (c.first ? std::string(i2v_dir) : d) + "/wan.safetensors";
-  if (c.first) options.clip_vision = std::string(i2v_dir) + "/clip_vision.safetensors";
+  options.diffusion_model = (i2v ? std::string(i2v_dir) : d) + "/wan.safetensors";
+  if (i2v) options.clip_vision = std::string(i2v_dir) + "/clip_vision.safetensors";
   if (c.high_noise_steps > 0) options.high_noise_diffusion_model = options.diffusion_model;
   options.t5xxl = d + "/umt5.safetensors";
   options.vae = d + "/wan_vae.safetensors";
+  if (c.ti2v) {
+    options.diffusion_model = std::string(ti2v_dir) + "/wan.gguf";
+    options.vae = std::string(ti2v_dir) + "/wan_vae.safetensors";
+  }
   options.t5_tokenizer = shared + "/data/t5/tokenizer.json";
   options.threads = 2;
   StableDiffusion sd(options);
-  ASSERT_EQ(sd.version(), c.first ? io::ModelVersion::WanI2V : io::ModelVersion::Wan);
+  ASSERT_EQ(sd.version(), c.ti2v ? io::ModelVersion::WanTI2V
+                          : i2v  ? io::ModelVersion::WanI2V
+                                 : io::ModelVersion::Wan);
   ImageRequest r;
   io::Image first, last;
   if (c.first) {
-    first = io::read_image((sd::test::golden_folder("wan_tiny") / c.first).string());
+    // Fitted to the size as sd-cli (and the reference's CLI) fit -i and --end-img.
+    first =
+        io::fit_to_size(io::read_image((sd::test::golden_folder("wan_tiny") / c.first).string()),
+                        c.width, c.height);
     r.init_image = &first;
   }
   if (c.last) {
-    last = io::read_image((sd::test::golden_folder("wan_tiny") / c.last).string());
+    last = io::fit_to_size(io::read_image((sd::test::golden_folder("wan_tiny") / c.last).string()),
+                           c.width, c.height);
     r.end_image = &last;
   }
   r.prompt = c.prompt;
@@ -125,6 +142,36 @@ TEST(GoldenWan, ImageToVideoFromAFirstAndALastFrame) {
   c.seed = 7;
   c.first = "i2v_first.png";
   c.last = "i2v_last.png";
+  run_wan_case(c);
+}
+
+// Wan 2.2 TI2V-5B's layout (its blocks zero, so the velocity is the patch embedding's,
+// the time embedding's and the head's; see make_random_wan.py) with Wan 2.2's autoencoder:
+// text to video, not square (tokens 3 x 2 per frame), decoded by the 48-channel latent's
+// 16x autoencoder.
+TEST(GoldenWan, Wan22TextToVideo) {
+  WanCase c{"ti2v_cat_5f"};
+  c.width = 96;
+  c.frames = 5;
+  c.steps = 3;
+  c.cfg = 1.0f;
+  c.ti2v = true;
+  run_wan_case(c);
+}
+
+// The same from a first and a last frame, each encoded by Wan 2.2's encoder into its latent
+// frame and kept there while the frames between are sampled, the transformer taking those
+// two at timestep 0.
+TEST(GoldenWan, Wan22FromAFirstAndALastFrame) {
+  WanCase c{"ti2v_flf_9f"};
+  c.prompt = "a red fox running through snow";
+  c.frames = 9;
+  c.steps = 3;
+  c.cfg = 1.0f;
+  c.seed = 7;
+  c.first = "i2v_first.png";
+  c.last = "i2v_last.png";
+  c.ti2v = true;
   run_wan_case(c);
 }
 
