@@ -161,88 +161,96 @@ def ae_specs(enc_ch, dec_ch, z, quant_convs=False, mult=(1, 2, 4, 4), n_res=2, s
     return s
 
 
-def wan_vae_specs(dim, z=16):
-    """The Wan 2.1 causal autoencoder, Wan names, base width dim: encoder to 2z channels
-    (mean and log-variance), ``conv1`` 2z -> 2z, ``conv2`` z -> z, decoder from z channels;
-    all 1x1 / 3x3 kernels, 3D convolutions 5-D [out, in, t, h, w]. normal(0, 1/sqrt(fan_in))
-    convolution weights (fan_in = input channels x kernel volume), normal(0, 0.02) biases,
-    1 + normal(0, 0.1) RMS norm scales ``gamma`` [n, 1, 1, 1] ([n, 1, 1] in attention)."""
-    s = []
+class _WanVaeSpecs:
+    """The layers both Wan autoencoders are built of, appended to ``s`` in order:
+    normal(0, 1/sqrt(fan_in)) convolution weights (fan_in = input channels x kernel volume),
+    normal(0, 0.02) biases, 1 + normal(0, 0.1) RMS norm scales ``gamma`` [n, 1, 1, 1]
+    ([n, 1, 1] in attention); 3D convolutions 5-D [out, in, t, h, w]."""
 
-    def conv(name, n_out, n_in, kernel):
+    def __init__(self):
+        self.s = []
+
+    def conv(self, name, n_out, n_in, kernel):
         fan_in = n_in
         for k in kernel:
             fan_in *= k
-        s.append((f"{name}.weight", (n_out, n_in) + tuple(kernel), 0.0, fan_in ** -0.5))
-        s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
+        self.s.append((f"{name}.weight", (n_out, n_in) + tuple(kernel), 0.0, fan_in ** -0.5))
+        self.s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
 
-    def rms(name, n, images=False):
+    def rms(self, name, n, images=False):
         shape = (n, 1, 1) if images else (n, 1, 1, 1)
-        s.append((f"{name}.gamma", shape, 1.0, 0.1))
+        self.s.append((f"{name}.gamma", shape, 1.0, 0.1))
 
-    def resblock(name, c_in, c_out):
-        rms(f"{name}.residual.0", c_in)
-        conv(f"{name}.residual.2", c_out, c_in, (3, 3, 3))
-        rms(f"{name}.residual.3", c_out)
-        conv(f"{name}.residual.6", c_out, c_out, (3, 3, 3))
+    def resblock(self, name, c_in, c_out):
+        self.rms(f"{name}.residual.0", c_in)
+        self.conv(f"{name}.residual.2", c_out, c_in, (3, 3, 3))
+        self.rms(f"{name}.residual.3", c_out)
+        self.conv(f"{name}.residual.6", c_out, c_out, (3, 3, 3))
         if c_in != c_out:
-            conv(f"{name}.shortcut", c_out, c_in, (1, 1, 1))
+            self.conv(f"{name}.shortcut", c_out, c_in, (1, 1, 1))
 
-    def attention(name, c):
-        rms(f"{name}.norm", c, images=True)
-        conv(f"{name}.to_qkv", 3 * c, c, (1, 1))
-        conv(f"{name}.proj", c, c, (1, 1))
+    def middle(self, prefix, c):
+        self.resblock(f"{prefix}.middle.0", c, c)
+        self.rms(f"{prefix}.middle.1.norm", c, images=True)
+        self.conv(f"{prefix}.middle.1.to_qkv", 3 * c, c, (1, 1))
+        self.conv(f"{prefix}.middle.1.proj", c, c, (1, 1))
+        self.resblock(f"{prefix}.middle.2", c, c)
 
-    def middle(prefix, c):
-        resblock(f"{prefix}.middle.0", c, c)
-        attention(f"{prefix}.middle.1", c)
-        resblock(f"{prefix}.middle.2", c, c)
+    def resampler(self, name, c_in, c_out, temporal, c_time):
+        self.conv(f"{name}.resample.1", c_out, c_in, (3, 3))
+        if temporal:
+            self.conv(f"{name}.time_conv", c_time, c_in, (3, 1, 1))
 
+
+def wan_vae_specs(dim, z=16):
+    """The Wan 2.1 causal autoencoder, Wan names, base width dim: encoder to 2z channels
+    (mean and log-variance), ``conv1`` 2z -> 2z, ``conv2`` z -> z, decoder from z channels;
+    all 1x1 / 3x3 kernels (_WanVaeSpecs' values)."""
+    b = _WanVaeSpecs()
+    levels = len(WAN_VAE_MULT)
     # encoder: dims dim x (1, 1, 2, 4, 4)
     dims = [dim] + [dim * m for m in WAN_VAE_MULT]
-    conv("encoder.conv1", dims[0], 3, (3, 3, 3))
+    b.conv("encoder.conv1", dims[0], 3, (3, 3, 3))
     idx = 0
-    for i in range(len(WAN_VAE_MULT)):
+    for i in range(levels):
         c_in, c_out = dims[i], dims[i + 1]
         for _ in range(WAN_VAE_RES_BLOCKS):
-            resblock(f"encoder.downsamples.{idx}", c_in, c_out)
+            b.resblock(f"encoder.downsamples.{idx}", c_in, c_out)
             c_in = c_out
             idx += 1
-        if i != len(WAN_VAE_MULT) - 1:
-            p = f"encoder.downsamples.{idx}"
-            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
-            if WAN_VAE_TEMPORAL_DOWN[i]:
-                conv(f"{p}.time_conv", c_out, c_out, (3, 1, 1))
+        if i != levels - 1:
+            b.resampler(f"encoder.downsamples.{idx}", c_out, c_out, WAN_VAE_TEMPORAL_DOWN[i],
+                        c_out)
             idx += 1
     c = dims[-1]
-    middle("encoder", c)
-    rms("encoder.head.0", c)
-    conv("encoder.head.2", 2 * z, c, (3, 3, 3))
-    conv("conv1", 2 * z, 2 * z, (1, 1, 1))
+    b.middle("encoder", c)
+    b.rms("encoder.head.0", c)
+    b.conv("encoder.head.2", 2 * z, c, (3, 3, 3))
+    b.conv("conv1", 2 * z, 2 * z, (1, 1, 1))
 
     # decoder: dims dim x (4, 4, 4, 2, 1); stages after an upsampling start from half
-    conv("conv2", z, z, (1, 1, 1))
+    b.conv("conv2", z, z, (1, 1, 1))
     dims = [dim * WAN_VAE_MULT[-1]] + [dim * m for m in reversed(WAN_VAE_MULT)]
-    conv("decoder.conv1", dims[0], z, (3, 3, 3))
-    middle("decoder", dims[0])
+    b.conv("decoder.conv1", dims[0], z, (3, 3, 3))
+    b.middle("decoder", dims[0])
     idx = 0
-    for i in range(len(WAN_VAE_MULT)):
+    for i in range(levels):
         c_in, c_out = dims[i], dims[i + 1]
         if i > 0:
             c_in //= 2
         for _ in range(WAN_VAE_RES_BLOCKS + 1):
-            resblock(f"decoder.upsamples.{idx}", c_in, c_out)
+            b.resblock(f"decoder.upsamples.{idx}", c_in, c_out)
             c_in = c_out
             idx += 1
-        if i != len(WAN_VAE_MULT) - 1:
+        if i != levels - 1:
             p = f"decoder.upsamples.{idx}"
-            conv(f"{p}.resample.1", c_out // 2, c_out, (3, 3))
+            b.conv(f"{p}.resample.1", c_out // 2, c_out, (3, 3))
             if WAN_VAE_TEMPORAL_UP[i]:
-                conv(f"{p}.time_conv", 2 * c_out, c_out, (3, 1, 1))
+                b.conv(f"{p}.time_conv", 2 * c_out, c_out, (3, 1, 1))
             idx += 1
-    rms("decoder.head.0", dims[-1])
-    conv("decoder.head.2", 3, dims[-1], (3, 3, 3))
-    return s
+    b.rms("decoder.head.0", dims[-1])
+    b.conv("decoder.head.2", 3, dims[-1], (3, 3, 3))
+    return b.s
 
 
 def wan22_vae_specs(dim=160, decoder_dim=256, z=48, patch=2):
@@ -253,69 +261,39 @@ def wan22_vae_specs(dim=160, decoder_dim=256, z=48, patch=2):
     ``.upsamples.{0,1,2}`` and the resampler ``.upsamples.3``, whose conv keeps the width; the
     image enters and leaves in patch x patch pixel patches (3 patch^2 channels). Widths: the
     encoder's dim x (1, 1, 2, 4, 4), the decoder's decoder_dim x (4, 4, 4, 2, 1)."""
-    s = []
-
-    def conv(name, n_out, n_in, kernel):
-        fan_in = n_in
-        for k in kernel:
-            fan_in *= k
-        s.append((f"{name}.weight", (n_out, n_in) + tuple(kernel), 0.0, fan_in ** -0.5))
-        s.append((f"{name}.bias", (n_out,), 0.0, 0.02))
-
-    def rms(name, n, images=False):
-        s.append((f"{name}.gamma", (n, 1, 1) if images else (n, 1, 1, 1), 1.0, 0.1))
-
-    def resblock(name, c_in, c_out):
-        rms(f"{name}.residual.0", c_in)
-        conv(f"{name}.residual.2", c_out, c_in, (3, 3, 3))
-        rms(f"{name}.residual.3", c_out)
-        conv(f"{name}.residual.6", c_out, c_out, (3, 3, 3))
-        if c_in != c_out:
-            conv(f"{name}.shortcut", c_out, c_in, (1, 1, 1))
-
-    def middle(prefix, c):
-        resblock(f"{prefix}.middle.0", c, c)
-        rms(f"{prefix}.middle.1.norm", c, images=True)
-        conv(f"{prefix}.middle.1.to_qkv", 3 * c, c, (1, 1))
-        conv(f"{prefix}.middle.1.proj", c, c, (1, 1))
-        resblock(f"{prefix}.middle.2", c, c)
-
+    b = _WanVaeSpecs()
     image = 3 * patch * patch
     levels = len(WAN_VAE_MULT)
     dims = [dim] + [dim * m for m in WAN_VAE_MULT]
-    conv("encoder.conv1", dims[0], image, (3, 3, 3))
+    b.conv("encoder.conv1", dims[0], image, (3, 3, 3))
     for i in range(levels):
         c_in, c_out = dims[i], dims[i + 1]
         for j in range(WAN_VAE_RES_BLOCKS):
-            resblock(f"encoder.downsamples.{i}.downsamples.{j}", c_in, c_out)
+            b.resblock(f"encoder.downsamples.{i}.downsamples.{j}", c_in, c_out)
             c_in = c_out
         if i != levels - 1:
-            p = f"encoder.downsamples.{i}.downsamples.{WAN_VAE_RES_BLOCKS}"
-            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
-            if WAN_VAE_TEMPORAL_DOWN[i]:
-                conv(f"{p}.time_conv", c_out, c_out, (3, 1, 1))
-    middle("encoder", dims[-1])
-    rms("encoder.head.0", dims[-1])
-    conv("encoder.head.2", 2 * z, dims[-1], (3, 3, 3))
-    conv("conv1", 2 * z, 2 * z, (1, 1, 1))
+            b.resampler(f"encoder.downsamples.{i}.downsamples.{WAN_VAE_RES_BLOCKS}", c_out,
+                        c_out, WAN_VAE_TEMPORAL_DOWN[i], c_out)
+    b.middle("encoder", dims[-1])
+    b.rms("encoder.head.0", dims[-1])
+    b.conv("encoder.head.2", 2 * z, dims[-1], (3, 3, 3))
+    b.conv("conv1", 2 * z, 2 * z, (1, 1, 1))
 
-    conv("conv2", z, z, (1, 1, 1))
+    b.conv("conv2", z, z, (1, 1, 1))
     dims = [decoder_dim * WAN_VAE_MULT[-1]] + [decoder_dim * m for m in reversed(WAN_VAE_MULT)]
-    conv("decoder.conv1", dims[0], z, (3, 3, 3))
-    middle("decoder", dims[0])
+    b.conv("decoder.conv1", dims[0], z, (3, 3, 3))
+    b.middle("decoder", dims[0])
     for i in range(levels):
         c_in, c_out = dims[i], dims[i + 1]
         for j in range(WAN_VAE_RES_BLOCKS + 1):
-            resblock(f"decoder.upsamples.{i}.upsamples.{j}", c_in, c_out)
+            b.resblock(f"decoder.upsamples.{i}.upsamples.{j}", c_in, c_out)
             c_in = c_out
         if i != levels - 1:
-            p = f"decoder.upsamples.{i}.upsamples.{WAN_VAE_RES_BLOCKS + 1}"
-            conv(f"{p}.resample.1", c_out, c_out, (3, 3))
-            if WAN_VAE_TEMPORAL_UP[i]:
-                conv(f"{p}.time_conv", 2 * c_out, c_out, (3, 1, 1))
-    rms("decoder.head.0", dims[-1])
-    conv("decoder.head.2", image, dims[-1], (3, 3, 3))
-    return s
+            b.resampler(f"decoder.upsamples.{i}.upsamples.{WAN_VAE_RES_BLOCKS + 1}", c_out,
+                        c_out, WAN_VAE_TEMPORAL_UP[i], 2 * c_out)
+    b.rms("decoder.head.0", dims[-1])
+    b.conv("decoder.head.2", image, dims[-1], (3, 3, 3))
+    return b.s
 
 
 def t5_specs(dim, n_layers, ff, heads, vocab, bias_per_layer=False):

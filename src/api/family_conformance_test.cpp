@@ -100,6 +100,15 @@ constexpr int video_frames_of() {
     return 0;
 }
 
+// The request's side: 16 pixels, or more where the family's latent needs it (Trait::kSide).
+template <typename Trait>
+constexpr int side_of() {
+  if constexpr (requires { Trait::kSide; })
+    return Trait::kSide;
+  else
+    return 16;
+}
+
 std::string clip_vocab() {
   return sd::test::shared_dir() + "/data/clip/bpe_simple_vocab_16e6.txt.gz";
 }
@@ -398,6 +407,22 @@ struct Wan {
   static constexpr double kQ8MinPsnr = 30.0;
 };
 
+// Wan 2.2 TI2V-5B in small: Wan's umT5, a transformer on Wan 2.2's 48 channels and Wan
+// 2.2's autoencoder (16x per side, so 32 pixels are one 2x2 patch).
+struct WanTI2V : Wan {
+  static ModelOptions open(const io::test::TempDir& dir) {
+    static const pipeline::test::TinyWanFiles f =
+        pipeline::test::write_tiny_wan_ti2v(dir.file("wan_ti2v"));
+    ModelOptions o;
+    o.diffusion_model = f.dit;
+    o.t5xxl = f.umt5;
+    o.vae = f.vae;
+    o.t5_tokenizer = f.dir + "/tokenizer.json";
+    return o;
+  }
+  static constexpr int kSide = 32;
+};
+
 // The file's tensors as f32 under the names they are stored with.
 struct FileWeights {
   std::map<std::string, std::vector<float>> values;
@@ -443,6 +468,7 @@ class FamilyConformance : public ::testing::Test {
     options_ = Trait::open(dir());
     options_.threads = 2;
     request_ = small_request();
+    request_.width = request_.height = side_of<Trait>();
     request_.video_frames = video_frames_of<Trait>();
   }
 
@@ -492,8 +518,8 @@ class FamilyConformance : public ::testing::Test {
   ImageRequest request_;
 };
 
-using Families =
-    ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage, Flux2, Flux2Dev, QwenImage, Wan>;
+using Families = ::testing::Types<Sd1, Sdxl, Sd3, Flux, Chroma, ZImage, Flux2, Flux2Dev, QwenImage,
+                                  Wan, WanTI2V>;
 class FamilyNames {
  public:
   template <typename T>
@@ -507,6 +533,7 @@ class FamilyNames {
     if (std::is_same_v<T, Flux2Dev>) return "FLUX2dev";
     if (std::is_same_v<T, QwenImage>) return "QwenImage";
     if (std::is_same_v<T, Wan>) return "Wan";
+    if (std::is_same_v<T, WanTI2V>) return "WanTI2V";
     return "ZImage";
   }
 };
