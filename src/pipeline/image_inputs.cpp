@@ -105,6 +105,8 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   vae->set_tiling(r.vae_tiling);
 
   p.init_latent.assign(latent_size, 0.0f);
+  // Frames a request fixes are its own: none unless this one pins some (pin_frames).
+  if (FixedFrameInput* fixed = diffusion->fixed_frames()) fixed->set_fixed_frames({});
   auto encode = [&](const std::vector<float>& planes) {
     return this->encode(planes, r.width, r.height, *rng);
   };

@@ -90,8 +90,17 @@ TEST_F(TinyWanTI2V, AFirstFrameIsKeptWhateverTheSeed) {
   const std::vector<io::Image> both = sd.generate(r);
   EXPECT_EQ(both[0].pixels, a[0].pixels);
   EXPECT_NE(both[4].pixels, a[4].pixels);
-  // A later request without a frame is text to video again.
+  // A later request without a frame is text to video again, and an image (-M img_gen)
+  // after a clip with fixed frames is one frame with none.
   EXPECT_EQ(sd.generate(request_)[4].pixels, text_only[4].pixels);
+  ImageRequest pinned = request_;
+  pinned.init_image = &first_;
+  sd.generate(pinned);
+  ImageRequest one_frame = request_;
+  one_frame.video_frames = 0;
+  const std::vector<io::Image> image = sd.generate(one_frame);
+  ASSERT_EQ(image.size(), 1u);
+  EXPECT_EQ(image[0].width, 32);
 }
 
 TEST_F(TinyWanTI2V, RefusesWhatItCannotUse) {
