@@ -16,7 +16,8 @@
 # FFmpeg's test pattern. EXPERT, when given, is a second transformer of MODEL_DIR's shape
 # (make_random_wan.py --out X --seed 3 --parts wan) run as Wan 2.2 A14B's high-noise expert,
 # with the weights in memory and kept on disk (--params-backend disk). SKIP_T2V=1 leaves
-# out the text-to-video rows.
+# out the text-to-video rows; LARGE=1 adds 832x480 (5 frames, 1 step, with and without
+# --vae-tiling), where the autoencoder's memory is the run's peak.
 set -euo pipefail
 ours=$1 ref=$2 dir=$3 i2v_dir=${4:-} expert=${5:-}
 [ "$i2v_dir" = - ] && i2v_dir=
@@ -83,6 +84,10 @@ i2v_rows=()
 if [ "${SKIP_T2V:-0}" != 1 ]; then
   row "160x96, 9 frames, 2 steps" -W 160 -H 96 --video-frames 9 --steps 2
   row "320x192, 5 frames, 1 step" -W 320 -H 192 --video-frames 5 --steps 1
+fi
+if [ "${LARGE:-0}" = 1 ]; then
+  row "832x480, 5 frames, 1 step" -W 832 -H 480 --video-frames 5 --steps 1
+  row "the same, --vae-tiling" -W 832 -H 480 --video-frames 5 --steps 1 --vae-tiling
 fi
 if [ -n "$expert" ]; then
   a14b=(--high-noise-diffusion-model "$expert" --high-noise-steps 2 --high-noise-cfg-scale 6

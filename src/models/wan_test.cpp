@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -223,27 +224,17 @@ VaeConfig tiny_vae22() {
   return c;
 }
 
-// Runs a clip's graph: `out` and what the cache saves, which it then keeps.
-Values run_clip_graph(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
-                      WanClipCache& clip) {
-  std::vector<Tensor*> outputs = {out};
-  outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
-  std::vector<Values> values = runner.run(call, outputs);
-  Values result = std::move(values[0]);
-  values.erase(values.begin());
-  clip.keep(std::move(values));
-  return result;
+// A frame's side in pixels for a latent frame of `latent` x `latent`.
+int64_t frame_side(const VaeConfig& vc, int64_t latent = 2) {
+  return latent * vc.downscale();
 }
 
-// A frame's side in pixels for a 2x2 latent frame.
-int64_t frame_side(const VaeConfig& vc) {
-  return 2 * vc.downscale();
-}
-
-// Decodes latent frames (each [2, 2, z_channels]) as one clip, frame by frame and stage by
-// stage: the frames, each side x side x 3.
+// Decodes latent frames (each [latent, latent, z_channels]) as one clip, frame by frame and
+// stage by stage: the frames, each side x side x 3. `largest`: the largest compute buffer
+// a graph took.
 std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
-                                const std::vector<Values>& latents) {
+                                const std::vector<Values>& latents, int64_t latent = 2,
+                                size_t* largest = nullptr) {
   nn::GraphRunner runner(cpu_backend());
   WanClipCache clip;
   struct Frame {
@@ -255,7 +246,8 @@ std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
     clip.begin(call);
     Tensor* x = call.input_f32("x", make_shape({in.w, in.h, in.c, 1}), in.values.data());
     Tensor* out = wan_vae_decode_stage(nn::Scope(call.ctx(), w, ""), vc, stage, x, clip);
-    const Values result = run_clip_graph(runner, call, out, clip);
+    const Values result = clip.run(runner, call, out);
+    if (largest) *largest = std::max(*largest, runner.compute_buffer_size());
     std::vector<Frame> frames;
     const size_t size = static_cast<size_t>(out->ne[0] * out->ne[1] * out->ne[2]);
     for (int64_t i = 0; i < out->ne[3]; ++i)
@@ -264,10 +256,10 @@ std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
                         out->ne[0], out->ne[1], out->ne[2]});
     return frames;
   };
-  const auto side = static_cast<size_t>(frame_side(vc));
+  const auto side = static_cast<size_t>(frame_side(vc, latent));
   std::vector<Values> video;
   for (size_t t = 0; t < latents.size(); ++t) {
-    std::vector<Frame> pending = run(0, {latents[t], 2, 2, vc.z_channels});
+    std::vector<Frame> pending = run(0, {latents[t], latent, latent, vc.z_channels});
     for (int stage = 1; stage < wan_vae_decode_stages(vc); ++stage) {
       std::vector<Frame> next;
       for (const Frame& f : pending)
@@ -283,8 +275,8 @@ std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
   return video;
 }
 
-Values latent_frame(const VaeConfig& vc, float phase) {
-  Values z(static_cast<size_t>(2 * 2 * vc.z_channels));
+Values latent_frame(const VaeConfig& vc, float phase, int64_t latent = 2) {
+  Values z(static_cast<size_t>(latent * latent * vc.z_channels));
   for (size_t i = 0; i < z.size(); ++i) z[i] = std::sin(0.7f * static_cast<float>(i) + phase);
   return z;
 }
@@ -316,6 +308,23 @@ TEST(WanVae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
   expect_clips_decode_causally(tiny_vae(), 5);
 }
 
+// A clip's graphs each hold one layer's work on one frame: at full resolution, where the
+// memory is, a graph's buffer is a few frames of activations (the frame, what its
+// convolutions remember, their inputs handed to the cache), not a level's or a clip's.
+TEST(WanVae, AClipsGraphsHoldAFewFramesOfOneLayer) {
+  const VaeConfig vc = tiny_vae();
+  nn::RandomWeights w(DType::F16, 5);
+  constexpr int64_t kLatent = 8;
+  size_t largest = 0;
+  const std::vector<Values> video = decode_clip(
+      vc, w, {latent_frame(vc, 0.0f, kLatent), latent_frame(vc, 1.0f, kLatent)}, kLatent, &largest);
+  ASSERT_EQ(video.size(), 5u);
+  const int64_t side = frame_side(vc, kLatent);
+  const auto frame = static_cast<size_t>(side * side * vc.decoder_width() * vc.ch_mult[0] * 4);
+  EXPECT_LE(largest, 9 * frame) << "a graph took " << static_cast<double>(largest) / frame
+                                << " full-resolution frames";
+}
+
 // Wan 2.2's shortcuts repeat a clip's first frame's channels into one frame, later frames'
 // into two (and its 2x2 pixel patches come apart after the head).
 TEST(Wan22Vae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
@@ -340,7 +349,7 @@ std::vector<Values> encode_clip(const VaeConfig& vc, nn::RandomWeights& w,
     Tensor* x =
         call.input_f32("x", make_shape({side, side, 3, static_cast<int64_t>(count)}), chunk.data());
     Tensor* out = wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), vc, x, clip);
-    latents.push_back(run_clip_graph(runner, call, out, clip));
+    latents.push_back(clip.run(runner, call, out));
     EXPECT_EQ(latents.back().size(), static_cast<size_t>(2 * 2 * vc.z_channels));
   }
   return latents;

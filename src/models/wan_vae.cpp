@@ -38,10 +38,11 @@ Tensor* temporal_tap(Context& ctx, Tensor* w, int kernel, int64_t in, int64_t ou
 
 // A causal convolution with 3 temporal taps over frames x [W, H, in, t] of a clip: frame j
 // of the result reads frames j - 2, j - 1 and j of the clip's sequence, where the frames the
-// layer remembers precede x and zeros precede those. The taps that meet frames are one 2-d
-// convolution over those frames stacked along the channels (one GEMM, no partial sums); a
-// clip's first frame meets only the last tap, as an image does. Spatial kernel 3 (pad 1) or
-// 1. The layer then remembers the last two frames.
+// layer remembers precede x and zeros precede those. Each tap that meets a frame is a 2-d
+// convolution of that frame, summed: a graph then holds one frame per tap (a remembered one
+// made f32 only for its own tap) where stacking the three along the channels held them all
+// twice. A clip's first frame meets only the last tap, as an image does. Spatial kernel 3
+// (pad 1) or 1. The layer then remembers the last two frames.
 Tensor* causal_conv_clip(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int spatial,
                          WanClipCache& clip) {
   const std::string& slot = s.prefix();
@@ -49,27 +50,26 @@ Tensor* causal_conv_clip(const nn::Scope& s, Tensor* x, int64_t in, int64_t out,
   Tensor* w = s.param("weight", {spatial, spatial, 3, in * out});
   Tensor* bias = s.param("bias", {out});
   const int pad = spatial / 2;
-  Tensor* previous = clip.previous(slot);
-  const int64_t remembered = previous ? previous->ne[3] : 0, frames = x->ne[3];
-  // Frame i of the real sequence (remembered, then x).
+  const std::vector<Tensor*> previous = clip.remembered(slot);  // f16
+  const auto remembered = static_cast<int64_t>(previous.size());
+  const int64_t frames = x->ne[3];
+  // Frame i of the real sequence (remembered, then x), in f32.
   auto frame = [&](int64_t i) {
-    return i < remembered ? slice(ctx, previous, 3, i, i + 1)
-                          : slice(ctx, x, 3, i - remembered, i - remembered + 1);
+    if (i < remembered) return cast(ctx, previous[static_cast<size_t>(i)], DType::F32);
+    return frames == 1 ? x : cont(ctx, slice(ctx, x, 3, i - remembered, i - remembered + 1));
   };
   Tensor* taps[3] = {};
   Tensor* result = nullptr;
   for (int64_t j = 0; j < frames; ++j) {
     const int64_t current = remembered + j;
     const int first_tap = current >= 2 ? 0 : static_cast<int>(2 - current);
-    Tensor* input = nullptr;
-    Tensor* kernel = nullptr;
-    for (int t = first_tap; t < 3; ++t) {
+    Tensor* y = nullptr;
+    for (int t = 2; t >= first_tap; --t) {  // the frame itself first, with the bias
       if (!taps[t]) taps[t] = temporal_tap(ctx, w, spatial, in, out, t);
-      Tensor* f = cont(ctx, frame(current - (2 - t)));
-      input = input ? concat(ctx, input, f, 2) : f;
-      kernel = kernel ? concat(ctx, kernel, taps[t], 2) : taps[t];
+      Tensor* part =
+          conv2d(ctx, frame(current - (2 - t)), taps[t], y ? nullptr : bias, 1, 1, pad, pad, 1, 1);
+      y = y ? add(ctx, y, part) : part;
     }
-    Tensor* y = conv2d(ctx, input, kernel, bias, 1, 1, pad, pad, 1, 1);
     result = result ? concat(ctx, result, y, 3) : y;
   }
   clip.save(slot, x);  // the cache keeps the last two frames it has seen
@@ -121,9 +121,9 @@ Tensor* temporal_downsample(const nn::Scope& s, Tensor* x, int64_t dim, WanClipC
     clip.save(slot, x);
     return x;
   }
-  Tensor* previous = clip.previous(slot);
-  SD_CHECK(previous, "[wan vae] the temporal downsampler %s lost its frame", slot.c_str());
-  Tensor* before = cont(ctx, slice(ctx, previous, 3, previous->ne[3] - 1, previous->ne[3]));
+  const std::vector<Tensor*> previous = clip.remembered(slot);
+  SD_CHECK(!previous.empty(), "[wan vae] the temporal downsampler %s lost its frame", slot.c_str());
+  Tensor* before = cast(ctx, previous.back(), DType::F32);
   auto frame = [&](int64_t i) {  // of [before, x...]
     return i == 0 ? before : cont(ctx, slice(ctx, x, 3, i - 1, i));
   };
@@ -226,18 +226,19 @@ void check(const VaeConfig& c) {
 
 void WanClipCache::begin(nn::GraphCall& call) {
   call_ = &call;
-  saved_.clear();
-  saved_keys_.clear();
+  met_.clear();
 }
 
-Tensor* WanClipCache::previous(const std::string& key) {
+std::vector<Tensor*> WanClipCache::remembered(const std::string& key) {
+  std::vector<Tensor*> frames;
   auto it = slots_.find(key);
-  if (it == slots_.end() || it->second.halves.empty()) return nullptr;
-  const Frames& f = it->second;
+  if (it == slots_.end()) return frames;
   SD_CHECK(call_, "[wan vae] a clip's graph is built without begin()");
-  Tensor* frames = call_->input("clip_cache." + key, DType::F16,
-                                make_shape({f.ne[0], f.ne[1], f.ne[2], f.ne[3]}), f.halves.data());
-  return cast(call_->ctx(), frames, DType::F32);
+  const Slot& s = it->second;
+  for (size_t i = 0; i < s.frames.size(); ++i)
+    frames.push_back(call_->input("clip_cache." + key + std::to_string(i), DType::F16,
+                                  make_shape({s.ne[0], s.ne[1], s.ne[2], 1}), s.frames[i].data()));
+  return frames;
 }
 
 void WanClipCache::save(const std::string& key, Tensor* frames) {
@@ -245,47 +246,74 @@ void WanClipCache::save(const std::string& key, Tensor* frames) {
     slots_[key];  // the layer has met the clip: an empty slot
     return;
   }
-  saved_keys_.push_back(key);
-  saved_.push_back(frames);
+  SD_CHECK(call_, "[wan vae] a clip's graph is built without begin()");
+  Context& ctx = call_->ctx();
+  const int64_t met = frames->ne[3];
+  Met m{key, {}};
+  for (int64_t i = std::max<int64_t>(0, met - 2); i < met; ++i)
+    m.frames.push_back(cast(ctx, slice(ctx, frames, 3, i, i + 1), DType::F16));
+  met_.push_back(std::move(m));
 }
 
-void WanClipCache::keep(std::vector<std::vector<float>> values) {
-  SD_CHECK(values.size() == saved_.size(), "[wan vae] %zu cached tensors for %zu slots",
-           values.size(), saved_.size());
-  for (size_t i = 0; i < values.size(); ++i) {
-    Frames& f = slots_[saved_keys_[i]];
-    const Tensor* t = saved_[i];
-    const int64_t frame = t->ne[0] * t->ne[1] * t->ne[2];
-    const int64_t had = f.halves.empty() ? 0 : f.ne[3], met = t->ne[3];
-    SD_CHECK(static_cast<int64_t>(values[i].size()) == frame * met &&
-                 (had == 0 || f.ne[0] * f.ne[1] * f.ne[2] == frame),
-             "[wan vae] layer %s met frames of another size", saved_keys_[i].c_str());
-    // The last two of the frames it had and those it met.
-    const int64_t keep = std::min<int64_t>(2, had + met),
-                  from_old = std::max<int64_t>(0, keep - met);
-    std::vector<uint16_t> halves(static_cast<size_t>(keep * frame));
-    std::copy(f.halves.end() - from_old * frame, f.halves.end(), halves.begin());
-    const float* src = values[i].data() + (met - (keep - from_old)) * frame;
-    quant::convert_f32_to_f16(src, halves.data() + from_old * frame, (keep - from_old) * frame);
-    f.halves = std::move(halves);
-    f.ne = {t->ne[0], t->ne[1], t->ne[2], keep};
-    values[i] = std::vector<float>();  // freed as it goes
+std::vector<std::pair<Tensor*, void*>> WanClipCache::take_met_frames() {
+  std::vector<std::pair<Tensor*, void*>> outputs;
+  for (Met& m : met_) {
+    Slot& s = slots_[m.key];
+    const Tensor* first = m.frames.front();
+    const std::array<int64_t, 3> ne = {first->ne[0], first->ne[1], first->ne[2]};
+    SD_CHECK(s.frames.empty() || s.ne == ne, "[wan vae] layer %s met frames of another size",
+             m.key.c_str());
+    // The frames that fall out lend their buffers to the new ones: the graph read them as
+    // inputs, uploaded before it computes, and writes its outputs after.
+    const size_t total = s.frames.size() + m.frames.size();
+    const size_t dropped = total > 2 ? std::min(total - 2, s.frames.size()) : 0;
+    std::vector<std::vector<uint16_t>> spare, kept;
+    for (size_t i = 0; i < s.frames.size(); ++i)
+      (i < dropped ? spare : kept).push_back(std::move(s.frames[i]));
+    const size_t frame = static_cast<size_t>(ne[0] * ne[1] * ne[2]);
+    for (Tensor* f : m.frames) {
+      std::vector<uint16_t> buffer;
+      if (!spare.empty()) {
+        buffer = std::move(spare.back());
+        spare.pop_back();
+      }
+      buffer.resize(frame);
+      outputs.emplace_back(f, buffer.data());
+      kept.push_back(std::move(buffer));
+    }
+    s.frames = std::move(kept);
+    s.ne = ne;
   }
-  saved_.clear();
-  saved_keys_.clear();
+  met_.clear();
+  return outputs;
+}
+
+std::vector<float> WanClipCache::run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out) {
+  SD_CHECK(call_ == &call, "[wan vae] a clip's graph runs without its begin()");
+  if (out->type != DType::F32) out = cast(call.ctx(), out, DType::F32);
+  if (!out->is_contiguous()) out = cont(call.ctx(), out);
+  std::vector<float> values(static_cast<size_t>(out->nelements()));
+  std::vector<std::pair<Tensor*, void*>> outputs = take_met_frames();
+  outputs.emplace_back(out, values.data());
   call_ = nullptr;
+  runner.run_into(call, outputs);
+  return values;
 }
 
 void WanClipCache::keep_zeros() {
-  std::vector<std::vector<float>> zeros;
-  for (const Tensor* t : saved_)
-    zeros.emplace_back(static_cast<size_t>(t->ne[0] * t->ne[1] * t->ne[2] * t->ne[3]), 0.0f);
-  keep(std::move(zeros));
+  for (auto& [tensor, buffer] : take_met_frames())
+    std::fill_n(static_cast<uint16_t*>(buffer), tensor->nelements(), uint16_t{0});
+  call_ = nullptr;
 }
 
 namespace {
 
-// The decoder, whole (stage < 0: an image, no clip) or one stage of a clip's frame.
+// The decoder, whole (stage < 0: an image, no clip) or one stage of a clip's frame. A clip
+// is cut wherever a single frame is all that one part hands the next: after the middle,
+// after every residual block and resampler (Wan 2.1), after every level (Wan 2.2, whose
+// levels add their input back at their end); the head joins the last part. So a graph holds
+// one layer's activations of one frame (at 832x480, 153 MB per 96-channel frame), not a
+// whole level's, and only the frames that layer remembers.
 Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
                 WanClipCache* clip) {
   check(c);
@@ -293,6 +321,9 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
   const int levels = static_cast<int>(c.ch_mult.size());
   int current = 0;  // the stage the steps below belong to
   auto active = [&] { return stage < 0 || stage == current; };
+  auto cut = [&] {
+    if (clip) ++current;
+  };
   const nn::Scope d = vae["decoder"];
   const bool wan22 = c.arch == VaeConfig::Arch::Wan22;
   int64_t width = c.decoder_width() * c.ch_mult.back();
@@ -303,6 +334,7 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
     x = causal_conv(d["conv1"], x, c.z_channels, width, 3, clip);
     x = middle(d["middle"], x, width, clip);
   }
+  cut();
   // Deepest level first; each upsampler doubles the size and halves the width, and all but
   // the last (Wan 2.1: upsamples.3 and .7) double a clip's frames too.
   int index = 0;
@@ -328,22 +360,24 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
         }
       }
       width = out;
-      if (clip && temporal) ++current;
+      if (level > 0) cut();
       continue;
     }
     for (int j = 0; j <= c.num_res_blocks; ++j, ++index) {
       if (active()) x = residual_block(d["upsamples"][index], x, width, out, clip);
       width = out;
+      if (level > 0 || j < c.num_res_blocks) cut();
     }
     if (level > 0) {
       const nn::Scope up = d["upsamples"][index++];
       if (clip && level > 1) {
         if (active()) x = temporal_upsample(up["time_conv"], x, width, *clip);
-        ++current;
+        cut();
       }
       if (active())
         x = conv(up["resample"]["1"], upscale_nearest(ctx, x, 2), width, width / 2, 1, 1);
       width /= 2;
+      cut();
     }
   }
   if (active()) {
@@ -352,8 +386,9 @@ Tensor* decoder(const nn::Scope& vae, const VaeConfig& c, Tensor* x, int stage,
     x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 3 * patch * patch, 3, clip);
     if (patch > 1) x = depth_to_space(ctx, x, patch, false);
   }
-  SD_CHECK(stage < 0 || stage <= current, "[wan vae] decoding has %d stages, asked for stage %d",
-           current + 1, stage);
+  SD_CHECK(!clip || current + 1 == wan_vae_decode_stages(c),
+           "[wan vae] decoding walked %d stages where %d were counted", current + 1,
+           wan_vae_decode_stages(c));
   return set_name(x, "vae_image");
 }
 
@@ -374,8 +409,11 @@ Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& c, Tensor* z) {
 }
 
 int wan_vae_decode_stages(const VaeConfig& c) {
+  // The parts decoder() cuts a clip into: the middle, then per level (Wan 2.2) or per
+  // residual block, temporal and spatial resampler (Wan 2.1).
   const int levels = static_cast<int>(c.ch_mult.size());
-  return levels > 2 ? levels - 1 : 1;
+  if (c.arch == VaeConfig::Arch::Wan22) return levels + 1;
+  return levels * (c.num_res_blocks + 2) + std::max(0, levels - 2);
 }
 
 Tensor* wan_vae_decode_stage(const nn::Scope& vae, const VaeConfig& c, int stage, Tensor* x,

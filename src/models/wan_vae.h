@@ -48,34 +48,40 @@ namespace sd::models {
 // What the causal convolutions remember while a clip is decoded (or encoded), one graph per
 // frame and stage (or chunk): for each convolution (by its weight's scope), the last two
 // frames of its input, kept in f16 (half the memory; the frames are activations a VAE
-// already computes in f16 weights' precision). Per graph: begin(call) before building it,
-// run its output together with saved(), then keep() the saved values, in order, while the
-// call still lives.
+// already computes in f16 weights' precision), each frame in a buffer of its own that the
+// frame after next reuses. Per graph: begin(call) before building it, then run() it.
 class WanClipCache {
  public:
   void begin(nn::GraphCall& call);
-  const std::vector<Tensor*>& saved() const { return saved_; }
-  void keep(std::vector<std::vector<float>> values);
-  // keep() as if the graph had computed zeros: for recording which weights a clip's later
-  // graphs read, without computing the first.
+  // Computes `out` (returned as f32) with the frames the layers met, which the cache then
+  // remembers: copied by the graph straight into the cache's buffers, in f16.
+  std::vector<float> run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out);
+  // Remembers zeros where run() would remember computed frames: for recording which
+  // weights a clip's later graphs read, without computing the first.
   void keep_zeros();
 
   // For the model while it builds: whether the layer `key` has met a frame yet; the frames
-  // it remembers ([W, H, C, n] f32 with n <= 2, from a graph input; null when none); and
-  // the frames of this graph's input it meets (`frames` [W, H, C, m]): it remembers the
+  // it remembers, oldest first (each [W, H, C, 1] f16, a graph input; none at first); and
+  // the frames of this graph's input it meets (`frames` [W, H, C, m] f32): it remembers the
   // last two of what it had and these.
   bool seen(const std::string& key) const { return slots_.count(key) > 0; }
-  Tensor* previous(const std::string& key);
+  std::vector<Tensor*> remembered(const std::string& key);
   void save(const std::string& key, Tensor* frames);
 
  private:
-  struct Frames {
-    std::vector<uint16_t> halves;  // f16 bits, frame after frame
-    std::array<int64_t, 4> ne{};
+  struct Slot {
+    std::vector<std::vector<uint16_t>> frames;  // f16 bits, oldest first, at most two
+    std::array<int64_t, 3> ne{};                // one frame's [W, H, C]
   };
-  std::map<std::string, Frames> slots_;
-  std::vector<std::string> saved_keys_;
-  std::vector<Tensor*> saved_;
+  struct Met {
+    std::string key;
+    std::vector<Tensor*> frames;  // in f16, the last (at most two) the layer met
+  };
+  // The graph's outputs for the frames met, each with the buffer it fills; the slots then
+  // hold those buffers.
+  std::vector<std::pair<Tensor*, void*>> take_met_frames();
+  std::map<std::string, Slot> slots_;
+  std::vector<Met> met_;
   nn::GraphCall* call_ = nullptr;
 };
 
@@ -88,8 +94,9 @@ std::string wan_vae_first_time_conv(const VaeConfig& config, bool decoder);
 // decoder: decoder_ch), ch_mult, num_res_blocks, z_channels, image_patch.
 Tensor* wan_vae_decode(const nn::Scope& vae, const VaeConfig& config, Tensor* z);
 
-// A clip, frame by frame: the decoder cut after each temporal upsampler into
-// wan_vae_decode_stages() stages, each run on one frame. Stage 0 reads a latent frame
+// A clip, frame by frame: the decoder cut into wan_vae_decode_stages() stages wherever one
+// frame is all a part hands the next (after each residual block and resampler; Wan 2.2:
+// after each level), each run on one frame. Stage 0 reads a latent frame
 // [w, h, z_channels, 1]; stage s > 0 one frame stage s - 1 gave. A stage gives [W, H, C, 1]
 // or, where its temporal upsampler doubles the frame, [W, H, C, 2] (two frames in order);
 // the last stage gives a video frame [8w, 8h, 3, 1] in [-1, 1]. Frames must be fed in clip

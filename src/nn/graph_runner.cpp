@@ -22,12 +22,25 @@ GraphRunner::GraphRunner(Backend& backend)
 std::vector<std::vector<float>> GraphRunner::run(GraphCall& call,
                                                  const std::vector<Tensor*>& outputs) {
   // Outputs come back as contiguous f32: cast (or copy) anything else in the graph.
-  std::vector<Tensor*> results;
+  std::vector<std::vector<float>> values;
+  std::vector<std::pair<Tensor*, void*>> destinations;
   for (Tensor* out : outputs) {
     if (out->type != DType::F32)
       out = cast(call.ctx(), out, DType::F32);
     else if (!out->is_contiguous())
       out = cont(call.ctx(), out);
+    values.emplace_back(static_cast<size_t>(out->nelements()));
+    destinations.emplace_back(out, values.back().data());
+  }
+  run_into(call, destinations);
+  return values;
+}
+
+void GraphRunner::run_into(GraphCall& call, const std::vector<std::pair<Tensor*, void*>>& outputs) {
+  std::vector<Tensor*> results;
+  for (const auto& [out, destination] : outputs) {
+    SD_CHECK(out->is_contiguous() && destination,
+             "[graph] output '%s' must be contiguous and have somewhere to go", out->name.c_str());
     results.push_back(out);
   }
   Graph graph = Graph::build(results);
@@ -43,13 +56,7 @@ std::vector<std::vector<float>> GraphRunner::run(GraphCall& call,
   else
     streamer_.run(graph);
   backend_.synchronize();
-  std::vector<std::vector<float>> values;
-  for (Tensor* r : results) {
-    std::vector<float> v(static_cast<size_t>(r->nelements()));
-    tensor_get(*r, v.data());
-    values.push_back(std::move(v));
-  }
-  return values;
+  for (const auto& [out, destination] : outputs) tensor_get(*out, destination);
 }
 
 }  // namespace sd::nn

@@ -40,6 +40,10 @@ class GraphRunner {
 
   // Computes `outputs` and returns each as contiguous f32 values.
   std::vector<std::vector<float>> run(GraphCall& call, const std::vector<Tensor*>& outputs);
+  // Computes `outputs` (each contiguous) and copies each, in its own dtype, to its
+  // destination (nbytes() there): no conversion, no allocation. The call's inputs are
+  // uploaded before anything computes, so a destination may be an input's own data.
+  void run_into(GraphCall& call, const std::vector<std::pair<Tensor*, void*>>& outputs);
   std::vector<float> run(GraphCall& call, Tensor* output) {
     return std::move(run(call, std::vector<Tensor*>{output})[0]);
   }

@@ -7,8 +7,13 @@
 #include "backend/cpu/cpu_device.h"
 #include "limited_device.h"
 #include "tensor/error.h"
+#include "tensor/ops/cast.h"
+#include "tensor/ops/elementwise.h"
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/unary.h"
+#include "tensor/ops/view.h"
+#include "tensor/quant/kernels.h"
+#include "test_support.h"
 
 namespace sd::nn {
 namespace {
@@ -150,6 +155,33 @@ TEST_F(Streaming, ABudgetTooSmallIsAnErrorThatSaysWhatToRaise) {
     EXPECT_NE(m.find("cannot be split"), std::string::npos) << m;
     EXPECT_NE(m.find("LIMITED0"), std::string::npos) << m;
   }
+}
+
+// run_into copies each output in its own type to where the caller says; a destination may
+// be an input's own data, since inputs are uploaded before anything computes.
+TEST(GraphRunner, RunIntoWritesOutputsInTheirOwnTypeEvenOverAnInput) {
+  GraphRunner runner(sd::test::cpu_backend());
+  std::vector<float> input = {1.0f, -2.0f, 0.5f, 4.0f};
+  std::vector<uint16_t> halves(4);
+  GraphCall call;
+  Tensor* x = call.input_f32("x", make_shape({4}), input.data());
+  Tensor* doubled = scale(call.ctx(), x, 2.0f);
+  runner.run_into(call, {{cast(call.ctx(), doubled, DType::F16), halves.data()},
+                         {scale(call.ctx(), x, 3.0f), input.data()}});
+  const std::vector<float> doubled_values = {2.0f, -4.0f, 1.0f, 8.0f};
+  std::vector<uint16_t> expected_halves(4);
+  quant::convert_f32_to_f16(doubled_values.data(), expected_halves.data(), 4);
+  EXPECT_EQ(halves, expected_halves);
+  EXPECT_EQ(input, (std::vector<float>{3.0f, -6.0f, 1.5f, 12.0f}));
+}
+
+TEST(GraphRunner, RunIntoRefusesAnOutputThatIsNotContiguous) {
+  GraphRunner runner(sd::test::cpu_backend());
+  std::vector<float> input(6, 1.0f), out(6);
+  GraphCall call;
+  Tensor* x = call.input_f32("x", make_shape({3, 2}), input.data());
+  Tensor* transposed = permute(call.ctx(), scale(call.ctx(), x, 2.0f), {1, 0, 2, 3});
+  EXPECT_THROW(runner.run_into(call, {{transposed, out.data()}}), Error);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "pipeline/vae_runner.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "models/taesd.h"
 #include "models/wan_vae.h"
@@ -104,13 +105,8 @@ std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>
 
 std::vector<float> VaeRunner::run_clip_graph(nn::GraphCall& call, Tensor* out,
                                              models::WanClipCache& clip) {
-  std::vector<Tensor*> outputs = {out};
-  outputs.insert(outputs.end(), clip.saved().begin(), clip.saved().end());
-  std::vector<std::vector<float>> values = runner_.run(call, outputs);
+  std::vector<float> result = clip.run(runner_, call, out);
   weights_.after_compute();
-  std::vector<float> result = std::move(values[0]);
-  values.erase(values.begin());
-  clip.keep(std::move(values));
   return result;
 }
 
@@ -133,13 +129,17 @@ std::vector<std::vector<float>> VaeRunner::decode_video_whole(
     Tensor* out = models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_,
                                                stage, x, clip);
     const std::array<int64_t, 4> shape = {out->ne[0], out->ne[1], out->ne[2], out->ne[3]};
-    const std::vector<float> result = run_clip_graph(call, out, clip);
+    std::vector<float> result = run_clip_graph(call, out, clip);
     // The frames it gave, each on its own.
     struct Frame {
       std::vector<float> values;
       std::array<int64_t, 3> ne;
     };
     std::vector<Frame> frames_out;
+    if (shape[3] == 1) {
+      frames_out.push_back({std::move(result), {shape[0], shape[1], shape[2]}});
+      return frames_out;
+    }
     const size_t size = static_cast<size_t>(shape[0] * shape[1] * shape[2]);
     for (int64_t i = 0; i < shape[3]; ++i)
       frames_out.push_back(
@@ -149,25 +149,31 @@ std::vector<std::vector<float>> VaeRunner::decode_video_whole(
     return frames_out;
   };
   std::vector<std::vector<float>> video;
+  // Depth first: each frame a stage gives goes through every later stage before its
+  // sibling does (each layer still meets the clip's frames in order), so only one frame is
+  // held per stage, not all four of a latent frame at full resolution.
+  std::function<void(int, std::vector<float>, const std::array<int64_t, 3>&)> decode =
+      [&](int stage, std::vector<float> in, const std::array<int64_t, 3>& ne) {
+        auto out = run_stage(stage, in, ne);
+        in = std::vector<float>();
+        for (auto& g : out) {
+          if (stage + 1 < stages) {
+            decode(stage + 1, std::move(g.values), g.ne);
+            continue;
+          }
+          SD_CHECK(g.values.size() == static_cast<size_t>(3 * pixels),
+                   "[vae] a decoded frame of %zu values, expected %lldx%lld RGB", g.values.size(),
+                   static_cast<long long>(w * config_.downscale()),
+                   static_cast<long long>(h * config_.downscale()));
+          for (float& v : g.values) v = (v + 1.0f) * 0.5f;
+          video.push_back(std::move(g.values));
+        }
+      };
   for (int64_t t = 0; t < frames; ++t) {
     // Latent frame t with the VAE's statistics undone.
     std::vector<float> z = latent_frame(sampler_latent, plane, frames, t);
     normalize_latent(z, config_, true);
-    auto pending = run_stage(0, z, {w, h, c});
-    for (int stage = 1; stage < stages; ++stage) {
-      decltype(pending) next;
-      for (auto& f : pending)
-        for (auto& g : run_stage(stage, f.values, f.ne)) next.push_back(std::move(g));
-      pending = std::move(next);
-    }
-    for (auto& f : pending) {
-      SD_CHECK(f.values.size() == static_cast<size_t>(3 * pixels),
-               "[vae] a decoded frame of %zu values, expected %lldx%lld RGB", f.values.size(),
-               static_cast<long long>(w * config_.downscale()),
-               static_cast<long long>(h * config_.downscale()));
-      for (float& v : f.values) v = (v + 1.0f) * 0.5f;
-      video.push_back(std::move(f.values));
-    }
+    decode(0, std::move(z), {w, h, c});
   }
   return video;
 }
