@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -333,14 +334,35 @@ TEST(Wan22Vae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
 
 // Encodes video frames (each side x side x 3, in [-1, 1]) as one clip, chunk by chunk: the
 // latent frames, each [2, 2, z_channels].
+// in_two_parts: each frame's first level on its own, then the rest on the chunk's features.
 std::vector<Values> encode_clip(const VaeConfig& vc, nn::RandomWeights& w,
-                                const std::vector<Values>& frames) {
+                                const std::vector<Values>& frames, bool in_two_parts = false) {
   nn::GraphRunner runner(cpu_backend());
   WanClipCache clip;
   const int64_t side = frame_side(vc);
   std::vector<Values> latents;
   for (size_t next = 0; next < frames.size();) {
     const size_t count = next == 0 ? 1 : 4;
+    if (in_two_parts) {
+      Values features;
+      std::array<int64_t, 3> ne{};
+      for (size_t i = 0; i < count; ++i, ++next) {
+        nn::GraphCall call;
+        clip.begin(call);
+        Tensor* x = call.input_f32("x", make_shape({side, side, 3, 1}), frames[next].data());
+        Tensor* out = wan_vae_encode_first_level(nn::Scope(call.ctx(), w, ""), vc, x, clip);
+        ne = {out->ne[0], out->ne[1], out->ne[2]};
+        const Values f = clip.run(runner, call, out);
+        features.insert(features.end(), f.begin(), f.end());
+      }
+      nn::GraphCall call;
+      clip.begin(call);
+      Tensor* x = call.input_f32(
+          "x", make_shape({ne[0], ne[1], ne[2], static_cast<int64_t>(count)}), features.data());
+      latents.push_back(
+          clip.run(runner, call, wan_vae_encode_rest(nn::Scope(call.ctx(), w, ""), vc, x, clip)));
+      continue;
+    }
     Values chunk;
     for (size_t i = 0; i < count; ++i, ++next)
       chunk.insert(chunk.end(), frames[next].begin(), frames[next].end());
@@ -370,6 +392,20 @@ void expect_clips_encode_causally(const VaeConfig& vc, uint32_t seed) {
   for (int i = 0; i < 9; ++i) frames.push_back(video_frame(vc, 0.5f * static_cast<float>(i)));
   const std::vector<Values> latents = encode_clip(vc, w, frames);
   ASSERT_EQ(latents.size(), 3u);  // 1 + 4 + 4 frames
+  // The first level frame by frame, then the rest per chunk, computes the same, but for the
+  // frames each first-level layer remembers between graphs in f16 (in one graph it reads a
+  // chunk's own frames in f32): the first chunk, one frame, exactly.
+  {
+    const std::vector<Values> parts = encode_clip(vc, w, frames, true);
+    ASSERT_EQ(parts.size(), latents.size());
+    EXPECT_EQ(parts[0], latents[0]);
+    float scale = 0.0f;
+    for (const Values& l : latents)
+      for (float v : l) scale = std::max(scale, std::abs(v));
+    for (size_t t = 1; t < parts.size(); ++t)
+      for (size_t i = 0; i < parts[t].size(); ++i)
+        ASSERT_NEAR(parts[t][i], latents[t][i], 2e-3f * scale) << "latent frame " << t;
+  }
   // The first latent frame is the image encode of the first frame.
   {
     nn::GraphRunner runner(cpu_backend());
@@ -398,6 +434,15 @@ void expect_clips_encode_causally(const VaeConfig& vc, uint32_t seed) {
   EXPECT_THROW(wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), vc,
                                     call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip),
                Error);
+  const int64_t half = side / (2 * vc.image_patch), first_width = vc.ch * vc.ch_mult[0];
+  EXPECT_THROW(
+      wan_vae_encode_rest(nn::Scope(call.ctx(), w, ""), vc,
+                          call.ctx().new_tensor(DType::F32, {half, half, first_width, 4}), clip),
+      Error);
+  EXPECT_THROW(
+      wan_vae_encode_first_level(nn::Scope(call.ctx(), w, ""), vc,
+                                 call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip),
+      Error);
 }
 
 TEST(WanVae, ClipsEncodeCausallyFourFramesPerLatentFrame) {

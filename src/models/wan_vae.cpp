@@ -17,7 +17,6 @@
 #include "tensor/ops/unary.h"
 #include "tensor/ops/upscale.h"
 #include "tensor/ops/view.h"
-#include "tensor/quant/kernels.h"
 
 namespace sd::models {
 
@@ -426,24 +425,44 @@ Tensor* wan_vae_decode_stage(const nn::Scope& vae, const VaeConfig& c, int stage
 
 namespace {
 
+// Which part of the encoder to build: all of it, its first level (the input convolution and
+// the full-resolution blocks, on features of one frame), or the rest (from the first level's
+// features).
+enum class EncoderPart { Whole, FirstLevel, Rest };
+
 // The encoder, on an image (no clip) or on one chunk of a clip's frames.
-Tensor* encoder(const nn::Scope& vae, const VaeConfig& c, Tensor* image, WanClipCache* clip) {
+Tensor* encoder(const nn::Scope& vae, const VaeConfig& c, Tensor* input, WanClipCache* clip,
+                EncoderPart part = EncoderPart::Whole) {
   check(c);
   const int levels = static_cast<int>(c.ch_mult.size());
-  const int64_t f = c.downscale();
-  SD_CHECK(image->ne[2] == 3 && image->ne[0] % f == 0 && image->ne[1] % f == 0,
-           "[wan vae] encode needs an RGB image with sides multiples of %lld, got %s",
-           static_cast<long long>(f), image->shape_string().c_str());
   Context& ctx = vae.ctx();
   const nn::Scope e = vae["encoder"];
   const bool wan22 = c.arch == VaeConfig::Arch::Wan22;
-  const int64_t patch = c.image_patch;
-  if (patch > 1) image = space_to_depth(ctx, image, patch, false);
   int64_t width = c.ch;
-  Tensor* x = causal_conv(e["conv1"], image, 3 * patch * patch, width, 3, clip);
+  Tensor* x = input;
+  if (part != EncoderPart::Rest) {
+    const int64_t f = c.downscale();
+    SD_CHECK(input->ne[2] == 3 && input->ne[0] % f == 0 && input->ne[1] % f == 0,
+             "[wan vae] encode needs an RGB image with sides multiples of %lld, got %s",
+             static_cast<long long>(f), input->shape_string().c_str());
+    const int64_t patch = c.image_patch;
+    if (patch > 1) x = space_to_depth(ctx, x, patch, false);
+    x = causal_conv(e["conv1"], x, 3 * patch * patch, width, 3, clip);
+  } else {
+    width = c.ch * c.ch_mult[0];
+    SD_CHECK(input->ne[2] == width,
+             "[wan vae] the encoder's later levels take %lld channels, got %s",
+             static_cast<long long>(width), input->shape_string().c_str());
+  }
   int index = 0;
   for (int level = 0; level < levels; ++level) {
+    if (part == EncoderPart::FirstLevel && level > 0) break;
     const int64_t out = c.ch * c.ch_mult[static_cast<size_t>(level)];
+    if (part == EncoderPart::Rest && level == 0) {  // built by the first part
+      if (!wan22) index += c.num_res_blocks + (levels > 1 ? 1 : 0);
+      width = out;
+      continue;
+    }
     if (wan22) {
       // Wan 2.2: each level a residual block of its own (downsamples.N) around a shortcut
       // that averages the input's pixels and frames into the new channels.
@@ -474,6 +493,7 @@ Tensor* encoder(const nn::Scope& vae, const VaeConfig& c, Tensor* image, WanClip
       if (clip && level > 0) x = temporal_downsample(down["time_conv"], x, width, *clip);
     }
   }
+  if (part == EncoderPart::FirstLevel) return set_name(x, "vae_first_level");
   x = middle(e["middle"], x, width, clip);
   const nn::Scope head = e["head"];
   x = causal_conv(head["2"], rms_silu(head["0"], x, width), width, 2 * c.z_channels, 3, clip);
@@ -495,6 +515,24 @@ Tensor* wan_vae_encode_chunk(const nn::Scope& vae, const VaeConfig& c, Tensor* f
            "frames where %lld belong",
            static_cast<long long>(frames->ne[3]), static_cast<long long>(expected));
   return encoder(vae, c, frames, &clip);
+}
+
+Tensor* wan_vae_encode_first_level(const nn::Scope& vae, const VaeConfig& c, Tensor* frame,
+                                   WanClipCache& clip) {
+  SD_CHECK(frame->ne[3] == 1, "[wan vae] the first level encodes one frame at a time, got %s",
+           frame->shape_string().c_str());
+  return encoder(vae, c, frame, &clip, EncoderPart::FirstLevel);
+}
+
+Tensor* wan_vae_encode_rest(const nn::Scope& vae, const VaeConfig& c, Tensor* features,
+                            WanClipCache& clip) {
+  const int64_t expected =
+      clip.seen(vae["encoder"]["middle"]["0"]["residual"]["2"].prefix()) ? 4 : 1;
+  SD_CHECK(features->ne[3] == expected,
+           "[wan vae] a clip is encoded as its first frame, then chunks of 4 frames: got %lld "
+           "frames where %lld belong",
+           static_cast<long long>(features->ne[3]), static_cast<long long>(expected));
+  return encoder(vae, c, features, &clip, EncoderPart::Rest);
 }
 
 }  // namespace sd::models

@@ -118,4 +118,14 @@ Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& config, Tensor* im
 Tensor* wan_vae_encode_chunk(const nn::Scope& vae, const VaeConfig& config, Tensor* frames,
                              WanClipCache& clip);
 
+// The same chunk in two parts, so that the full-resolution activations are held one frame at
+// a time: wan_vae_encode_first_level on each of the chunk's frames in order ([W, H, 3, 1] ->
+// the first level's features [W / 2, H / 2, ch * ch_mult[0], 1]; Wan 2.2: W / 4, H / 4),
+// then wan_vae_encode_rest on those features stacked in order (1 or 4 frames), which gives
+// what wan_vae_encode_chunk does. One cache for both.
+Tensor* wan_vae_encode_first_level(const nn::Scope& vae, const VaeConfig& config, Tensor* frame,
+                                   WanClipCache& clip);
+Tensor* wan_vae_encode_rest(const nn::Scope& vae, const VaeConfig& config, Tensor* features,
+                            WanClipCache& clip);
+
 }  // namespace sd::models

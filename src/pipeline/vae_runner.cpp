@@ -1,6 +1,7 @@
 #include "pipeline/vae_runner.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 
 #include "models/taesd.h"
@@ -216,20 +217,33 @@ std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>
   size_t next = 0;
   for (int64_t t = 0; t < latent_frames; ++t) {
     const size_t count = t == 0 ? 1 : 4;
-    std::vector<float> chunk;
-    chunk.reserve(count * frame_size);
+    // The first level frame by frame (the full-resolution activations, one frame's at a
+    // time), then the rest on the chunk's features.
+    std::vector<float> features;
+    std::array<int64_t, 3> ne{};
     for (size_t i = 0; i < count; ++i, ++next) {
       SD_CHECK(frames[next].size() == frame_size,
                "[vae] frame %zu has %zu values, not %lldx%lld RGB", next, frames[next].size(),
                static_cast<long long>(width), static_cast<long long>(height));
-      for (float v : frames[next]) chunk.push_back(v * 2.0f - 1.0f);
+      std::vector<float> image(frame_size);
+      std::transform(frames[next].begin(), frames[next].end(), image.begin(),
+                     [](float v) { return v * 2.0f - 1.0f; });
+      nn::GraphCall call;
+      clip.begin(call);
+      Tensor* x = call.input_f32("frame", make_shape({width, height, 3, 1}), image.data());
+      Tensor* out = models::wan_vae_encode_first_level(nn::Scope(call.ctx(), weights_, kScope),
+                                                       config_, x, clip);
+      ne = {out->ne[0], out->ne[1], out->ne[2]};
+      const std::vector<float> first_level = run_clip_graph(call, out, clip);
+      features.insert(features.end(), first_level.begin(), first_level.end());
     }
     nn::GraphCall call;
     clip.begin(call);
-    Tensor* x = call.input_f32(
-        "frames", make_shape({width, height, 3, static_cast<int64_t>(count)}), chunk.data());
+    Tensor* x =
+        call.input_f32("features", make_shape({ne[0], ne[1], ne[2], static_cast<int64_t>(count)}),
+                       features.data());
     Tensor* out =
-        models::wan_vae_encode_chunk(nn::Scope(call.ctx(), weights_, kScope), config_, x, clip);
+        models::wan_vae_encode_rest(nn::Scope(call.ctx(), weights_, kScope), config_, x, clip);
     const std::vector<float> mean = run_clip_graph(call, out, clip);
     // Latent frame t of every channel plane.
     for (int64_t ch = 0; ch < c; ++ch)
