@@ -382,6 +382,10 @@ struct QwenImage {
 struct Wan {
   static ModelOptions open(const io::test::TempDir& dir) {
     static const pipeline::test::TinyWanFiles f = pipeline::test::write_tiny_wan(dir.file("wan"));
+    return options(f);
+  }
+  // The options that run a Wan model from its files (umT5's tokenizer beside them).
+  static ModelOptions options(const pipeline::test::TinyWanFiles& f) {
     ModelOptions o;
     o.diffusion_model = f.dit;
     o.t5xxl = f.umt5;
@@ -413,12 +417,7 @@ struct WanTI2V : Wan {
   static ModelOptions open(const io::test::TempDir& dir) {
     static const pipeline::test::TinyWanFiles f =
         pipeline::test::write_tiny_wan_ti2v(dir.file("wan_ti2v"));
-    ModelOptions o;
-    o.diffusion_model = f.dit;
-    o.t5xxl = f.umt5;
-    o.vae = f.vae;
-    o.t5_tokenizer = f.dir + "/tokenizer.json";
-    return o;
+    return options(f);
   }
   static constexpr int kSide = 32;
 };

@@ -289,8 +289,7 @@ std::vector<std::pair<Tensor*, void*>> WanClipCache::take_met_frames() {
 
 std::vector<float> WanClipCache::run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out) {
   SD_CHECK(call_ == &call, "[wan vae] a clip's graph runs without its begin()");
-  if (out->type != DType::F32) out = cast(call.ctx(), out, DType::F32);
-  if (!out->is_contiguous()) out = cont(call.ctx(), out);
+  out = nn::GraphRunner::f32_output(call.ctx(), out);
   std::vector<float> values(static_cast<size_t>(out->nelements()));
   std::vector<std::pair<Tensor*, void*>> outputs = take_met_frames();
   outputs.emplace_back(out, values.data());
@@ -503,17 +502,27 @@ Tensor* encoder(const nn::Scope& vae, const VaeConfig& c, Tensor* input, WanClip
 
 }  // namespace
 
+namespace {
+
+// A clip is encoded as its first frame, then chunks of 4: `later` once the encoder has seen
+// the first.
+void check_chunk(const Tensor* frames, bool later) {
+  const int64_t expected = later ? 4 : 1;
+  SD_CHECK(frames->ne[3] == expected,
+           "[wan vae] a clip is encoded as its first frame, then chunks of 4 frames: got %lld "
+           "frames where %lld belong",
+           static_cast<long long>(frames->ne[3]), static_cast<long long>(expected));
+}
+
+}  // namespace
+
 Tensor* wan_vae_encode(const nn::Scope& vae, const VaeConfig& c, Tensor* image) {
   return encoder(vae, c, image, nullptr);
 }
 
 Tensor* wan_vae_encode_chunk(const nn::Scope& vae, const VaeConfig& c, Tensor* frames,
                              WanClipCache& clip) {
-  const int64_t expected = clip.seen(vae["encoder"]["conv1"].prefix()) ? 4 : 1;
-  SD_CHECK(frames->ne[3] == expected,
-           "[wan vae] a clip is encoded as its first frame, then chunks of 4 frames: got %lld "
-           "frames where %lld belong",
-           static_cast<long long>(frames->ne[3]), static_cast<long long>(expected));
+  check_chunk(frames, clip.seen(vae["encoder"]["conv1"].prefix()));
   return encoder(vae, c, frames, &clip);
 }
 
@@ -526,12 +535,7 @@ Tensor* wan_vae_encode_first_level(const nn::Scope& vae, const VaeConfig& c, Ten
 
 Tensor* wan_vae_encode_rest(const nn::Scope& vae, const VaeConfig& c, Tensor* features,
                             WanClipCache& clip) {
-  const int64_t expected =
-      clip.seen(vae["encoder"]["middle"]["0"]["residual"]["2"].prefix()) ? 4 : 1;
-  SD_CHECK(features->ne[3] == expected,
-           "[wan vae] a clip is encoded as its first frame, then chunks of 4 frames: got %lld "
-           "frames where %lld belong",
-           static_cast<long long>(features->ne[3]), static_cast<long long>(expected));
+  check_chunk(features, clip.seen(vae["encoder"]["middle"]["0"]["residual"]["2"].prefix()));
   return encoder(vae, c, features, &clip, EncoderPart::Rest);
 }
 

@@ -21,19 +21,20 @@ GraphRunner::GraphRunner(Backend& backend)
 
 std::vector<std::vector<float>> GraphRunner::run(GraphCall& call,
                                                  const std::vector<Tensor*>& outputs) {
-  // Outputs come back as contiguous f32: cast (or copy) anything else in the graph.
   std::vector<std::vector<float>> values;
   std::vector<std::pair<Tensor*, void*>> destinations;
   for (Tensor* out : outputs) {
-    if (out->type != DType::F32)
-      out = cast(call.ctx(), out, DType::F32);
-    else if (!out->is_contiguous())
-      out = cont(call.ctx(), out);
+    out = f32_output(call.ctx(), out);
     values.emplace_back(static_cast<size_t>(out->nelements()));
     destinations.emplace_back(out, values.back().data());
   }
   run_into(call, destinations);
   return values;
+}
+
+Tensor* GraphRunner::f32_output(Context& ctx, Tensor* out) {
+  if (out->type != DType::F32) return cast(ctx, out, DType::F32);
+  return out->is_contiguous() ? out : cont(ctx, out);
 }
 
 void GraphRunner::run_into(GraphCall& call, const std::vector<std::pair<Tensor*, void*>>& outputs) {

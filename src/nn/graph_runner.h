@@ -44,6 +44,8 @@ class GraphRunner {
   // destination (nbytes() there): no conversion, no allocation. The call's inputs are
   // uploaded before anything computes, so a destination may be an input's own data.
   void run_into(GraphCall& call, const std::vector<std::pair<Tensor*, void*>>& outputs);
+  // `out` as run() hands it back: contiguous f32 (a cast or copy in the graph where needed).
+  static Tensor* f32_output(Context& ctx, Tensor* out);
   std::vector<float> run(GraphCall& call, Tensor* output) {
     return std::move(run(call, std::vector<Tensor*>{output})[0]);
   }
