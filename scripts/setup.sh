@@ -15,7 +15,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-format
   python3 python3-numpy
-  nlohmann-json3-dev libcpp-httplib-dev
+  nlohmann-json3-dev libboost-dev
   libpq-dev postgresql
   libpng-dev libjpeg-dev libwebp-dev zlib1g-dev
   libavformat-dev libavcodec-dev libavutil-dev libswscale-dev ffmpeg

@@ -14,11 +14,10 @@
 #include <sstream>
 #include <thread>
 
-#include <httplib.h>
-
 #include "cli/args.h"
 #include "cli/cli_log.h"
 #include "server/generator.h"
+#include "server/http_server.h"
 #include "server/job_queue.h"
 #include "server/pg_job_queue.h"
 #include "server/request.h"
@@ -154,19 +153,14 @@ int run(int argc, char** argv) {
   state.generator = generator.get();
   state.queue = queue.get();
 
-  httplib::Server http;
-  // Synchronous API calls hold a thread while their job waits; leave room for polling.
-  const size_t threads = 8 + static_cast<size_t>(std::min(so.max_queue, 56));
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  state.max_event_streams = static_cast<int>(threads / 2);
-  http.set_payload_max_length(static_cast<size_t>(so.max_body_mb) << 20);
+  server::HttpLimits limits;
+  // Synchronous API calls hold a worker while their job waits; leave room for polling.
+  limits.worker_threads = 8 + static_cast<size_t>(std::min(so.max_queue, 56));
+  limits.max_body_bytes = static_cast<size_t>(so.max_body_mb) << 20;
+  state.max_event_streams = static_cast<int>(limits.worker_threads / 2);
+  server::HttpServer http(limits);
   server::install_routes(http, state);
-  int port = so.listen_port;
-  if (port == 0) {
-    port = http.bind_to_any_port(so.listen_ip);
-  } else if (!http.bind_to_port(so.listen_ip, port)) {
-    port = -1;
-  }
+  const int port = http.bind(so.listen_ip, so.listen_port);
   SD_CHECK(port > 0,
            "cannot listen on %s:%d: %s (is another server using the port? choose "
            "another with --listen-port)",
@@ -175,27 +169,26 @@ int run(int argc, char** argv) {
               so.token.empty() ? "" : " (token required)");
   std::fflush(stdout);
 
-  std::atomic<bool> listen_ended{false};
+  std::atomic<bool> ended{false};
   std::thread stopper([&] {
     int sig = 0;
     sigwait(&stop_signals, &sig);
-    if (listen_ended) return;  // the listener failed on its own and woke us
+    if (ended) return;  // run() failed and woke us
     cli::log_message(SD_LOG_INFO, "stopping (%s): cancelling the jobs, then closing",
                      strsignal(sig));
     state.stopping = true;
     queue->shutdown();  // the running job stops at its next step; waiting ones are cancelled
-    // A signal right after binding can come before the listener runs; stop() would miss it.
-    for (int i = 0; i < 500 && !http.is_running() && !listen_ended; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    http.stop();
+    http.stop();        // the requests being handled are answered, then run() returns
   });
-  const bool ok = http.listen_after_bind();
-  listen_ended = true;
-  if (!ok && !state.stopping) {
-    pthread_kill(stopper.native_handle(), SIGTERM);  // wake the stopper so it can end
+  try {
+    http.run();
+  } catch (...) {
+    ended = true;
+    pthread_kill(stopper.native_handle(), SIGTERM);
+    stopper.join();
+    throw;
   }
   stopper.join();
-  SD_CHECK(ok || state.stopping, "the HTTP listener stopped unexpectedly");
   cli::log_message(SD_LOG_INFO, "stopped");
   return 0;
 }

@@ -9,6 +9,7 @@
 #include <xxhash.h>
 
 #include "backend/rpc/access.h"
+#include "server/multipart.h"
 #include "server/request_guard.h"
 #include "tensor/base64.h"
 #include "tensor/error.h"
@@ -18,8 +19,6 @@ namespace sd::server {
 
 namespace {
 
-using httplib::Request;
-using httplib::Response;
 using nlohmann::json;
 
 const char* kJson = "application/json";
@@ -61,7 +60,7 @@ const char* code_for(int status) {
 // Runs a handler, turning a client's mistake into 400 and anything else into 500, so no
 // request can take the server down.
 template <typename F>
-httplib::Server::Handler guarded(F f) {
+HttpServer::Handler guarded(F f) {
   return [f](const Request& req, Response& res) {
     try {
       f(req, res);
@@ -412,14 +411,20 @@ json capabilities(const ServerState& s) {
             {"max_body_bytes", static_cast<int64_t>(s.options->max_body_mb) << 20}}}};
 }
 
-// The multipart form of /v1/images/edits.
-OpenAiForm read_edit_form(const Request& req, int max_side) {
-  if (!req.is_multipart_form_data())
+// The parts of /v1/images/edits' multipart form.
+std::vector<FormPart> read_form_parts(const Request& req) {
+  const std::optional<std::string> boundary = multipart_boundary(req.header("Content-Type"));
+  if (!boundary)
     throw BadRequest(
         "/v1/images/edits takes multipart/form-data with 'prompt' and 'image' "
         "fields (curl -F)");
+  return parse_multipart(req.body, *boundary);
+}
+
+OpenAiForm read_edit_form(const std::vector<FormPart>& parts, int max_side) {
   OpenAiForm form;
-  for (const auto& [name, part] : req.files) {
+  for (const FormPart& part : parts) {
+    const std::string& name = part.name;
     if (name == "image" || name == "image[]") {
       if (form.images.size() == kMaxRequestImages)
         throw BadRequest("at most " + std::to_string(kMaxRequestImages) + " images per request");
@@ -442,11 +447,12 @@ OpenAiForm read_edit_form(const Request& req, int max_side) {
 }
 
 // The edit form as a shared queue stores it: its text fields and the image files' bytes.
-json edit_form_payload(const Request& req, const OpenAiForm& form) {
+json edit_form_payload(const std::vector<FormPart>& parts, const OpenAiForm& form) {
   json images = json::array(), mask = nullptr;
-  for (const auto& [name, part] : req.files) {
-    if (name == "image" || name == "image[]") images.push_back(base64_encode(part.content));
-    if (name == "mask") mask = base64_encode(part.content);
+  for (const FormPart& part : parts) {
+    if (part.name == "image" || part.name == "image[]")
+      images.push_back(base64_encode(part.content));
+    if (part.name == "mask") mask = base64_encode(part.content);
   }
   return {{"api", "openai_edit"}, {"fields", form.fields}, {"images", images}, {"mask", mask}};
 }
@@ -470,7 +476,7 @@ json sdapi_response(const JobState& job, const json& body) {
 
 bool authorized(const ServerState& s, const Request& req) {
   if (s.options->token.empty()) return true;
-  const std::string header = req.get_header_value("Authorization");
+  const std::string header = req.header("Authorization");
   const std::string prefix = "Bearer ";
   if (header.compare(0, prefix.size(), prefix) != 0) return false;
   return rpc::same_secret(header.substr(prefix.size()), s.options->token);
@@ -487,9 +493,10 @@ std::string model_name(const ServerState& s) {
   return file_stem(model_path(s));
 }
 
-void install_routes(httplib::Server& svr, ServerState& s) {
-  // CORS and the token, before any route: a browser's preflight carries no token.
-  svr.set_pre_routing_handler([&s](const Request& req, Response& res) {
+void install_routes(HttpServer& svr, ServerState& s) {
+  // CORS and the token, judged from the head before the body is read: a browser's
+  // preflight carries no token.
+  svr.set_gate([&s](const Request& req, Response& res) {
     RequestHeaders h{req.method, req.path, {}, {}, {}, {}, {}, {}};
     const std::pair<const char*, std::vector<std::string>*> wanted[] = {
         {"Host", &h.host},
@@ -499,13 +506,12 @@ void install_routes(httplib::Server& svr, ServerState& s) {
         {"Transfer-Encoding", &h.transfer_encoding},
         {"Content-Encoding", &h.content_encoding}};
     for (const auto& [name, values] : wanted)
-      for (size_t i = 0; i < req.get_header_value_count(name); ++i)
-        values->push_back(req.get_header_value(name, i));
+      for (size_t i = 0; i < req.header_count(name); ++i) values->push_back(req.header(name, i));
     if (const std::optional<Refusal> refusal = guard_request(*s.options, h)) {
       send_error(res, refusal->status, refusal->code, refusal->message);
-      return httplib::Server::HandlerResponse::Handled;
+      return true;
     }
-    const std::string origin = req.get_header_value("Origin");
+    const std::string origin = req.header("Origin");
     const auto& allowed = s.options->allowed_origins;
     const bool origin_ok =
         !origin.empty() && std::find(allowed.begin(), allowed.end(), origin) != allowed.end();
@@ -520,42 +526,37 @@ void install_routes(httplib::Server& svr, ServerState& s) {
                        "' may not call this server; start it with "
                        "--cors-origins " +
                        (origin.empty() ? "ORIGIN" : origin));
-        return httplib::Server::HandlerResponse::Handled;
+        return true;
       }
       res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
       res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
       res.set_header("Access-Control-Max-Age", "600");
       res.status = 204;
-      return httplib::Server::HandlerResponse::Handled;
+      return true;
     }
     if (req.path != "/" && !authorized(s, req)) {
       res.set_header("WWW-Authenticate", "Bearer");
       send_error(res, 401, "unauthorized",
                  "missing or wrong API token; send 'Authorization: Bearer TOKEN' with the "
                  "server's token");
-      return httplib::Server::HandlerResponse::Handled;
+      return true;
     }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return false;
   });
-  // Errors httplib answers itself (unknown path, body too large) get a JSON body too.
-  svr.set_error_handler([&s](const Request& req, Response& res) {
-    if (!res.body.empty()) return;
-    std::string message;
+  // Errors the HTTP layer answers itself (unknown path, body or head too large) get a JSON
+  // body too.
+  svr.set_error_filler([&s](const Request& req, Response& res, const std::string& what) {
+    std::string message = what;
     if (res.status == 404) {
       message = "no endpoint " + req.method + " " + req.path + "; see GET /sdcpp/v1/capabilities";
     } else if (res.status == 413) {
       message = "the request body is larger than the server's limit of " +
                 std::to_string(s.options->max_body_mb) + " MiB (--max-body-mb)";
-    } else {
-      message = "HTTP " + std::to_string(res.status);
     }
     send_error(res, res.status, code_for(res.status), message);
   });
-  svr.set_exception_handler([](const Request&, Response& res, std::exception_ptr) {
-    send_error(res, 500, "server_error", "internal error");
-  });
 
-  svr.Get("/", [&s](const Request&, Response& res) {
+  svr.route("GET", "/", [&s](const Request&, Response& res) {
     // The page talks to this server only, and is never framed (clickjacking).
     res.set_header("Content-Security-Policy",
                    "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
@@ -567,78 +568,81 @@ void install_routes(httplib::Server& svr, ServerState& s) {
   });
 
   // OpenAI
-  svr.Get("/v1/models", guarded([&s](const Request&, Response& res) {
-            send_json(res, 200,
-                      {{"object", "list"},
-                       {"data",
-                        {{{"id", "sd-cpp-local"},
-                          {"object", "model"},
-                          {"owned_by", "local"},
-                          {"name", model_name(s)}}}}});
-          }));
-  svr.Post("/v1/images/generations", guarded([&s](const Request& req, Response& res) {
-             OpenAiForm form;
-             form.fields = parse_json_body(req.body);
-             GenRequest r = parse_openai_request(form, s.requests);
-             auto payload = [&form] { return json{{"api", "openai"}, {"body", form.fields}}; };
-             if (auto job = submit(s, std::move(r), payload, res, true))
-               send_json(res, 200, openai_response(*job));
-           }));
-  svr.Post("/v1/images/edits", guarded([&s](const Request& req, Response& res) {
-             const OpenAiForm form = read_edit_form(req, max_input_side(s.requests.max_image_side));
-             GenRequest r = parse_openai_request(form, s.requests);
-             if (auto job = submit(
-                     s, std::move(r), [&] { return edit_form_payload(req, form); }, res, true))
-               send_json(res, 200, openai_response(*job));
-           }));
+  svr.route("GET", "/v1/models", guarded([&s](const Request&, Response& res) {
+              send_json(res, 200,
+                        {{"object", "list"},
+                         {"data",
+                          {{{"id", "sd-cpp-local"},
+                            {"object", "model"},
+                            {"owned_by", "local"},
+                            {"name", model_name(s)}}}}});
+            }));
+  svr.route("POST", "/v1/images/generations", guarded([&s](const Request& req, Response& res) {
+              OpenAiForm form;
+              form.fields = parse_json_body(req.body);
+              GenRequest r = parse_openai_request(form, s.requests);
+              auto payload = [&form] { return json{{"api", "openai"}, {"body", form.fields}}; };
+              if (auto job = submit(s, std::move(r), payload, res, true))
+                send_json(res, 200, openai_response(*job));
+            }));
+  svr.route("POST", "/v1/images/edits", guarded([&s](const Request& req, Response& res) {
+              const std::vector<FormPart> parts = read_form_parts(req);
+              const OpenAiForm form =
+                  read_edit_form(parts, max_input_side(s.requests.max_image_side));
+              GenRequest r = parse_openai_request(form, s.requests);
+              if (auto job = submit(
+                      s, std::move(r), [&] { return edit_form_payload(parts, form); }, res, true))
+                send_json(res, 200, openai_response(*job));
+            }));
 
   // AUTOMATIC1111
   for (const bool img2img : {false, true}) {
-    svr.Post(img2img ? "/sdapi/v1/img2img" : "/sdapi/v1/txt2img",
-             guarded([&s, img2img](const Request& req, Response& res) {
-               const json body = parse_json_body(req.body);
-               GenRequest r = parse_sdapi_request(body, s.requests, img2img);
-               const json echoed = sdapi_parameters(body, img2img);
-               auto payload = [&] {
-                 return json{{"api", "sdapi"}, {"img2img", img2img}, {"body", body}};
-               };
-               if (auto job = submit(s, std::move(r), payload, res, true))
-                 send_json(res, 200, sdapi_response(*job, echoed));
-             }));
+    svr.route("POST", img2img ? "/sdapi/v1/img2img" : "/sdapi/v1/txt2img",
+              guarded([&s, img2img](const Request& req, Response& res) {
+                const json body = parse_json_body(req.body);
+                GenRequest r = parse_sdapi_request(body, s.requests, img2img);
+                const json echoed = sdapi_parameters(body, img2img);
+                auto payload = [&] {
+                  return json{{"api", "sdapi"}, {"img2img", img2img}, {"body", body}};
+                };
+                if (auto job = submit(s, std::move(r), payload, res, true))
+                  send_json(res, 200, sdapi_response(*job, echoed));
+              }));
   }
-  svr.Get("/sdapi/v1/loras",
-          guarded([&s](const Request&, Response& res) { send_json(res, 200, list_loras(s)); }));
-  svr.Get("/sdapi/v1/upscalers",
-          guarded([&s](const Request&, Response& res) { send_json(res, 200, list_upscalers(s)); }));
-  svr.Get("/sdapi/v1/latent-upscale-modes", guarded([](const Request&, Response& res) {
-            json out = json::array();
-            for (int i = SD_HIRES_UPSCALER_LATENT;
-                 i <= SD_HIRES_UPSCALER_LATENT_BICUBIC_ANTIALIASED; ++i)
-              out.push_back({{"name", sd_hires_upscaler_name(sd_hires_upscaler_t(i))}});
-            send_json(res, 200, out);
-          }));
-  svr.Get("/sdapi/v1/samplers",
-          guarded([](const Request&, Response& res) { send_json(res, 200, list_samplers()); }));
-  svr.Get("/sdapi/v1/schedulers",
-          guarded([](const Request&, Response& res) { send_json(res, 200, list_schedulers()); }));
-  svr.Get("/sdapi/v1/sd-models", guarded([&s](const Request&, Response& res) {
-            const std::string path = model_path(s);
-            send_json(res, 200,
-                      json::array({{{"title", file_stem(path)},
-                                    {"model_name", file_stem(path)},
-                                    {"filename", std::filesystem::path(path).filename().string()},
-                                    {"hash", ""},
-                                    {"sha256", ""},
-                                    {"config", nullptr}}}));
-          }));
-  svr.Get(
-      "/sdapi/v1/options", guarded([&s](const Request&, Response& res) {
+  svr.route("GET", "/sdapi/v1/loras",
+            guarded([&s](const Request&, Response& res) { send_json(res, 200, list_loras(s)); }));
+  svr.route("GET", "/sdapi/v1/upscalers", guarded([&s](const Request&, Response& res) {
+              send_json(res, 200, list_upscalers(s));
+            }));
+  svr.route("GET", "/sdapi/v1/latent-upscale-modes", guarded([](const Request&, Response& res) {
+              json out = json::array();
+              for (int i = SD_HIRES_UPSCALER_LATENT;
+                   i <= SD_HIRES_UPSCALER_LATENT_BICUBIC_ANTIALIASED; ++i)
+                out.push_back({{"name", sd_hires_upscaler_name(sd_hires_upscaler_t(i))}});
+              send_json(res, 200, out);
+            }));
+  svr.route("GET", "/sdapi/v1/samplers",
+            guarded([](const Request&, Response& res) { send_json(res, 200, list_samplers()); }));
+  svr.route("GET", "/sdapi/v1/schedulers",
+            guarded([](const Request&, Response& res) { send_json(res, 200, list_schedulers()); }));
+  svr.route("GET", "/sdapi/v1/sd-models", guarded([&s](const Request&, Response& res) {
+              const std::string path = model_path(s);
+              send_json(res, 200,
+                        json::array({{{"title", file_stem(path)},
+                                      {"model_name", file_stem(path)},
+                                      {"filename", std::filesystem::path(path).filename().string()},
+                                      {"hash", ""},
+                                      {"sha256", ""},
+                                      {"config", nullptr}}}));
+            }));
+  svr.route(
+      "GET", "/sdapi/v1/options", guarded([&s](const Request&, Response& res) {
         send_json(res, 200, {{"samples_format", "png"}, {"sd_model_checkpoint", model_name(s)}});
       }));
 
   // Native, asynchronous
-  svr.Get("/sdcpp/v1/capabilities",
-          guarded([&s](const Request&, Response& res) { send_json(res, 200, capabilities(s)); }));
+  svr.route("GET", "/sdcpp/v1/capabilities",
+            guarded([&s](const Request&, Response& res) { send_json(res, 200, capabilities(s)); }));
   // An image or a clip as an asynchronous job: 202 with where to follow it.
   auto native_job = [&s](const char* api, GenRequest (*parse)(const json&, const RequestContext&)) {
     return guarded([&s, api, parse](const Request& req, Response& res) {
@@ -657,109 +661,103 @@ void install_routes(httplib::Server& svr, ServerState& s) {
       }
     });
   };
-  svr.Post("/sdcpp/v1/img_gen", native_job("native", parse_native_request));
-  svr.Post("/sdcpp/v1/vid_gen", native_job("native_video", parse_native_video_request));
+  svr.route("POST", "/sdcpp/v1/img_gen", native_job("native", parse_native_request));
+  svr.route("POST", "/sdcpp/v1/vid_gen", native_job("native_video", parse_native_video_request));
   static const char* kUnknownJob =
       "no job '%s' (finished jobs are kept for the last --job-history jobs, or --keep-results "
       "on a shared queue)";
   auto unknown_job = [](Response& res, const std::string& id) {
     send_error(res, 404, "not_found", format(kUnknownJob, id.c_str()));
   };
-  svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+))",
-          guarded([&s, unknown_job](const Request& req, Response& res) {
-            const std::string id = req.matches[1];
-            const std::optional<JobState> job = s.queue->find(id);
-            if (!job) return unknown_job(res, id);
-            send_json(res, 200, job_json(*job, true));
-          }));
-  svr.Post(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/cancel)",
-           guarded([&s, unknown_job](const Request& req, Response& res) {
-             const std::string id = req.matches[1];
-             switch (s.queue->cancel(id)) {
-               case Jobs::CancelOutcome::NotFound:
-                 return unknown_job(res, id);
-               case Jobs::CancelOutcome::AlreadyFinished:
-                 send_error(res, 409, "conflict", "job '" + id + "' has already finished");
-                 return;
-               default:
-                 break;
-             }
-             const std::optional<JobState> job = s.queue->find(id);
-             if (!job) return unknown_job(res, id);  // swept in between
-             send_json(res, 200, job_json(*job, false));
-           }));
+  svr.route("GET", R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+))",
+            guarded([&s, unknown_job](const Request& req, Response& res) {
+              const std::string id = req.matches[1];
+              const std::optional<JobState> job = s.queue->find(id);
+              if (!job) return unknown_job(res, id);
+              send_json(res, 200, job_json(*job, true));
+            }));
+  svr.route("POST", R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/cancel)",
+            guarded([&s, unknown_job](const Request& req, Response& res) {
+              const std::string id = req.matches[1];
+              switch (s.queue->cancel(id)) {
+                case Jobs::CancelOutcome::NotFound:
+                  return unknown_job(res, id);
+                case Jobs::CancelOutcome::AlreadyFinished:
+                  send_error(res, 409, "conflict", "job '" + id + "' has already finished");
+                  return;
+                default:
+                  break;
+              }
+              const std::optional<JobState> job = s.queue->find(id);
+              if (!job) return unknown_job(res, id);  // swept in between
+              send_json(res, 200, job_json(*job, false));
+            }));
   // The latest live preview of a running job, as a PNG.
-  svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/preview)",
-          guarded([&s, unknown_job](const Request& req, Response& res) {
-            const std::string id = req.matches[1];
-            const std::optional<JobState> job = s.queue->find(id);
-            if (!job) return unknown_job(res, id);
-            if (!job->preview.png || job->status != JobStatus::Generating) {
-              send_error(res, 404, "not_found",
-                         "job '" + id +
-                             "' has no live preview (none yet, the job is not running, or "
-                             "the server runs with --preview none)");
-              return;
-            }
-            res.set_header("Cache-Control", "no-store");
-            res.set_content(*job->preview.png, "image/png");
-          }));
+  svr.route("GET", R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/preview)",
+            guarded([&s, unknown_job](const Request& req, Response& res) {
+              const std::string id = req.matches[1];
+              const std::optional<JobState> job = s.queue->find(id);
+              if (!job) return unknown_job(res, id);
+              if (!job->preview.png || job->status != JobStatus::Generating) {
+                send_error(res, 404, "not_found",
+                           "job '" + id +
+                               "' has no live preview (none yet, the job is not running, or "
+                               "the server runs with --preview none)");
+                return;
+              }
+              res.set_header("Cache-Control", "no-store");
+              res.set_content(*job->preview.png, "image/png");
+            }));
   // Server-Sent Events: one "progress" event per change, then "done" with the result.
-  svr.Get(R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/events)",
-          guarded([&s, unknown_job](const Request& req, Response& res) {
-            const std::string id = req.matches[1];
-            if (!s.queue->find(id)) return unknown_job(res, id);
-            if (s.event_streams.fetch_add(1) >= s.max_event_streams) {
-              --s.event_streams;
-              res.set_header("Retry-After", "5");
-              send_error(res, 503, "too_many_streams",
-                         std::to_string(s.max_event_streams) +
-                             " event streams are open, the most this server keeps (half its "
-                             "request threads); poll GET /sdcpp/v1/jobs/" +
-                             id + " instead");
-              return;
-            }
-            // The stream's place is given back when its provider is gone, however it ends.
-            struct StreamPlace {
-              explicit StreamPlace(std::atomic<int>& open) : open(open) {}
-              StreamPlace(const StreamPlace&) = delete;
-              ~StreamPlace() { --open; }
-              std::atomic<int>& open;
-            };
-            auto place = std::make_shared<StreamPlace>(s.event_streams);
-            auto version = std::make_shared<uint64_t>(~uint64_t{0});
-            res.set_header("Cache-Control", "no-cache");
-            res.set_chunked_content_provider(
-                "text/event-stream", [&s, id, version, place](size_t, httplib::DataSink& sink) {
-                  std::optional<JobState> job;
-                  try {
-                    job = s.queue->wait_changed(id, *version, 1000);
-                  } catch (const QueueUnavailable&) {
-                    // The shared queue's database is away: keep the stream, say so.
-                    std::this_thread::sleep_for(std::chrono::seconds(1));
-                    static const std::string note = ": queue database unavailable\n\n";
-                    return sink.write(note.data(), note.size());
-                  }
-                  if (!job || s.stopping) {
-                    sink.done();
-                    return true;
-                  }
-                  const bool done = job->status == JobStatus::Completed ||
-                                    job->status == JobStatus::Failed ||
-                                    job->status == JobStatus::Cancelled;
-                  std::string event;
-                  if (job->version == *version) {
-                    event = ": waiting\n\n";  // keeps proxies from closing an idle stream
-                  } else {
-                    event = std::string("event: ") + (done ? "done" : "progress") +
-                            "\ndata: " + job_json(*job, done).dump() + "\n\n";
-                  }
-                  *version = job->version;
-                  if (!sink.write(event.data(), event.size())) return false;
-                  if (done) sink.done();
-                  return true;
-                });
-          }));
+  svr.route("GET", R"(/sdcpp/v1/jobs/([A-Za-z0-9_\-]+)/events)",
+            guarded([&s, unknown_job](const Request& req, Response& res) {
+              const std::string id = req.matches[1];
+              if (!s.queue->find(id)) return unknown_job(res, id);
+              if (s.event_streams.fetch_add(1) >= s.max_event_streams) {
+                --s.event_streams;
+                res.set_header("Retry-After", "5");
+                send_error(res, 503, "too_many_streams",
+                           std::to_string(s.max_event_streams) +
+                               " event streams are open, the most this server keeps; poll GET "
+                               "/sdcpp/v1/jobs/" +
+                               id + " instead");
+                return;
+              }
+              // The stream's place is given back when its provider is gone, however it ends.
+              struct StreamPlace {
+                explicit StreamPlace(std::atomic<int>& open) : open(open) {}
+                StreamPlace(const StreamPlace&) = delete;
+                ~StreamPlace() { --open; }
+                std::atomic<int>& open;
+              };
+              auto place = std::make_shared<StreamPlace>(s.event_streams);
+              auto version = std::make_shared<uint64_t>(~uint64_t{0});
+              res.set_header("Cache-Control", "no-cache");
+              // The stream runs on a thread of its own; each call sends what changed.
+              res.set_stream("text/event-stream", [&s, id, version, place](StreamSink& sink) {
+                std::optional<JobState> job;
+                try {
+                  job = s.queue->wait_changed(id, *version, 1000);
+                } catch (const QueueUnavailable&) {
+                  // The shared queue's database is away: keep the stream, say so.
+                  std::this_thread::sleep_for(std::chrono::seconds(1));
+                  return sink.write(": queue database unavailable\n\n");
+                }
+                if (!job || s.stopping) return false;
+                const bool done = job->status == JobStatus::Completed ||
+                                  job->status == JobStatus::Failed ||
+                                  job->status == JobStatus::Cancelled;
+                std::string event;
+                if (job->version == *version) {
+                  event = ": waiting\n\n";  // keeps proxies from closing an idle stream
+                } else {
+                  event = std::string("event: ") + (done ? "done" : "progress") +
+                          "\ndata: " + job_json(*job, done).dump() + "\n\n";
+                }
+                *version = job->version;
+                return sink.write(event) && !done;
+              });
+            }));
 }
 
 }  // namespace sd::server

@@ -6,9 +6,8 @@
 #include <atomic>
 #include <string>
 
-#include <httplib.h>
-
 #include "server/generator.h"
+#include "server/http_server.h"
 #include "server/jobs.h"
 #include "server/request.h"
 #include "server/server_options.h"
@@ -23,8 +22,8 @@ struct ServerState {
   std::string index_html;
   preview_t live_preview = PREVIEW_NONE;  // what jobs' live previews show
   std::atomic<bool> stopping{false};
-  // Event streams hold a request thread each while open: at most this many at once (half
-  // the threads), so that polling, cancel and new jobs are always served.
+  // Event streams hold a thread each while open (not a request thread): at most this many
+  // at once.
   int max_event_streams = 4;
   std::atomic<int> event_streams{0};
 
@@ -32,7 +31,7 @@ struct ServerState {
   bool durable_queue() const { return !options->queue_url.empty(); }
 };
 
-void install_routes(httplib::Server& server, ServerState& state);
+void install_routes(HttpServer& server, ServerState& state);
 
 // The model file the server was started with (-m, else --diffusion-model), and its stem: the
 // name /v1/models and A1111's sd-models show, and the model a shared queue's jobs need.
