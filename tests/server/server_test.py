@@ -524,6 +524,49 @@ try:
     check("Access-Control-Allow-Origin" not in headers, "no CORS header for other origins")
     expect_error(secured, "OPTIONS", "/sdcpp/v1/img_gen", None, 403, "--cors-origins",
                  headers={"Origin": "http://evil.example"})
+
+    # --- clients without the token cannot take the server from one with it
+    def rss_mib(pid):
+        with open(f"/proc/{pid}/status") as f:
+            return int(re.search(r"VmRSS:\s+(\d+)", f.read()).group(1)) / 1024
+    host, port = secured.url.rsplit("/", 1)[1].split(":")
+    before = rss_mib(secured.proc.pid)
+    # Header floods: each is cut off after the head's limit (64 KiB), answered 431 when the
+    # client still listens.
+    flood = (b"X-Filler: " + b"a" * 200 + b"\r\n") * 64
+    flood_answers = []
+    for _ in range(8):
+        with socket.create_connection((host, int(port)), timeout=30) as c:
+            sent = 0
+            try:
+                c.sendall(b"GET /sdcpp/v1/capabilities HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+                for _ in range((64 << 20) // len(flood)):
+                    c.sendall(flood)
+                    sent += len(flood)
+            except OSError:
+                pass
+            try:
+                flood_answers.append(c.recv(200))
+            except OSError:
+                flood_answers.append(b"")
+    check(sent < (64 << 20), f"a 64 MiB header flood is cut off ({sent} bytes taken)")
+    check(all(a == b"" or a.startswith(b"HTTP/1.1 431") for a in flood_answers),
+          f"header floods answered 431: {[a[:40] for a in flood_answers]}")
+    grown = rss_mib(secured.proc.pid) - before
+    check(grown < 64, f"eight 64 MiB header floods left {grown:.0f} MiB resident")
+    # Idle and half-sent connections hold no request thread: 96 of them, then a client with
+    # the token is served at once.
+    idle = [socket.create_connection((host, int(port)), timeout=30) for _ in range(96)]
+    for c in idle[::2]:
+        c.sendall(b"POST /sdcpp/v1/img_gen HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 99")
+    status, _, _ = secured.json("GET", "/sdcpp/v1/capabilities", headers=auth, timeout=20)
+    check(status == 200, f"a client with the token served beside 96 idle connections: {status}")
+    for c in idle:
+        c.close()
+    # A body announced by a client without the token is never read: 401 at once.
+    answer = raw_exchange(secured.url, b"POST /sdcpp/v1/img_gen HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Content-Type: application/json\r\nContent-Length: 30000000\r\n\r\n")
+    check(answer.startswith(b"HTTP/1.1 401"), f"tokenless body refused from its head: {answer[:80]}")
 finally:
     check(secured.stop() == 0, "token server exits 0")
 
