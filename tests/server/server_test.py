@@ -354,6 +354,10 @@ try:
     expect_error(server, "GET", "/sdcpp/v1/jobs/job_nope", None, 404, "no job 'job_nope'")
     expect_error(server, "POST", "/sdcpp/v1/jobs/job_nope/cancel", None, 404, "no job")
     expect_error(server, "GET", "/no/such/endpoint", None, 404, "no endpoint GET /no/such/endpoint")
+    answer = raw_exchange(server.url, b"GET /\xff\xfe HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                          b"Connection: close\r\n\r\n")
+    check(answer.startswith(b"HTTP/1.1 404") and b"no endpoint GET /" in answer,
+          f"a path that is not UTF-8: {answer[:200]}")
     expect_error(server, "POST", "/sdapi/v1/txt2img", None, 413, "--max-body-mb",
                  raw=b'{"prompt": "' + b"x" * (2 << 20) + b'"}')
     status, _, _ = server.json("GET", "/sdcpp/v1/capabilities")

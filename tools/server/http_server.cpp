@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <future>
 #include <limits>
 #include <list>
@@ -115,6 +116,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
     request_ = Request{};
     response_ = Response{};
     must_close_ = true;
+    head_only_ = false;
     server_.fill_error(request_, response_, status, what);
     send();
   }
@@ -206,7 +208,14 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   void dispatch() {
     net::post(*server_.workers, [self = shared_from_this()] {
-      self->server_.handle(self->request_, self->response_);
+      try {
+        self->server_.handle(self->request_, self->response_);
+      } catch (...) {
+        // Even the error answer failed (out of memory): a bare 500.
+        self->response_ = Response{};
+        self->response_.status = 500;
+        self->response_.set_content("internal error\n", "text/plain");
+      }
       net::post(self->server_.io, [self] { self->send(); });
     });
   }
@@ -284,15 +293,25 @@ class Connection : public std::enable_shared_from_this<Connection> {
             std::lock_guard lock(self->server_.mutex);
             ++self->server_.open_streams;
           }
-          std::thread([self]() mutable {
-            HttpServer::Impl& server = self->server_;
-            self->run_stream();
-            self.reset();  // before the count: run() may end once it reaches zero
-            std::lock_guard lock(server.mutex);
-            --server.open_streams;
-            server.changed.notify_all();
-          }).detach();
+          try {
+            self->start_stream_thread();
+          } catch (const std::system_error&) {  // no thread to be had: end the answer
+            std::lock_guard lock(self->server_.mutex);
+            --self->server_.open_streams;
+            self->finish();
+          }
         });
+  }
+
+  void start_stream_thread() {
+    std::thread([self = shared_from_this()]() mutable {
+      HttpServer::Impl& server = self->server_;
+      self->run_stream();
+      self.reset();  // before the count: run() may end once it reaches zero
+      std::lock_guard lock(server.mutex);
+      --server.open_streams;
+      server.changed.notify_all();
+    }).detach();
   }
 
   class Sink : public StreamSink {
@@ -453,7 +472,17 @@ void HttpServer::run() {
   s.workers = std::make_unique<net::thread_pool>(std::max<size_t>(1, s.limits.worker_threads));
   auto keep_running = net::make_work_guard(s.io);
   net::post(s.io, [&s] { s.accept(); });
-  std::thread io_thread([&s] { s.io.run(); });
+  std::thread io_thread([&s] {
+    // A handler that throws (out of memory) loses its connection, not the server.
+    while (true) {
+      try {
+        s.io.run();
+        return;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "sd-server: a connection failed: %s\n", e.what());
+      }
+    }
+  });
 
   {
     std::unique_lock lock(s.mutex);

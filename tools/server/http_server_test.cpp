@@ -337,6 +337,19 @@ TEST(HttpServer, StopsWithConnectionsOpenAndAnswersTheRequestsItHolds) {
   EXPECT_TRUE(idle.closed_by_server());
 }
 
+TEST(HttpServer, AHandlerThatThrowsIsAnswered500) {
+  Served s(HttpLimits{});
+  s.server.route("GET", "/throws",
+                 [](const Request&, Response&) { throw std::runtime_error("broken"); });
+  s.start();
+  Socket c(s.port);
+  ASSERT_TRUE(c.send_all(get("/throws") + get("/hello")));
+  const std::string answer = c.read_answer();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 500", 0), 0u) << answer;
+  EXPECT_NE(answer.find("internal error: broken"), std::string::npos) << answer;
+  EXPECT_NE(c.read_answer().find("hello"), std::string::npos);  // the connection goes on
+}
+
 TEST(HttpServer, AMalformedRequestIsAnswered400) {
   Served s(HttpLimits{});
   s.start();

@@ -25,7 +25,8 @@ const char* kJson = "application/json";
 
 void send_json(Response& res, int status, const json& body) {
   res.status = status;
-  res.set_content(body.dump(), kJson);
+  // Messages may quote what a client sent: bytes that are not UTF-8 are replaced, not thrown.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), kJson);
 }
 
 void send_error(Response& res, int status, const std::string& code, const std::string& message) {
