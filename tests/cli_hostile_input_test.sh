@@ -66,6 +66,15 @@ expect_text width_zero "--width must be a positive number"
 run height_negative nonzero -m "$work/readme.safetensors" -p x -H -64
 expect_text height_negative "--height must be a positive number"
 
+# A skip-layer window that is inverted or past the steps is refused before the model is read:
+# the text file given as the model would be named otherwise.
+run slg_inverted nonzero -m "$work/readme.safetensors" -p x --skip-layer-start 0.8 \
+  --skip-layer-end 0.2 -o "$work/out.png"
+expect_text slg_inverted "--skip-layer-start 0.8 / --skip-layer-end 0.2"
+run slg_past_the_end nonzero -m "$work/readme.safetensors" -p x --skip-layer-end 1.5 \
+  -o "$work/out.png"
+expect_text slg_past_the_end "0 <= start <= end <= 1"
+
 # -M metadata on an image whose text chunk holds escapes.
 /usr/bin/python3 - "$work/meta.png" <<'PY'
 import struct, sys, zlib

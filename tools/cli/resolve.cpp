@@ -226,7 +226,19 @@ void resolve_generation(GenerationOptions& g, const ContextOptions& c) {
   if (!c.lora_model_dir.empty()) extract_loras(g, c.lora_model_dir, c.confine_model_dirs);
 }
 
+// Skip-layer guidance's window, checked here so a mistake is said before the model loads.
+void check_skip_layer_window(const char* prefix, const sd_slg_params_t& slg) {
+  SD_CHECK(std::isfinite(slg.scale) && slg.layer_start >= 0.f && slg.layer_end <= 1.f &&
+               slg.layer_start <= slg.layer_end,
+           "--%sskip-layer-start %g / --%sskip-layer-end %g / --%sslg-scale %g: the start and "
+           "end are fractions of the steps with 0 <= start <= end <= 1, the scale a finite number",
+           prefix, slg.layer_start, prefix, slg.layer_end, prefix, slg.scale);
+}
+
 void validate_generation(const GenerationOptions& g, Mode mode) {
+  check_skip_layer_window("", g.sample_params.guidance.slg);
+  if (mode == Mode::VidGen)
+    check_skip_layer_window("high-noise-", g.high_noise_sample_params.guidance.slg);
   SD_CHECK(g.batch_count > 0, "--batch-count must be at least 1, got %d", g.batch_count);
   SD_CHECK(g.qwen_image_layers >= 0, "--qwen-image-layers must be non-negative");
   SD_CHECK(g.sample_params.sample_steps > 0, "--steps must be at least 1, got %d",
