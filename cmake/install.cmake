@@ -7,6 +7,10 @@ install(TARGETS stable-diffusion EXPORT stable-diffusion-targets
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET stable-diffusion-omp)
+  install(TARGETS stable-diffusion-omp EXPORT stable-diffusion-targets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 if(TARGET stable-diffusion-static)
   install(TARGETS stable-diffusion-static ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()

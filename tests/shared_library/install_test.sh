@@ -75,6 +75,31 @@ if [ -z "$model" ]; then
   ./consumer_cmake/consumer 2>/dev/null
 fi
 
+# OpenMP's idle threads sleep in a program that loads the library without choosing a wait
+# policy (libgomp spins 300000 times by default, which starves a loaded machine); the
+# program's environment is left as it was; a policy the user chose stands.
+if [ -e "$prefix/lib/libstable-diffusion-omp.so" ]; then
+  cat >omp_check.py <<'PY'
+import ctypes, sys
+ctypes.CDLL(sys.argv[1])  # by its full path: its helper is found beside it
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+print("OMP_WAIT_POLICY in the environment:", libc.getenv(b"OMP_WAIT_POLICY"), flush=True)
+ctypes.CDLL("libgomp.so.1").omp_display_env(1)
+PY
+  chosen=$(env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT /usr/bin/python3 omp_check.py "$lib" 2>&1)
+  echo "$chosen" | grep -q "GOMP_SPINCOUNT = '0'" ||
+    { echo "FAIL: libgomp still spins when nothing was chosen: $chosen"; exit 1; }
+  echo "$chosen" | grep -q "environment: None" ||
+    { echo "FAIL: the program's environment was changed: $chosen"; exit 1; }
+  active=$(OMP_WAIT_POLICY=active /usr/bin/python3 omp_check.py "$lib" 2>&1)
+  if ! echo "$active" | grep -q "environment: b'active'" || echo "$active" | grep -q "SPINCOUNT = '0'"; then
+    echo "FAIL: OMP_WAIT_POLICY=active was not kept: $active"
+    exit 1
+  fi
+  echo "OpenMP: passive waiting by default, the user's choice kept"
+fi
+
 # Debian's python, as a binding's user would run it; the library found by name.
 LD_LIBRARY_PATH=$prefix/lib /usr/bin/python3 "$here/ctypes_binding.py" \
   "$prefix/include/stable-diffusion.h" "$version" ${model:+"$model"}
