@@ -2,9 +2,10 @@
 """A binding on a busy machine: libstable-diffusion.so loaded through ctypes, as Python
 bindings load it, generating on the tests' tiny SDXL-shaped checkpoint (64x64 by default, 4 steps,
 n_threads = the machine's cores) while as many busy processes as cores run beside it. Side
-by side in one run:
-  default   nothing chosen: the library's default (OpenMP threads sleep when idle)
-  spinning  GOMP_SPINCOUNT=300000, libgomp's own default before the library chose
+by side in one run, for each of --policies:
+  default                nothing chosen: the library's default
+  GOMP_SPINCOUNT=300000  libgomp's own default, before the library chose
+  (or any other VARIABLE=VALUE, e.g. OMP_WAIT_POLICY=passive)
 Prints each run's wall and CPU seconds (median of R generations after a first one).
 
 usage: omp_loaded_host.py LIBSTABLE_DIFFUSION_SO MAKE_TINY_MODEL SHARED_DIR [--runs 3] [--size 64]
@@ -29,6 +30,8 @@ ap.add_argument("make_model")
 ap.add_argument("shared")
 ap.add_argument("--runs", type=int, default=3)
 ap.add_argument("--size", type=int, default=64)
+ap.add_argument("--policies", default="default,GOMP_SPINCOUNT=300000",
+                help="comma-separated: 'default' (nothing set) or VARIABLE=VALUE")
 ap.add_argument("--model-file", help="a checkpoint to use instead of the tiny one")
 ap.add_argument("--model")  # internal: generate in this process
 args = ap.parse_args()
@@ -88,7 +91,9 @@ def busy():
 
 
 results = {}
-for name, extra in (("default", {}), ("spinning", {"GOMP_SPINCOUNT": "300000"})):
+policies = args.policies.split(",")
+for name in policies:
+    extra = dict([name.split("=", 1)]) if "=" in name else {}
     for loaded in (False, True):
         hogs = [multiprocessing.Process(target=busy, daemon=True) for _ in range(os.cpu_count())] \
             if loaded else []
@@ -104,7 +109,7 @@ for name, extra in (("default", {}), ("spinning", {"GOMP_SPINCOUNT": "300000"}))
         results[(name, loaded)] = [float(x) for x in out.stdout.split()[-2:]]
 
 print(f"{args.size}x{args.size}, 4 steps, n_threads {os.cpu_count()}, median of {args.runs}: wall s / CPU s")
-print(f"{'':10s} {'idle machine':>18s} {'busy machine':>18s}")
-for name in ("default", "spinning"):
+print(f"{'':24s} {'idle machine':>18s} {'busy machine':>18s}")
+for name in policies:
     idle, busy_ = results[(name, False)], results[(name, True)]
-    print(f"{name:10s} {idle[0]:8.3f} / {idle[1]:7.3f} {busy_[0]:8.3f} / {busy_[1]:7.3f}")
+    print(f"{name:24s} {idle[0]:8.3f} / {idle[1]:7.3f} {busy_[0]:8.3f} / {busy_[1]:7.3f}")
