@@ -172,7 +172,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
     try {
       if (server_.gate && server_.gate(request_, response_)) {
-        must_close_ = true;  // the body, if any, is left unread
+        // A body is left unread, so the connection cannot go on; without one it can.
+        must_close_ = parser_->chunked() || parser_->content_length().value_or(0) > 0;
         return send();
       }
     } catch (const std::exception& e) {
