@@ -165,8 +165,10 @@ int run(int argc, char** argv) {
            "cannot listen on %s:%d: %s (is another server using the port? choose "
            "another with --listen-port)",
            so.listen_ip.c_str(), so.listen_port, std::strerror(errno));
-  std::printf("sd-server listening on http://%s:%d%s\n", so.listen_ip.c_str(), port,
-              so.token.empty() ? "" : " (token required)");
+  // An IPv6 address goes in brackets in a URL.
+  const bool v6 = so.listen_ip.find(':') != std::string::npos;
+  std::printf("sd-server listening on http://%s%s%s:%d%s\n", v6 ? "[" : "", so.listen_ip.c_str(),
+              v6 ? "]" : "", port, so.token.empty() ? "" : " (token required)");
   std::fflush(stdout);
 
   std::atomic<bool> ended{false};
