@@ -183,10 +183,19 @@ try:
     took = time.time() - t0
     print(f"{JOBS} jobs: accepted in {accepted:.1f} s, all finished after {took:.1f} s "
           f"({JOBS / took * 60:.0f} jobs/min on 2 workers)", flush=True)
+    # With 3 s leases on a loaded 2-core machine a worker can miss a renewal: the job then
+    # runs again elsewhere, which is the queue doing its work. What must hold: every earlier
+    # attempt ended by an expired lease, and one result per job (counted below).
+    rerun = 0
     for i, job in enumerate(jobs):
-        ok = (job["status"] == "completed" and job["attempts"] == 1
+        history = job.get("history") or []
+        retried_cleanly = all(h.get("outcome") == "lease_expired" for h in history[:-1])
+        rerun += job.get("attempts", 0) > 1
+        ok = (job["status"] == "completed" and retried_cleanly
               and [im["seed"] for im in job["result"]["images"]] == [1000 + i])
-        check(ok, f"job {i} completed once with its seed: {job.get('status')} {job.get('error')}")
+        check(ok, f"job {i} completed with its seed, any earlier attempt ended by an expired "
+                  f"lease: {job.get('status')} {job.get('error')} {job.get('attempts')} {history}")
+    print(f"{rerun} of {JOBS} jobs ran again after a missed lease renewal", flush=True)
     counts = sql("SELECT count(*), count(DISTINCT job_id) FROM sdcpp.results "
                  "WHERE job_id IN (%s)" % ",".join(f"'{j}'" for j in ids))
     check(counts == f"{JOBS}|{JOBS}", f"{JOBS} results, one per job (count, distinct): {counts}")
