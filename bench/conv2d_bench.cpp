@@ -49,6 +49,30 @@ BENCHMARK(BM_Conv2d)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);
 
+// The int8 convolutions (--quantize-convs) on the same shapes, q8_0 kernels: arg 1 is 0 for
+// channels-last (the direct kernel), 1 for the Winograd transform. FLOP/s count the direct
+// method's multiply-adds, as for bf16 Winograd above.
+void BM_Conv2dInt8(benchmark::State& state) {
+  const ConvShape& s = kConvShapes[state.range(0)];
+  const bool winograd = state.range(1) == 1;
+  bench::run_linalg_bench(
+      state, conv_flops(s),
+      [&](Context& ctx) {
+        Tensor* x = ctx.new_tensor(DType::F32, {s.HW, s.HW, s.C, kConvBatch}, "x");
+        const int64_t taps = winograd ? 4 : 3;
+        return conv2d(ctx, x, bench::weight(ctx, DType::Q8_0, {s.C, taps, taps, s.C}, "w"),
+                      bench::weight(ctx, DType::F32, {s.C}, "b"), 1, 1, 1, 1, 1, 1, 1,
+                      winograd ? ConvKernelLayout::WinogradF2x3 : ConvKernelLayout::ChannelsLast);
+      },
+      std::string(s.name) + (winograd ? " q8_0 Winograd" : " q8_0 channels-last"));
+}
+
+BENCHMARK(BM_Conv2dInt8)
+    ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("max", sd::bench::max_value);
+
 // oneDNN alone, f32 input and output in nchw, weights packed once. Arg 1: 0 plain nchw
 // convolution, 1 blocked layout of oneDNN's choice, 2 nhwc; the reorders into and out of
 // the convolution's layout are timed with it. Arg 2: 0 f32, 1 bf16 convolution.

@@ -239,6 +239,7 @@ typedef struct {
   bool auto_fit;              /* choose placements from model size and free memory */
   const char* rpc_servers;    /* "host:port,..." */
   const char* model_args;     /* "key=value,..." */
+  bool quantize_convs;        /* diffusion convolutions in q8_0 on 8-bit integer dot products */
 } sd_ctx_params_t;
 
 typedef struct {

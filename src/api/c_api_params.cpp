@@ -180,6 +180,7 @@ char* sd_ctx_params_to_str(const sd_ctx_params_t* p) {
       "split_mode: %s\n"
       "model_args: %s\n"
       "auto_fit: %s\n"
+      "quantize_convs: %s\n"
       "flash_attn: %s\n"
       "diffusion_flash_attn: %s\n"
       "vae_format: %s\n",
@@ -192,8 +193,8 @@ char* sd_ctx_params_to_str(const sd_ctx_params_t* p) {
       p->n_threads, sd_type_name(p->wtype), sd_rng_type_name(p->rng_type),
       sd_rng_type_name(p->sampler_rng_type), sd_prediction_name(p->prediction), safe(p->max_vram),
       boolean(p->stream_layers), boolean(p->eager_load), safe(p->backend), safe(p->params_backend),
-      safe(p->split_mode), safe(p->model_args), boolean(p->auto_fit), boolean(p->flash_attn),
-      boolean(p->diffusion_flash_attn), vae_format_name(p->vae_format)));
+      safe(p->split_mode), safe(p->model_args), boolean(p->auto_fit), boolean(p->quantize_convs),
+      boolean(p->flash_attn), boolean(p->diffusion_flash_attn), vae_format_name(p->vae_format)));
 }
 
 void sd_sample_params_init(sd_sample_params_t* p) {

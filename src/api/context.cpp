@@ -83,6 +83,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.backend)) o.backend = p.backend;
   if (given(p.params_backend)) o.params_backend = p.params_backend;
   o.eager_load = p.eager_load;
+  o.quantize_convs = p.quantize_convs;
   if (given(p.max_vram)) o.max_vram = p.max_vram;
   o.stream_layers = p.stream_layers;
   o.auto_fit = p.auto_fit;

@@ -100,6 +100,16 @@ constexpr int video_frames_of() {
     return 0;
 }
 
+// Whether the family's diffusion net has conv kernels --quantize-convs holds in q8_0 (input
+// channels in whole 32-value blocks): the UNets.
+template <typename Trait>
+constexpr bool has_quantizable_convs() {
+  if constexpr (requires { Trait::kQuantizableConvs; })
+    return Trait::kQuantizableConvs;
+  else
+    return false;
+}
+
 // The request's side: 16 pixels, or more where the family's latent needs it (Trait::kSide).
 template <typename Trait>
 constexpr int side_of() {
@@ -129,6 +139,7 @@ struct OneCheckpoint {
 
 // SD 1.x: its presets are not read from the file, so the tiny shapes are given.
 struct Sd1 : OneCheckpoint {
+  static constexpr bool kQuantizableConvs = true;
   static ModelOptions open(const io::test::TempDir&) {
     const pipeline::Architecture a = pipeline::test::tiny_architecture();
     ModelOptions o = with_checkpoint(pipeline::test::write_tiny_checkpoint(a));
@@ -146,6 +157,7 @@ struct Sd1 : OneCheckpoint {
 
 // SDXL: every dimension read from the checkpoint.
 struct Sdxl : OneCheckpoint {
+  static constexpr bool kQuantizableConvs = true;
   static ModelOptions open(const io::test::TempDir&) {
     return with_checkpoint(pipeline::test::write_tiny_sdxl_checkpoint());
   }
@@ -655,6 +667,27 @@ TYPED_TEST(FamilyConformance, Q8_0DiffusionNetRunsFromItsBlocks) {
   EXPECT_EQ(joined(sd.generate(this->request_)).pixels, a.pixels) << "same seed, same image";
   const double db = sd::test::image_psnr(a, f16);
   std::printf("q8_0 (%zu tensors): %.1f dB against f16\n", quantized, db);
+  EXPECT_GE(db, TypeParam::kQ8MinPsnr);
+}
+
+// --quantize-convs: a UNet's convolutions in q8_0 on the int8 kernel give an image close
+// to the f16 one, and the same one again; a family without such kernels (or a CPU without
+// the instructions) gives the f16 image itself.
+TYPED_TEST(FamilyConformance, QuantizedConvolutionsKeepTheImage) {
+  const io::Image f16 = this->generate(this->options_, this->request_);
+  ModelOptions o = this->options_;
+  o.quantize_convs = true;
+  pipeline::StableDiffusion sd(o);
+  const io::Image q = joined(sd.generate(this->request_));
+  EXPECT_EQ(joined(sd.generate(this->request_)).pixels, q.pixels) << "same seed, same image";
+  const bool int8 = DeviceRegistry::instance().get("CPU").caps().int8_convolutions;
+  if (!has_quantizable_convs<TypeParam>() || !int8) {
+    EXPECT_EQ(q.pixels, f16.pixels);
+    return;
+  }
+  EXPECT_NE(q.pixels, f16.pixels) << "no convolution ran in q8_0";
+  const double db = sd::test::image_psnr(q, f16);
+  std::printf("--quantize-convs: %.1f dB against f16\n", db);
   EXPECT_GE(db, TypeParam::kQ8MinPsnr);
 }
 

@@ -35,6 +35,9 @@ struct DeviceCaps {
   bool host_addressable = false;     // kernels can read host memory directly (mmap'd weights)
   bool async_copy = false;           // set/get may return before the copy is done
   bool host_pinned_buffers = false;  // host_buffer_type() gives page-locked memory
+  // Convolutions with block-quantized channels-last kernels run on 8-bit integer dot
+  // products (ops/conv2d.h; the CPU with AVX-512 VNNI): --quantize-convs pays off here.
+  bool int8_convolutions = false;
 };
 
 class Buffer {

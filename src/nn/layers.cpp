@@ -19,9 +19,10 @@ Tensor* linear(const Scope& s, Tensor* x, int64_t in, int64_t out, bool bias) {
 
 Tensor* conv2d(const Scope& s, Tensor* x, int64_t in, int64_t out, int kernel, int stride,
                int padding, bool bias) {
-  Tensor* w = s.param("weight", {kernel, kernel, in, out});
+  Tensor* w = s.conv_kernel("weight", {kernel, kernel, in, out}, stride);
   Tensor* b = bias ? s.param("bias", {out}) : nullptr;
-  return sd::conv2d(s.ctx(), x, w, b, stride, stride, padding, padding, 1, 1);
+  return sd::conv2d(s.ctx(), x, w, b, stride, stride, padding, padding, 1, 1, 1,
+                    nn::conv_kernel_layout(w, kernel));
 }
 
 Tensor* group_norm(const Scope& s, Tensor* x, int64_t channels, int groups, float eps) {

@@ -14,6 +14,7 @@ namespace sd::nn {
 struct ParamDecl {
   std::string name;
   Shape ne;
+  int conv_stride = 0;  // > 0: a conv kernel, asked for through get_conv_kernel()
 };
 
 class ParamRecorder final : public Weights {
@@ -25,6 +26,13 @@ class ParamRecorder final : public Weights {
     if (seen_.insert(name).second) params_.push_back({name, ne});
     Tensor* leaf = ctx.new_tensor(DType::F32, ne, name);
     leaf->flags |= kFlagParam;
+    return leaf;
+  }
+  Tensor* get_conv_kernel(Context& ctx, const std::string& name, const Shape& ne,
+                          int stride) override {
+    Tensor* leaf = get(ctx, name, ne);
+    for (ParamDecl& p : params_)
+      if (p.name == name) p.conv_stride = stride;
     return leaf;
   }
   bool contains(const std::string& name) const override { return source_.contains(name); }

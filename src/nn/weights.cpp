@@ -13,6 +13,16 @@ Tensor* Scope::param(std::string_view name, std::initializer_list<int64_t> ne) c
   return weights_->get(*ctx_, prefix_ + std::string(name), make_shape(ne));
 }
 
+Tensor* Scope::conv_kernel(std::string_view name, std::initializer_list<int64_t> ne,
+                           int stride) const {
+  return weights_->get_conv_kernel(*ctx_, prefix_ + std::string(name), make_shape(ne), stride);
+}
+
+ConvKernelLayout conv_kernel_layout(const Tensor* w, int64_t kernel) {
+  if (w->ne[0] == kernel) return ConvKernelLayout::Standard;
+  return w->ne[1] == kernel ? ConvKernelLayout::ChannelsLast : ConvKernelLayout::WinogradF2x3;
+}
+
 bool Scope::has(std::string_view name) const {
   return weights_->contains(prefix_ + std::string(name));
 }

@@ -10,8 +10,12 @@
 #include <string_view>
 
 #include "tensor/context.h"
+#include "tensor/ops/conv2d.h"
 
 namespace sd::nn {
+
+// The layout of kernel `w` that get_conv_kernel() returned for a [k, k, in, out] request.
+ConvKernelLayout conv_kernel_layout(const Tensor* w, int64_t kernel);
 
 class Weights {
  public:
@@ -20,6 +24,16 @@ class Weights {
   // sd::Error naming the tensor when it is missing or its shape is not `ne`.
   virtual Tensor* get(Context& ctx, const std::string& name, const Shape& ne) = 0;
   virtual bool contains(const std::string& name) const = 0;
+  // A Conv2d kernel asked for as [KW, KH, Cin, Cout] (`ne`), for a convolution of the given
+  // stride. A source may hold it in another layout of ops/conv2d.h instead, only where Cin
+  // differs from KW so the shape tells them apart: channels-last [Cin, KW, KH, Cout], or for
+  // a 3x3 kernel at stride 1 its Winograd transform [Cin, 4, 4, Cout]
+  // (weights/model_manager.h, --quantize-convs). conv_kernel_layout() reads which.
+  virtual Tensor* get_conv_kernel(Context& ctx, const std::string& name, const Shape& ne,
+                                  int stride) {
+    (void)stride;
+    return get(ctx, name, ne);
+  }
   // Called by runners after a graph that read these weights ran: sources that staged
   // copies for it (weights kept on another device) drop them here.
   virtual void after_compute() {}
@@ -38,6 +52,9 @@ class Scope {
   Scope operator[](int index) const { return (*this)[std::to_string(index)]; }
 
   Tensor* param(std::string_view name, std::initializer_list<int64_t> ne) const;
+  // A Conv2d kernel [k, k, in, out] for a convolution of `stride`, possibly in another
+  // layout (Weights::get_conv_kernel).
+  Tensor* conv_kernel(std::string_view name, std::initializer_list<int64_t> ne, int stride) const;
   bool has(std::string_view name) const;
 
   Context& ctx() const { return *ctx_; }

@@ -39,6 +39,10 @@ class LoadedControlNet {
     Tensor* get(Context& ctx, const std::string& name, const Shape& ne) override {
       return inner_.get(ctx, loaded(name), ne);
     }
+    Tensor* get_conv_kernel(Context& ctx, const std::string& name, const Shape& ne,
+                            int stride) override {
+      return inner_.get_conv_kernel(ctx, loaded(name), ne, stride);
+    }
     bool contains(const std::string& name) const override { return loaded_.count(name) != 0; }
     void after_compute() override { inner_.after_compute(); }
     std::string loaded(const std::string& name) const {

@@ -58,10 +58,18 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
                                                      o.lora_mode};
   weights = std::make_unique<weights::ModelManager>(loader, manager_options);
+  Device& diffusion_device = backends->compute_device(Module::Diffusion);
+  const bool quantize_convs = o.quantize_convs && diffusion_device.caps().int8_convolutions;
+  if (o.quantize_convs && !quantize_convs && o.note)
+    o.note("warning: --quantize-convs: " + diffusion_device.name() +
+           " has no 8-bit integer convolutions (on the CPU they need AVX-512 VNNI); the "
+           "convolutions keep their stored type");
   auto add_module = [&](weights::ModelManager& manager, Module m, std::vector<std::string> prefixes,
                         const char* name = nullptr) {
-    manager.add_module(weights::ModuleSpec{name ? name : module_name(m), std::move(prefixes),
-                                           &backends->compute_device(m), backends->residency(m)});
+    weights::ModuleSpec spec{name ? name : module_name(m), std::move(prefixes),
+                             &backends->compute_device(m), backends->residency(m)};
+    spec.quantize_convs = quantize_convs && m == Module::Diffusion;
+    manager.add_module(std::move(spec));
   };
   add_module(*weights, Module::TextEncoder, family->text_encoder_roots(arch));
   add_module(*weights, Module::Diffusion, {std::string(io::kUnetRoot)});

@@ -38,6 +38,9 @@ struct ModelOptions {
   std::string backend;         // --backend
   std::string params_backend;  // --params-backend
   bool eager_load = false;     // read every weight when the model is opened
+  // --quantize-convs: the diffusion network's convolution kernels held in q8_0 and run on
+  // 8-bit integer dot products, where its device has them (weights/model_manager.h).
+  bool quantize_convs = false;
   // --max-vram (backend/max_vram.h) and --stream-layers: device memory budgets, within
   // which weights of modules on GPU or remote devices are streamed segment by segment.
   std::string max_vram;

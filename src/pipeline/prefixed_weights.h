@@ -18,6 +18,10 @@ class PrefixedWeights final : public nn::Weights {
   Tensor* get(Context& ctx, const std::string& name, const Shape& ne) override {
     return inner_.get(ctx, strip(name), ne);
   }
+  Tensor* get_conv_kernel(Context& ctx, const std::string& name, const Shape& ne,
+                          int stride) override {
+    return inner_.get_conv_kernel(ctx, strip(name), ne, stride);
+  }
   bool contains(const std::string& name) const override { return inner_.contains(strip(name)); }
   void after_compute() override { inner_.after_compute(); }
 

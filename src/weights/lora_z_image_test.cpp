@@ -10,7 +10,8 @@ namespace sd::weights {
 namespace {
 
 TEST(LoraZImageNames, DiffusersSpellingsOfTheFusedAndRenamedWeights) {
-  const std::vector<FluxSpelling> qkv = z_image_diffusers_spellings("noise_refiner.1.attention.qkv");
+  const std::vector<FluxSpelling> qkv =
+      z_image_diffusers_spellings("noise_refiner.1.attention.qkv");
   ASSERT_EQ(qkv.size(), 3u);
   EXPECT_EQ(qkv[0].diffusers, "noise_refiner.1.attention.to_q");
   EXPECT_EQ(qkv[1].part, 1);

@@ -108,6 +108,7 @@ void ModelManager::declare(const std::string& module, const std::vector<nn::Para
   SD_CHECK(m, "[weights] no module named %s", module.c_str());
   std::vector<std::string> problems;
   for (const nn::ParamDecl& p : params) {
+    if (p.conv_stride > 0) conv_kernels_[p.name] = p.conv_stride;
     if (!loader_.contains(p.name)) {
       problems.push_back("'" + p.name + "' " + shape_text(p.ne) + " is missing");
       continue;
@@ -130,7 +131,29 @@ void ModelManager::declare(const std::string& module, const std::vector<nn::Para
   m->params = params;
 }
 
+ConvKernelLayout ModelManager::kernel_layout(const std::string& name) const {
+  constexpr ConvKernelLayout kStandard = ConvKernelLayout::Standard;
+  const auto conv = conv_kernels_.find(name);
+  if (conv == conv_kernels_.end() || lora_targets_.count(name)) return kStandard;
+  const ModuleSpec* spec = nullptr;
+  size_t best_length = 0;
+  for (const Module& m : modules_)
+    for (const std::string& p : m.spec.prefixes)
+      if (name.starts_with(p) && (!spec || p.size() > best_length)) {
+        spec = &m.spec;
+        best_length = p.size();
+      }
+  if (!spec || !spec->quantize_convs) return kStandard;
+  const WeightSource& s = loader_.find(name);
+  // Channels in whole q8_0 blocks; Cin != KW keeps the layouts' shapes apart.
+  if (s.n_dims != 4 || !is_float(s.stored) || s.ne[2] % 32 != 0 || s.ne[2] == s.ne[0])
+    return kStandard;
+  const bool winograd = s.ne[0] == 3 && s.ne[1] == 3 && conv->second == 1;
+  return winograd ? ConvKernelLayout::WinogradF2x3 : ConvKernelLayout::ChannelsLast;
+}
+
 DType ModelManager::resident_type(const std::string& name) const {
+  if (kernel_layout(name) != ConvKernelLayout::Standard) return DType::Q8_0;
   const WeightSource& s = loader_.find(name);
   DType type = s.stored;
   if (options_.weight_type && takes_weight_type(name, s.ne[0], s.stored, *options_.weight_type)) {
@@ -147,12 +170,16 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
   const WeightSource& s = loader_.find(name);
   Tensor& t = r.tensor;
   t.type = resident_type(name);
+  r.layout = kernel_layout(name);
+  const bool reshaped = r.layout != ConvKernelLayout::Standard;
   t.ne = s.ne;
-  t.nb = contiguous_strides(t.type, s.ne);
+  if (r.layout == ConvKernelLayout::ChannelsLast) t.ne = Shape{s.ne[2], s.ne[0], s.ne[1], s.ne[3]};
+  if (r.layout == ConvKernelLayout::WinogradF2x3) t.ne = Shape{s.ne[2], 4, 4, s.ne[3]};
+  t.nb = contiguous_strides(t.type, t.ne);
   t.name = name;
   t.flags = kFlagParam;
   // A weight a LoRA is merged into is a copy: the mapped file stays as it is.
-  const uint8_t* mapped = options_.use_mmap && device.caps().host_addressable &&
+  const uint8_t* mapped = !reshaped && options_.use_mmap && device.caps().host_addressable &&
                                   (!lora_targets_.count(name) || lora_at_runtime(name))
                               ? loader_.mapped(name, t.type)
                               : nullptr;
@@ -172,6 +199,7 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
 
 void ModelManager::fill(const std::string& name, Resident& r) {
   if (lora_targets_.count(name) && !lora_at_runtime(name)) return fill_merged(name, r);
+  if (r.layout != ConvKernelLayout::Standard) return fill_converted(name, r, false);
   Tensor& t = r.tensor;
   if (r.buffer->is_host()) {
     loader_.read(name, t.type, t.data);
@@ -189,6 +217,17 @@ void ModelManager::fill(const std::string& name, Resident& r) {
 }
 
 Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne) {
+  return get_leaf(ctx, name, ne, false);
+}
+
+Tensor* ModelManager::get_conv_kernel(Context& ctx, const std::string& name, const Shape& ne,
+                                      int stride) {
+  conv_kernels_.emplace(name, stride);
+  return get_leaf(ctx, name, ne, true);
+}
+
+Tensor* ModelManager::get_leaf(Context& ctx, const std::string& name, const Shape& ne,
+                               bool conv_kernel) {
   const WeightSource* s = loader_.contains(name) ? &loader_.find(name) : nullptr;
   SD_CHECK(s,
            "tensor '%s' %s is missing from %s; the file is not a complete model of the "
@@ -239,7 +278,13 @@ Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne
     }
     use = &st->second;
   }
-  Tensor* leaf = ctx.new_tensor(use->tensor.type, ne, name);
+  // A channels-last kernel has its own shape, which only a convolution reads.
+  const bool reshaped = use->layout != ConvKernelLayout::Standard;
+  SD_CHECK(conv_kernel || !reshaped,
+           "[weights] '%s' is read as a convolution kernel and as a plain tensor; "
+           "--quantize-convs holds it in another layout (run without --quantize-convs)",
+           name.c_str());
+  Tensor* leaf = ctx.new_tensor(use->tensor.type, reshaped ? use->tensor.ne : ne, name);
   leaf->flags |= kFlagParam;
   leaf->buffer = use->tensor.buffer;
   leaf->data = use->tensor.data;

@@ -50,7 +50,7 @@ class sd_ctx_params_t(Structure):
         ("force_sdxl_vae_conv_scale", c_bool), ("vae_format", c_enum), ("max_vram", c_char_p),
         ("stream_layers", c_bool), ("eager_load", c_bool), ("backend", c_char_p),
         ("params_backend", c_char_p), ("split_mode", c_char_p), ("auto_fit", c_bool),
-        ("rpc_servers", c_char_p), ("model_args", c_char_p)]
+        ("rpc_servers", c_char_p), ("model_args", c_char_p), ("quantize_convs", c_bool)]
 
 
 class sd_image_t(Structure):

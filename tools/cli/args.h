@@ -92,6 +92,7 @@ struct ContextOptions {
   lora_apply_mode_t lora_apply_mode = LORA_APPLY_AUTO;
   bool stream_layers = false;
   bool eager_load = false;
+  bool quantize_convs = false;
   bool auto_fit = false;
   bool force_sdxl_vae_conv_scale = false;
   bool offload_to_cpu = false;

@@ -400,6 +400,7 @@ sd_ctx_params_t ContextOptions::to_c_params(bool taesd_preview_only) {
   p.max_vram = max_vram.c_str();
   p.stream_layers = stream_layers;
   p.eager_load = eager_load;
+  p.quantize_convs = quantize_convs;
   p.backend = effective_backend.c_str();
   p.params_backend = effective_params_backend.c_str();
   p.split_mode = split_mode.c_str();

@@ -20,6 +20,7 @@
 // Weights in the GEMM's own dtype (f32, bf16) are packed once and kept (DnnlState).
 #include <algorithm>
 
+#include "backend/cpu/conv2d_int8.h"
 #include "backend/cpu/conv2d_weight_tiles.h"
 #include "backend/cpu/conv2d_winograd_bf16.h"
 #include "backend/cpu/dnnl_state.h"
@@ -279,6 +280,11 @@ void run_conv_in_slices(CpuContext& ctx, Tensor* dst, dt type) {
 bool cpu_conv2d(CpuContext& ctx, Tensor* dst) {
   const Tensor* x = dst->src[0];
   const Tensor* w = dst->src[1];
+  // Channels-last weights are the int8 kernel's (or, where it cannot run, the reference's).
+  if (conv2d_params(dst).layout != ConvKernelLayout::Standard) {
+    if (dst->nelements() == 0) return true;
+    return cpu_conv2d_int8(ctx, dst);
+  }
   if (x->type != DType::F32 || !is_float(w->type) || !dst->is_contiguous()) return false;
   if (dst->nelements() == 0) return true;
   const bool bf16 = w->type == DType::BF16 && ctx.dnnl->native_bf16;

@@ -11,6 +11,7 @@
 #include <new>
 
 #include "backend/cpu/cpu_backend.h"
+#include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/simd_target.h"
 #include "tensor/error.h"
 #include "tensor/ops/reference.h"
@@ -98,6 +99,13 @@ std::unique_ptr<Buffer> CpuBufferType::allocate(size_t size) {
 CpuDevice::CpuDevice() : buffer_type_(*this) {
   description_ = cpu_model_name() + " (" + std::to_string(omp_get_num_procs()) + " threads, " +
                  simd_target_name() + ")";
+}
+
+DeviceCaps CpuDevice::caps() const {
+  DeviceCaps c;
+  c.host_addressable = true;
+  c.int8_convolutions = int8_gemm_available();
+  return c;
 }
 
 DeviceMemory CpuDevice::memory() const {

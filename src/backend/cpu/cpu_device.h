@@ -31,7 +31,7 @@ class CpuDevice final : public Device {
   std::string description() const override { return description_; }
   DeviceKind kind() const override { return DeviceKind::Cpu; }
   DeviceMemory memory() const override;
-  DeviceCaps caps() const override { return {true, false, false}; }
+  DeviceCaps caps() const override;
   BufferType& buffer_type() override { return buffer_type_; }
   std::unique_ptr<Backend> create_backend(const BackendOptions& options) override;
   std::unique_ptr<Backend> create_backend(const BackendOptions& options, CpuKernels kernels);

@@ -47,15 +47,6 @@ constexpr int64_t kRowBlockBytes = int64_t{192} << 10;
 constexpr int kRows = 6;
 constexpr int kPanels = 2;
 
-// Activations as codes (step 1).
-struct QuantizedRows {
-  const int8_t* codes;  // [N][K]
-  const float* scale;   // [N][nb]
-  const int32_t* zsum;  // [N][nb]: -z * sum of the block's codes (weights with a zero point)
-  const float* fsum;    // [N][nb]: scale * sum of the codes (weights with offsets)
-  int64_t K, nb;
-};
-
 // A tile of weight columns as panels (step 2).
 struct Panels {
   const uint8_t* codes;  // [G][nb][kBlockBytes]
@@ -64,8 +55,6 @@ struct Panels {
   int64_t nb;
 };
 
-// One activation row of K values: codes, and per block its scale and code sum (zsum with
-// a weight zero point, fsum otherwise).
 SD_INT8_TARGET void quantize_row_int8(const float* x, int64_t K, int zero_point, int8_t* codes,
                                       float* scale, int32_t* zsum, float* fsum) {
   for (int64_t b = 0; b < K / kCodeBlock; ++b) {
@@ -130,7 +119,7 @@ void pack_panel(DType type, const char* w, size_t w_row_bytes, int64_t M, int64_
 // R rows x P panels over all of K, written to out (row stride ldo); `last_cols` of the
 // last panel's 16 columns are stored.
 template <int R, int P, bool kOffsets>
-SD_INT8_TARGET void tile_kernel(const QuantizedRows& x, int64_t n0, const Panels& w, int64_t g0,
+SD_INT8_TARGET void tile_kernel(const Int8Rows& x, int64_t n0, const Panels& w, int64_t g0,
                                 float* out, int64_t ldo, int last_cols) {
   const int64_t nb = w.nb;
   const int64_t panel_codes = nb * kBlockBytes, panel_floats = nb * kLanes;
@@ -204,8 +193,7 @@ SD_INT8_TARGET void tile_kernel(const QuantizedRows& x, int64_t n0, const Panels
     }
 }
 
-using TileKernel = void (*)(const QuantizedRows&, int64_t, const Panels&, int64_t, float*, int64_t,
-                            int);
+using TileKernel = void (*)(const Int8Rows&, int64_t, const Panels&, int64_t, float*, int64_t, int);
 
 template <bool kOffsets, int... I>
 constexpr std::array<TileKernel, sizeof...(I)> kernel_table(std::integer_sequence<int, I...>) {
@@ -221,7 +209,7 @@ TileKernel pick_kernel(int rows, int panels) {
 }
 
 // Rows [n0, n1) against the tile's columns [m0, m0 + mc) of out (row stride M).
-void run_row_block(const QuantizedRows& x, int64_t n0, int64_t n1, const Panels& w, int64_t m0,
+void run_row_block(const Int8Rows& x, int64_t n0, int64_t n1, const Panels& w, int64_t m0,
                    int64_t mc, int64_t M, float* out, bool offsets) {
   const int64_t groups = (mc + kLanes - 1) / kLanes;
   for (int64_t g = 0; g < groups; g += kPanels) {
@@ -253,13 +241,16 @@ bool int8_gemm_supports(DType type) {
   return has_block_codes(type);
 }
 
+void int8_quantize_row(DType type, const float* x, int64_t K, int8_t* codes, float* scale,
+                       int32_t* zsum, float* fsum) {
+  quantize_row_int8(x, K, block_code_zero_point(type), codes, scale, zsum, fsum);
+}
+
 void int8_gemm(CpuContext& ctx, DType type, const void* w, size_t w_row_bytes, int64_t M, int64_t K,
                const float* x, int64_t N, float* out) {
   DnnlState& st = *ctx.dnnl;
-  const int threads = ctx.threads;
   const int64_t nb = K / kCodeBlock;
   const int zero_point = block_code_zero_point(type);
-  const bool offsets = zero_point < 0;
 
   // Step 1: activation codes, scales and sums in one scratch slot.
   const size_t code_bytes = static_cast<size_t>(N * K);
@@ -268,11 +259,20 @@ void int8_gemm(CpuContext& ctx, DType type, const void* w, size_t w_row_bytes, i
   auto* xscale = reinterpret_cast<float*>(xbuf + (code_bytes + 63) / 64 * 64);
   auto* xsum = xscale + N * nb;
   auto* xcodes = reinterpret_cast<int8_t*>(xbuf);
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(ctx.threads) schedule(static)
   for (int64_t n = 0; n < N; ++n)
     quantize_row_int8(x + n * K, K, zero_point, xcodes + n * K, xscale + n * nb,
                       reinterpret_cast<int32_t*>(xsum) + n * nb, xsum + n * nb);
-  const QuantizedRows rows{xcodes, xscale, reinterpret_cast<const int32_t*>(xsum), xsum, K, nb};
+  const Int8Rows rows{xcodes, xscale, reinterpret_cast<const int32_t*>(xsum), xsum, K, nb};
+  int8_gemm_rows(ctx, type, w, w_row_bytes, M, rows, N, out);
+}
+
+void int8_gemm_rows(CpuContext& ctx, DType type, const void* w, size_t w_row_bytes, int64_t M,
+                    const Int8Rows& rows, int64_t N, float* out) {
+  DnnlState& st = *ctx.dnnl;
+  const int threads = ctx.threads;
+  const int64_t K = rows.K, nb = rows.nb;
+  const bool offsets = block_code_zero_point(type) < 0;
 
   // Step 2 and 3, one tile of columns at a time.
   const int64_t panel_bytes = nb * (kBlockBytes + (offsets ? 2 : 1) * kLanes * 4);

@@ -167,7 +167,9 @@ void guard_conv2d(const Tensor& node) {
   const Tensor& w = *node.src[1];
   for (int axis = 0; axis < 2; ++axis) {
     const int64_t dilation = node.params[4 + axis];
-    const int64_t kernel = w.ne[axis];
+    const bool channels_last =
+        node.params[7] == static_cast<int32_t>(ConvKernelLayout::ChannelsLast);
+    const int64_t kernel = w.ne[channels_last ? axis + 1 : axis];
     // The output size is (in + 2 pad - dilation (kernel - 1) - 1) / stride + 1 with
     // in + 2 pad < 2^41 + 2^32, so a larger reach never fits.
     if (dilation >= 1 && kernel - 1 > (int64_t{1} << 50) / dilation) {
@@ -232,7 +234,8 @@ Tensor* build_expected(Context& ctx, const Tensor& node) {
     case Op::MatMul:
       return matmul(ctx, s[0], s[1]);
     case Op::Conv2d:
-      return conv2d(ctx, s[0], s[1], s[2], p[0], p[1], p[2], p[3], p[4], p[5], p[6]);
+      return conv2d(ctx, s[0], s[1], s[2], p[0], p[1], p[2], p[3], p[4], p[5], p[6],
+                    static_cast<ConvKernelLayout>(p[7]));
     case Op::Attention:
       return attention(ctx, s[0], s[1], s[2], s[3], f(0), static_cast<AttentionPrecision>(p[1]));
     case Op::Arange:

@@ -50,9 +50,9 @@ bool supports_conv2d(const Tensor& node) {
   if (node.type != DType::F32 || !float_operand(x) || !float_operand(w)) return false;
   if (bias && !float_operand(bias)) return false;
   const Conv2dParams p = conv2d_params(&node);
-  return p.s0 >= 1 && p.s1 >= 1 && p.d0 >= 1 && p.d1 >= 1 && p.p0 >= 0 && p.p1 >= 0 &&
-         p.groups >= 1 && w->ne[3] % p.groups == 0 && w->ne[2] * p.groups == x->ne[2] &&
-         node.ne[2] == w->ne[3];
+  return p.layout == ConvKernelLayout::Standard && p.s0 >= 1 && p.s1 >= 1 && p.d0 >= 1 &&
+         p.d1 >= 1 && p.p0 >= 0 && p.p1 >= 0 && p.groups >= 1 && w->ne[3] % p.groups == 0 &&
+         w->ne[2] * p.groups == x->ne[2] && node.ne[2] == w->ne[3];
 }
 
 Dispatch plan_conv2d(const Tensor& node) {
