@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # --quantize-convs side by side with the modes it competes with, one process each, in one
-# go on the same model: seconds per sampling step (the last step's rate), VAE decode,
+# go on the same model: seconds per sampling step (the median of the steps after the first,
+# which loads the weights), VAE decode,
 # whole run and peak RSS, and each image's PSNR against the f16 image (same seed).
 #
 #   bench/quantize_convs.sh SD_CLI F16_MODEL [Q8_0_MODEL] [SIZE] [STEPS]
@@ -8,7 +9,7 @@
 # Q8_0_MODEL: the same checkpoint through `sd-cli -M convert --type q8_0` (its 3x3 kernels
 # stay f16, as in the reference's files); rows for it are skipped without one.
 set -euo pipefail
-cli=$1 f16=$2 q8=${3:-} size=${4:-512} steps=${5:-3}
+cli=$1 f16=$2 q8=${3:-} size=${4:-512} steps=${5:-6}
 prompt="a photograph of an astronaut riding a horse"
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -25,11 +26,10 @@ run() {
     exit 1
   }
   local rate decode
-  rate=$(tr '\r' '\n' <"$out/log" | grep -oE '[0-9.]+(s/it|it/s)' | tail -1)
-  case $rate in
-    *s/it) rate=${rate%s/it} ;;
-    *it/s) rate=$(awk -v r="${rate%it/s}" 'BEGIN { printf "%.2f", 1 / r }') ;;
-  esac
+  # The median of the steps after the first (which loads the weights), in seconds.
+  rate=$(tr '\r' '\n' <"$out/log" | grep -oE '[0-9.]+(s/it|it/s)' | tail -n +2 |
+    awk '/s\/it/ { sub("s/it", ""); print $0 + 0; next } { sub("it/s", ""); print 1 / $0 }' |
+    sort -g | awk '{ v[NR] = $1 } END { printf "%.2f", NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
   decode=$(grep -oE 'decoding completed, taking [0-9.]+s' "$out/log" | grep -oE '[0-9.]+' | tail -1)
   read -r kb wall <"$out/time"
   awk -v kb="$kb" -v r="$rate" -v d="$decode" -v w="$wall" \

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "tensor/error.h"
+#include "weights/conv_kernel_layout.h"
 #include "weights/weight_type.h"
 
 namespace sd::weights {
@@ -199,7 +200,7 @@ bool ModelManager::place(const std::string& name, Device& device, Resident& r) {
 
 void ModelManager::fill(const std::string& name, Resident& r) {
   if (lora_targets_.count(name) && !lora_at_runtime(name)) return fill_merged(name, r);
-  if (r.layout != ConvKernelLayout::Standard) return fill_converted(name, r, false);
+  if (r.layout != ConvKernelLayout::Standard) return fill_conv_kernel(name, r);
   Tensor& t = r.tensor;
   if (r.buffer->is_host()) {
     loader_.read(name, t.type, t.data);
@@ -214,6 +215,28 @@ void ModelManager::fill(const std::string& name, Resident& r) {
   // The mapped file was only the source of this copy: its pages leave RAM, so converting
   // a model (--type) does not hold it twice.
   loader_.evict(name);
+}
+
+void ModelManager::fill_conv_kernel(const std::string& name, Resident& r) {
+  const WeightSource& s = loader_.find(name);
+  // The stored kernel, from the mapped file where it is usable as stored.
+  std::vector<uint8_t> raw;
+  const uint8_t* kernel = options_.use_mmap ? loader_.mapped(name, s.stored) : nullptr;
+  if (!kernel) {
+    raw.resize(tensor_bytes(s.stored, s.ne));
+    loader_.read(name, s.stored, raw.data());
+    kernel = raw.data();
+  }
+  Tensor& t = r.tensor;
+  std::vector<uint8_t> converted;
+  void* dst = r.buffer->is_host() ? t.data : nullptr;
+  if (!dst) {
+    converted.resize(t.nbytes());
+    dst = converted.data();
+  }
+  quantize_conv_kernel(r.layout, s.stored, kernel, s.ne, dst);
+  if (!converted.empty()) tensor_set(t, converted.data());
+  loader_.evict(name);  // the file's pages were only the source
 }
 
 Tensor* ModelManager::get(Context& ctx, const std::string& name, const Shape& ne) {

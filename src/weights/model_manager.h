@@ -150,13 +150,12 @@ class ModelManager final : public nn::Weights {
   // The layout conv kernel `name` becomes resident in: channels-last or Winograd in q8_0
   // (quantize_convs), else Standard.
   ConvKernelLayout kernel_layout(const std::string& name) const;
-  // Reads `name` as f32 (its LoRAs added when `merge_loras`) and stores it in r's type and
-  // layout.
-  void fill_converted(const std::string& name, Resident& r, bool merge_loras);
+  // Reads conv kernel `name` into r in q8_0 in r's layout (conv_kernel_layout.h).
+  void fill_conv_kernel(const std::string& name, Resident& r);
   Tensor* get_leaf(Context& ctx, const std::string& name, const Shape& ne, bool conv_kernel);
   void drop(std::map<std::string, Resident>::iterator it);
   // Reads `name` as f32, adds its LoRA deltas and stores it in r's type.
-  void fill_merged(const std::string& name, Resident& r) { fill_converted(name, r, true); }
+  void fill_merged(const std::string& name, Resident& r);
   const LoraFile& lora_file(const std::string& path);
   using LoraList = std::vector<std::pair<const LoraUpdate*, float>>;
   // Whether `name`'s LoRAs are added in each graph instead of merged on load.

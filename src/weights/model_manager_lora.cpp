@@ -115,38 +115,13 @@ std::vector<std::string> ModelManager::set_loras(const std::vector<LoraRequest>&
   return warnings;
 }
 
-void ModelManager::fill_converted(const std::string& name, Resident& r, bool merge_loras) {
+void ModelManager::fill_merged(const std::string& name, Resident& r) {
   Tensor& t = r.tensor;
-  const Shape stored = loader_.find(name).ne;
-  std::vector<float> w(static_cast<size_t>(stored[0] * stored[1] * stored[2] * stored[3]));
+  const int64_t n = t.nelements();
+  std::vector<float> w(static_cast<size_t>(n));
   loader_.read(name, DType::F32, w.data());
-  if (merge_loras)
-    for (const auto& [update, multiplier] : lora_targets_.at(name))
-      add_lora_delta(*update, multiplier, stored, w.data());
-  if (r.layout == ConvKernelLayout::ChannelsLast) {
-    // [KW, KH, Cin, Cout] -> [Cin, KW, KH, Cout], one output channel at a time.
-    const int64_t kw = stored[0], kh = stored[1], cin = stored[2], per_out = kw * kh * cin;
-    std::vector<float> out(static_cast<size_t>(per_out));
-    for (int64_t o = 0; o < stored[3]; ++o) {
-      const float* src = w.data() + o * per_out;
-      for (int64_t c = 0; c < cin; ++c)
-        for (int64_t y = 0; y < kh; ++y)
-          for (int64_t x = 0; x < kw; ++x)
-            out[static_cast<size_t>((y * kw + x) * cin + c)] = src[(c * kh + y) * kw + x];
-      std::copy(out.begin(), out.end(), w.begin() + o * per_out);
-    }
-  } else if (r.layout == ConvKernelLayout::WinogradF2x3) {
-    // [3, 3, Cin, Cout] -> [Cin, 4, 4, Cout]: each filter's 16 transformed values.
-    const int64_t cin = stored[2], cout = stored[3];
-    std::vector<float> u(static_cast<size_t>(16 * cin * cout));
-    for (int64_t o = 0; o < cout; ++o)
-      for (int64_t c = 0; c < cin; ++c) {
-        float t[16];
-        winograd_f2x3_filter(w.data() + (o * cin + c) * 9, t);
-        for (int k = 0; k < 16; ++k) u[static_cast<size_t>((o * 16 + k) * cin + c)] = t[k];
-      }
-    w = std::move(u);
-  }
+  for (const auto& [update, multiplier] : lora_targets_.at(name))
+    add_lora_delta(*update, multiplier, t.ne, w.data());
   std::vector<uint8_t> converted;
   void* dst = r.buffer->is_host() ? t.data : nullptr;
   if (!dst) {
@@ -156,7 +131,7 @@ void ModelManager::fill_converted(const std::string& name, Resident& r, bool mer
   if (t.type == DType::F32)
     std::memcpy(dst, w.data(), t.nbytes());
   else
-    quantize_rows(t.type, w.data(), dst, t.nelements() / t.ne[0], t.ne[0]);
+    quantize_rows(t.type, w.data(), dst, n / t.ne[0], t.ne[0]);
   if (!converted.empty()) tensor_set(t, converted.data());
   loader_.evict(name);  // the file's pages were only the source
 }

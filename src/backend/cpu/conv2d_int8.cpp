@@ -24,6 +24,9 @@ namespace {
 
 // Unfolded code bytes per band of output rows.
 constexpr int64_t kBandBytes = int64_t{8} << 20;
+// Winograd's per-band bytes of tap products (f32, 16 per tile and output channel): one band
+// holds a 512x512 image pair's largest level, so each tap's weights are packed once.
+constexpr int64_t kWinogradBandBytes = int64_t{48} << 20;
 
 // Codes of every pixel of one image: pixel p's C codes at codes + p * C, its C / 32
 // scales and sums at scale / sum + p * (C / 32).
@@ -56,11 +59,14 @@ void quantize_pixels(CpuContext& ctx, DType type, const Tensor* x, int64_t n,
   }
 }
 
-// Winograd F(2x2, 3x3) on the int8 GEMM (the layout: ops/conv2d.h). Per band of tile rows:
-//  1. each tile's 4x4 input patch per channel becomes its 16 transformed values B^T d B
-//     (sums of four inputs, in f32), and each tap's row of Cin values is quantized;
+// Winograd F(2x2, 3x3) on the int8 GEMM (the layout: ops/conv2d.h). The images are first
+// made channels-last in f32, so every step below runs along contiguous channels. Then per
+// band of tile rows (the images' tile rows one after another, so a batch shares a band):
+//  1. each tile's 16 transformed inputs B^T d B per channel (sums of four inputs), each
+//     tap's row of Cin values quantized;
 //  2. 16 GEMMs, tap k's codes (tiles x Cin) against the kernel's tap k (Cout x Cin);
-//  3. each tile's 16 sums per output channel become its 2x2 outputs, A^T m A, plus bias.
+//  3. each tile's 16 sums per output channel become its 2x2 outputs, A^T m A, gathered per
+//     tile row and written as channel planes with the bias.
 // The rounding to 8 bits happens after the input transform, so each product carries one
 // rounding of each operand, as in the direct kernel.
 void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
@@ -79,12 +85,14 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
     for (int64_t m = 0; m < M; ++m)
       dequantize_row(bias->type, static_cast<const char*>(bias->data) + m * bias->nb[0],
                      &bias_f32[static_cast<size_t>(m)], 1);
+  const std::vector<float> zeros(static_cast<size_t>(C), 0.0f);  // a pixel in the padding
 
-  // Tile rows per band: the codes (16 C per tile) and the products (16 M floats per tile)
-  // within kBandBytes each.
+  // Tile rows per band: the products (16 M floats per tile) within kWinogradBandBytes.
   const int64_t per_tile_row = TX * 16 * std::max(C, M * 4);
-  const int64_t band_rows = std::clamp<int64_t>(kBandBytes / per_tile_row, 1, TY);
+  const int64_t band_rows = std::clamp<int64_t>(kWinogradBandBytes / per_tile_row, 1, N * TY);
   const int64_t band_tiles = band_rows * TX;
+  auto* images = static_cast<float*>(
+      st.scratch(DnnlScratch::Src, static_cast<size_t>(N * W * H * C) * sizeof(float)));
   auto* code_buf = static_cast<char*>(
       st.scratch(DnnlScratch::Columns, static_cast<size_t>(16 * band_tiles * (C + 8 * nbc) + 64)));
   auto* codes = reinterpret_cast<int8_t*>(code_buf);                        // [16][tiles][C]
@@ -93,94 +101,112 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
   auto* product = static_cast<float*>(
       st.scratch(DnnlScratch::Product, static_cast<size_t>(16 * band_tiles * M) * sizeof(float)));
 
-  for (int64_t n = 0; n < N; ++n) {
-    const auto* xn = static_cast<const char*>(x->data) + n * x->nb[3];
-    for (int64_t ty0 = 0; ty0 < TY; ty0 += band_rows) {
-      const int64_t rows = std::min(band_rows, TY - ty0), T = rows * TX;
-      // 1. Transform and quantize, one tile row at a time per thread.
+  // The images channels-last: pixel (ix, iy) of image n at images + ((n H + iy) W + ix) C,
+  // transposed in 16 x 16 blocks of channels and columns.
+  constexpr int64_t kB = 16;
+#pragma omp parallel for collapse(2) num_threads(ctx.threads) schedule(static)
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t iy = 0; iy < H; ++iy) {
+      const auto* row = static_cast<const char*>(x->data) + n * x->nb[3] + iy * x->nb[1];
+      float* to = images + (n * H + iy) * W * C;
+      for (int64_t c0 = 0; c0 < C; c0 += kB)
+        for (int64_t ix0 = 0; ix0 < W; ix0 += kB)
+          for (int64_t c = c0; c < std::min(C, c0 + kB); ++c)
+            for (int64_t ix = ix0; ix < std::min(W, ix0 + kB); ++ix)
+              to[ix * C + c] = *reinterpret_cast<const float*>(row + c * x->nb[2] + ix * x->nb[0]);
+    }
+  auto pixel = [&](int64_t n, int64_t iy, int64_t ix) {
+    return iy >= 0 && iy < H && ix >= 0 && ix < W ? images + ((n * H + iy) * W + ix) * C
+                                                  : zeros.data();
+  };
+  const int64_t all_rows = N * TY;  // tile rows of every image
+  for (int64_t g0 = 0; g0 < all_rows; g0 += band_rows) {
+    const int64_t rows = std::min(band_rows, all_rows - g0), T = rows * TX;
+    // 1. Transform and quantize, tile by tile.
 #pragma omp parallel num_threads(ctx.threads)
-      {
-        std::vector<float> v(static_cast<size_t>(TX * 16 * C));  // [tx][k][C]
-        std::vector<float> d(static_cast<size_t>(4 * (2 * TX + 2)));
+    {
+      std::vector<float> v(static_cast<size_t>(16 * C));  // [k][C]
 #pragma omp for schedule(static)
-        for (int64_t r = 0; r < rows; ++r) {
-          const int64_t ty = ty0 + r;
-          for (int64_t c = 0; c < C; ++c) {
-            // The 4 input rows under this tile row, zero outside the input.
-            const int64_t span = 2 * TX + 2;
-            for (int a = 0; a < 4; ++a) {
-              const int64_t iy = 2 * ty - p.p1 + a;
-              float* row = d.data() + a * span;
-              const char* src = xn + iy * x->nb[1] + c * x->nb[2];
-              for (int64_t i = 0; i < span; ++i) {
-                const int64_t ix = i - p.p0;
-                row[i] = iy >= 0 && iy < H && ix >= 0 && ix < W
-                             ? *reinterpret_cast<const float*>(src + ix * x->nb[0])
-                             : 0.0f;
-              }
-            }
-            for (int64_t tx = 0; tx < TX; ++tx) {
-              float t[4][4];
-              for (int b = 0; b < 4; ++b) {
-                const float d0 = d[0 * span + 2 * tx + b], d1 = d[1 * span + 2 * tx + b];
-                const float d2 = d[2 * span + 2 * tx + b], d3 = d[3 * span + 2 * tx + b];
-                t[0][b] = d0 - d2;
-                t[1][b] = d1 + d2;
-                t[2][b] = d2 - d1;
-                t[3][b] = d1 - d3;
-              }
-              float* out = v.data() + tx * 16 * C + c;
-              for (int a = 0; a < 4; ++a) {
-                out[(4 * a + 0) * C] = t[a][0] - t[a][2];
-                out[(4 * a + 1) * C] = t[a][1] + t[a][2];
-                out[(4 * a + 2) * C] = t[a][2] - t[a][1];
-                out[(4 * a + 3) * C] = t[a][1] - t[a][3];
-              }
-            }
+      for (int64_t t = 0; t < T; ++t) {
+        const int64_t g = g0 + t / TX, n = g / TY;
+        const int64_t iy0 = 2 * (g % TY) - p.p1, ix0 = 2 * (t % TX) - p.p0;
+        const float* d[4][4];
+        for (int a = 0; a < 4; ++a)
+          for (int b = 0; b < 4; ++b) d[a][b] = pixel(n, iy0 + a, ix0 + b);
+        // B^T d B with B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], channel by channel.
+        float* v0 = v.data();
+#pragma omp simd
+        for (int64_t c = 0; c < C; ++c) {
+          float t4[4][4];
+          for (int b = 0; b < 4; ++b) {
+            const float x0 = d[0][b][c], x1 = d[1][b][c], x2 = d[2][b][c], x3 = d[3][b][c];
+            t4[0][b] = x0 - x2;
+            t4[1][b] = x1 + x2;
+            t4[2][b] = x2 - x1;
+            t4[3][b] = x1 - x3;
           }
-          for (int64_t tx = 0; tx < TX; ++tx)
-            for (int64_t k = 0; k < 16; ++k) {
-              const int64_t q = k * T + r * TX + tx;  // tap k's row of this tile
-              int8_quantize_row(type, v.data() + (tx * 16 + k) * C, C, codes + q * C,
-                                scales + q * nbc, reinterpret_cast<int32_t*>(sums + q * nbc),
-                                sums + q * nbc);
-            }
+          for (int a = 0; a < 4; ++a) {
+            v0[(4 * a + 0) * C + c] = t4[a][0] - t4[a][2];
+            v0[(4 * a + 1) * C + c] = t4[a][1] + t4[a][2];
+            v0[(4 * a + 2) * C + c] = t4[a][2] - t4[a][1];
+            v0[(4 * a + 3) * C + c] = t4[a][1] - t4[a][3];
+          }
+        }
+        for (int64_t k = 0; k < 16; ++k) {
+          const int64_t q = k * T + t;  // tap k's row of this tile
+          int8_quantize_row(type, v.data() + k * C, C, codes + q * C, scales + q * nbc,
+                            reinterpret_cast<int32_t*>(sums + q * nbc), sums + q * nbc);
         }
       }
-      // 2. The 16 GEMMs: tap k's rows are every 16th row of the weight.
-      for (int64_t k = 0; k < 16; ++k) {
-        const Int8Rows tap{codes + k * T * C,
-                           scales + k * T * nbc,
-                           reinterpret_cast<const int32_t*>(sums + k * T * nbc),
-                           sums + k * T * nbc,
-                           C,
-                           nbc};
-        int8_gemm_rows(ctx, type, static_cast<const char*>(w->data) + k * row_bytes, 16 * row_bytes,
-                       M, tap, T, product + k * T * M);
-      }
-      // 3. Output transform, one output channel plane at a time.
-      auto* out = static_cast<float*>(dst->data) + n * (OW * OH * M);
-#pragma omp parallel for num_threads(ctx.threads) schedule(static)
-      for (int64_t m = 0; m < M; ++m) {
-        float* plane = out + m * OW * OH;
-        const float b = bias_f32[static_cast<size_t>(m)];
-        for (int64_t r = 0; r < rows; ++r)
-          for (int64_t tx = 0; tx < TX; ++tx) {
-            const int64_t t = r * TX + tx;
-            float s[16];
-            for (int k = 0; k < 16; ++k) s[k] = product[(k * T + t) * M + m];
+    }
+    // 2. The 16 GEMMs: tap k's rows are every 16th row of the weight.
+    for (int64_t k = 0; k < 16; ++k) {
+      const Int8Rows tap{codes + k * T * C,
+                         scales + k * T * nbc,
+                         reinterpret_cast<const int32_t*>(sums + k * T * nbc),
+                         sums + k * T * nbc,
+                         C,
+                         nbc};
+      int8_gemm_rows(ctx, type, static_cast<const char*>(w->data) + k * row_bytes, 16 * row_bytes,
+                     M, tap, T, product + k * T * M);
+    }
+    // 3. Output transform, a tile row at a time: its two output rows as [2][2 TX][M],
+    // then as channel planes.
+#pragma omp parallel num_threads(ctx.threads)
+    {
+      std::vector<float> y(static_cast<size_t>(2 * 2 * TX * M));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t tx = 0; tx < TX; ++tx) {
+          const float* s = product + (r * TX + tx) * M;
+          float* y0 = y.data() + (2 * tx) * M;           // output row 0, columns 2 tx, +1
+          float* y1 = y.data() + (2 * TX + 2 * tx) * M;  // output row 1
+#pragma omp simd
+          for (int64_t m = 0; m < M; ++m) {
+            float sk[16];
+            for (int k = 0; k < 16; ++k) sk[k] = s[k * T * M + m];
+            // A^T m A with A^T = [1 1 1 0; 0 1 -1 -1].
             float rr[2][4];
             for (int j = 0; j < 4; ++j) {
-              rr[0][j] = s[j] + s[4 + j] + s[8 + j];
-              rr[1][j] = s[4 + j] - s[8 + j] - s[12 + j];
+              rr[0][j] = sk[j] + sk[4 + j] + sk[8 + j];
+              rr[1][j] = sk[4 + j] - sk[8 + j] - sk[12 + j];
             }
-            const int64_t oy = 2 * (ty0 + r), ox = 2 * tx;
-            for (int a = 0; a < 2 && oy + a < OH; ++a) {
-              float* o = plane + (oy + a) * OW + ox;
-              o[0] = rr[a][0] + rr[a][1] + rr[a][2] + b;
-              if (ox + 1 < OW) o[1] = rr[a][1] - rr[a][2] - rr[a][3] + b;
-            }
+            y0[m] = rr[0][0] + rr[0][1] + rr[0][2];
+            y0[M + m] = rr[0][1] - rr[0][2] - rr[0][3];
+            y1[m] = rr[1][0] + rr[1][1] + rr[1][2];
+            y1[M + m] = rr[1][1] - rr[1][2] - rr[1][3];
           }
+        }
+        const int64_t g = g0 + r, oy = 2 * (g % TY);
+        float* out = static_cast<float*>(dst->data) + (g / TY) * (OW * OH * M);
+        for (int64_t m = 0; m < M; ++m) {
+          const float b = bias_f32[static_cast<size_t>(m)];
+          for (int a = 0; a < 2 && oy + a < OH; ++a) {
+            float* o = out + (m * OH + oy + a) * OW;
+            const float* from = y.data() + a * 2 * TX * M + m;
+            for (int64_t ox = 0; ox < OW; ++ox) o[ox] = from[ox * M] + b;
+          }
+        }
       }
     }
   }

@@ -137,9 +137,14 @@ void quantize_q8_0(const float* x, BlockQ8_0* y, int64_t nb) {
     const float d = amax / 127.0f;
     const float inv_d = d != 0.0f ? 1.0f / d : 0.0f;
     y[i].d = f32_to_fp16(d);
-    // roundf: ties away from zero, unlike the K types' nearest_int.
+    // roundf: ties away from zero, unlike the K types' nearest_int. Written out on the
+    // truncated integer (v - t is exact) so the loop vectorizes instead of calling libm per
+    // value; |v| <= 127 here.
     for (int j = 0; j < kLegacyBlock; ++j) {
-      y[i].qs[j] = static_cast<int8_t>(std::roundf(x[j] * inv_d));
+      const float v = x[j] * inv_d;
+      const int t = static_cast<int>(v);
+      const int r = std::fabs(v - static_cast<float>(t)) >= 0.5f ? t + (v < 0.0f ? -1 : 1) : t;
+      y[i].qs[j] = static_cast<int8_t>(r);
     }
   }
 }
