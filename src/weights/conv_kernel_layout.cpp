@@ -11,11 +11,11 @@ void quantize_conv_kernel(ConvKernelLayout layout, DType type, const void* kerne
                           void* dst) {
   const int64_t kw = ne[0], kh = ne[1], cin = ne[2], cout = ne[3], per_out = kw * kh * cin;
   const bool winograd = layout == ConvKernelLayout::WinogradF2x3;
-  SD_CHECK(layout != ConvKernelLayout::Standard && cin % 32 == 0 &&
-               (!winograd || (kw == 3 && kh == 3)),
-           "[weights] a %lldx%lld kernel of %lld input channels cannot be held in conv layout %d",
-           static_cast<long long>(kw), static_cast<long long>(kh), static_cast<long long>(cin),
-           static_cast<int>(layout));
+  SD_CHECK(
+      layout != ConvKernelLayout::Standard && cin % 32 == 0 && (!winograd || (kw == 3 && kh == 3)),
+      "[weights] a %lldx%lld kernel of %lld input channels cannot be held in conv layout %d",
+      static_cast<long long>(kw), static_cast<long long>(kh), static_cast<long long>(cin),
+      static_cast<int>(layout));
   const int64_t taps = winograd ? 16 : kw * kh;  // rows of Cin values per output channel
   const size_t in_bytes = static_cast<size_t>(per_out) * type_size(type);
   const size_t row_bytes = row_size(DType::Q8_0, cin);

@@ -166,7 +166,9 @@ TEST(HttpServer, RefusesAHeaderFloodWithoutReadingIt) {
   // limit, then at most 1 MiB drained so that its answer is not lost to a reset).
   EXPECT_FALSE(c.send_all(flood));
   const std::string answer = c.read_all();
-  if (!answer.empty()) EXPECT_EQ(answer.rfind("HTTP/1.1 431", 0), 0u) << answer.substr(0, 200);
+  if (!answer.empty()) {
+    EXPECT_EQ(answer.rfind("HTTP/1.1 431", 0), 0u) << answer.substr(0, 200);
+  }
   // A head just over the limit, sent whole, is answered 431.
   Socket d(s.port);
   std::string over =

@@ -8,6 +8,9 @@
 // pixel-major and becomes channel planes (with the bias) at the end of each band.
 #include "backend/cpu/conv2d_int8.h"
 
+#include <immintrin.h>
+#include <omp.h>
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -59,6 +62,56 @@ void quantize_pixels(CpuContext& ctx, DType type, const Tensor* x, int64_t n,
   }
 }
 
+// The int8 GEMM's CPUs have AVX-512: the transforms run 16 channels per vector.
+#define SD_WINOGRAD_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq")))
+
+// v[k][c] = (B^T d B)[k] for one tile's 4x4 patch d[a][b] (each C channels), with
+// B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1]; C a multiple of 16.
+SD_WINOGRAD_TARGET void transform_input_tile(const float* const d[4][4], int64_t C, float* v) {
+  for (int64_t c = 0; c < C; c += 16) {
+    __m512 t[4][4];
+    for (int b = 0; b < 4; ++b) {
+      const __m512 x0 = _mm512_loadu_ps(d[0][b] + c), x1 = _mm512_loadu_ps(d[1][b] + c);
+      const __m512 x2 = _mm512_loadu_ps(d[2][b] + c), x3 = _mm512_loadu_ps(d[3][b] + c);
+      t[0][b] = _mm512_sub_ps(x0, x2);
+      t[1][b] = _mm512_add_ps(x1, x2);
+      t[2][b] = _mm512_sub_ps(x2, x1);
+      t[3][b] = _mm512_sub_ps(x1, x3);
+    }
+    for (int a = 0; a < 4; ++a) {
+      _mm512_storeu_ps(v + (4 * a + 0) * C + c, _mm512_sub_ps(t[a][0], t[a][2]));
+      _mm512_storeu_ps(v + (4 * a + 1) * C + c, _mm512_add_ps(t[a][1], t[a][2]));
+      _mm512_storeu_ps(v + (4 * a + 2) * C + c, _mm512_sub_ps(t[a][2], t[a][1]));
+      _mm512_storeu_ps(v + (4 * a + 3) * C + c, _mm512_sub_ps(t[a][1], t[a][3]));
+    }
+  }
+}
+
+// One tile's 2x2 outputs per output channel from its 16 tap sums s[k * stride + m]:
+// A^T m A with A^T = [1 1 1 0; 0 1 -1 -1]; y0 / y1 get output rows 0 / 1 as [2][M].
+SD_WINOGRAD_TARGET void transform_output_tile(const float* s, int64_t stride, int64_t M, float* y0,
+                                              float* y1) {
+  for (int64_t m = 0; m < M; m += 16) {
+    const __mmask16 lanes = static_cast<__mmask16>(M - m >= 16 ? 0xffff : (1u << (M - m)) - 1);
+    __m512 r[2][4];
+    for (int j = 0; j < 4; ++j) {
+      const __m512 s0 = _mm512_maskz_loadu_ps(lanes, s + j * stride + m);
+      const __m512 s1 = _mm512_maskz_loadu_ps(lanes, s + (4 + j) * stride + m);
+      const __m512 s2 = _mm512_maskz_loadu_ps(lanes, s + (8 + j) * stride + m);
+      const __m512 s3 = _mm512_maskz_loadu_ps(lanes, s + (12 + j) * stride + m);
+      r[0][j] = _mm512_add_ps(_mm512_add_ps(s0, s1), s2);
+      r[1][j] = _mm512_sub_ps(_mm512_sub_ps(s1, s2), s3);
+    }
+    float* rows[2] = {y0, y1};
+    for (int a = 0; a < 2; ++a) {
+      _mm512_mask_storeu_ps(rows[a] + m, lanes,
+                            _mm512_add_ps(_mm512_add_ps(r[a][0], r[a][1]), r[a][2]));
+      _mm512_mask_storeu_ps(rows[a] + M + m, lanes,
+                            _mm512_sub_ps(_mm512_sub_ps(r[a][1], r[a][2]), r[a][3]));
+    }
+  }
+}
+
 // Winograd F(2x2, 3x3) on the int8 GEMM (the layout: ops/conv2d.h). The images are first
 // made channels-last in f32, so every step below runs along contiguous channels. Then per
 // band of tile rows (the images' tile rows one after another, so a batch shares a band):
@@ -100,6 +153,11 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
   auto* sums = scales + 16 * band_tiles * nbc;
   auto* product = static_cast<float*>(
       st.scratch(DnnlScratch::Product, static_cast<size_t>(16 * band_tiles * M) * sizeof(float)));
+  // Per thread: one tile's transformed inputs [16][C], or a tile row's outputs [2][2 TX][M]
+  // (scratch, not fresh memory: these are needed on every call).
+  const int64_t per_thread = std::max(16 * C, 4 * TX * M);
+  auto* thread_buf = static_cast<float*>(st.scratch(
+      DnnlScratch::Kernel, static_cast<size_t>(ctx.threads * per_thread) * sizeof(float)));
 
   // The images channels-last: pixel (ix, iy) of image n at images + ((n H + iy) W + ix) C,
   // transposed in 16 x 16 blocks of channels and columns.
@@ -125,7 +183,7 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
     // 1. Transform and quantize, tile by tile.
 #pragma omp parallel num_threads(ctx.threads)
     {
-      std::vector<float> v(static_cast<size_t>(16 * C));  // [k][C]
+      float* v = thread_buf + omp_get_thread_num() * per_thread;  // [k][C]
 #pragma omp for schedule(static)
       for (int64_t t = 0; t < T; ++t) {
         const int64_t g = g0 + t / TX, n = g / TY;
@@ -133,28 +191,10 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
         const float* d[4][4];
         for (int a = 0; a < 4; ++a)
           for (int b = 0; b < 4; ++b) d[a][b] = pixel(n, iy0 + a, ix0 + b);
-        // B^T d B with B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1], channel by channel.
-        float* v0 = v.data();
-#pragma omp simd
-        for (int64_t c = 0; c < C; ++c) {
-          float t4[4][4];
-          for (int b = 0; b < 4; ++b) {
-            const float x0 = d[0][b][c], x1 = d[1][b][c], x2 = d[2][b][c], x3 = d[3][b][c];
-            t4[0][b] = x0 - x2;
-            t4[1][b] = x1 + x2;
-            t4[2][b] = x2 - x1;
-            t4[3][b] = x1 - x3;
-          }
-          for (int a = 0; a < 4; ++a) {
-            v0[(4 * a + 0) * C + c] = t4[a][0] - t4[a][2];
-            v0[(4 * a + 1) * C + c] = t4[a][1] + t4[a][2];
-            v0[(4 * a + 2) * C + c] = t4[a][2] - t4[a][1];
-            v0[(4 * a + 3) * C + c] = t4[a][1] - t4[a][3];
-          }
-        }
+        transform_input_tile(d, C, v);
         for (int64_t k = 0; k < 16; ++k) {
           const int64_t q = k * T + t;  // tap k's row of this tile
-          int8_quantize_row(type, v.data() + k * C, C, codes + q * C, scales + q * nbc,
+          int8_quantize_row(type, v + k * C, C, codes + q * C, scales + q * nbc,
                             reinterpret_cast<int32_t*>(sums + q * nbc), sums + q * nbc);
         }
       }
@@ -174,28 +214,12 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
     // then as channel planes.
 #pragma omp parallel num_threads(ctx.threads)
     {
-      std::vector<float> y(static_cast<size_t>(2 * 2 * TX * M));
+      float* y = thread_buf + omp_get_thread_num() * per_thread;
 #pragma omp for schedule(static)
       for (int64_t r = 0; r < rows; ++r) {
         for (int64_t tx = 0; tx < TX; ++tx) {
-          const float* s = product + (r * TX + tx) * M;
-          float* y0 = y.data() + (2 * tx) * M;           // output row 0, columns 2 tx, +1
-          float* y1 = y.data() + (2 * TX + 2 * tx) * M;  // output row 1
-#pragma omp simd
-          for (int64_t m = 0; m < M; ++m) {
-            float sk[16];
-            for (int k = 0; k < 16; ++k) sk[k] = s[k * T * M + m];
-            // A^T m A with A^T = [1 1 1 0; 0 1 -1 -1].
-            float rr[2][4];
-            for (int j = 0; j < 4; ++j) {
-              rr[0][j] = sk[j] + sk[4 + j] + sk[8 + j];
-              rr[1][j] = sk[4 + j] - sk[8 + j] - sk[12 + j];
-            }
-            y0[m] = rr[0][0] + rr[0][1] + rr[0][2];
-            y0[M + m] = rr[0][1] - rr[0][2] - rr[0][3];
-            y1[m] = rr[1][0] + rr[1][1] + rr[1][2];
-            y1[M + m] = rr[1][1] - rr[1][2] - rr[1][3];
-          }
+          transform_output_tile(product + (r * TX + tx) * M, T * M, M, y + (2 * tx) * M,
+                                y + (2 * TX + 2 * tx) * M);
         }
         const int64_t g = g0 + r, oy = 2 * (g % TY);
         float* out = static_cast<float*>(dst->data) + (g / TY) * (OW * OH * M);
@@ -203,7 +227,7 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
           const float b = bias_f32[static_cast<size_t>(m)];
           for (int a = 0; a < 2 && oy + a < OH; ++a) {
             float* o = out + (m * OH + oy + a) * OW;
-            const float* from = y.data() + a * 2 * TX * M + m;
+            const float* from = y + a * 2 * TX * M + m;
             for (int64_t ox = 0; ox < OW; ++ox) o[ox] = from[ox * M] + b;
           }
         }
