@@ -82,10 +82,10 @@ ModelManager::Module* ModelManager::find_module(const std::string& name) {
   return nullptr;
 }
 
-ModelManager::Module& ModelManager::module_of(const std::string& name) {
-  Module* best = nullptr;
+const ModelManager::Module* ModelManager::owner_of(const std::string& name) const {
+  const Module* best = nullptr;
   size_t best_length = 0;
-  for (Module& m : modules_) {
+  for (const Module& m : modules_) {
     for (const std::string& p : m.spec.prefixes) {
       if (name.starts_with(p) && (!best || p.size() > best_length)) {
         best = &m;
@@ -93,8 +93,13 @@ ModelManager::Module& ModelManager::module_of(const std::string& name) {
       }
     }
   }
-  SD_CHECK(best, "[weights] tensor '%s' belongs to no registered module", name.c_str());
-  return *best;
+  return best;
+}
+
+ModelManager::Module& ModelManager::module_of(const std::string& name) {
+  const Module* m = owner_of(name);
+  SD_CHECK(m, "[weights] tensor '%s' belongs to no registered module", name.c_str());
+  return const_cast<Module&>(*m);
 }
 
 Device& ModelManager::params_device(const Module& m) const {
@@ -136,15 +141,8 @@ ConvKernelLayout ModelManager::kernel_layout(const std::string& name) const {
   constexpr ConvKernelLayout kStandard = ConvKernelLayout::Standard;
   const auto conv = conv_kernels_.find(name);
   if (conv == conv_kernels_.end() || lora_targets_.count(name)) return kStandard;
-  const ModuleSpec* spec = nullptr;
-  size_t best_length = 0;
-  for (const Module& m : modules_)
-    for (const std::string& p : m.spec.prefixes)
-      if (name.starts_with(p) && (!spec || p.size() > best_length)) {
-        spec = &m.spec;
-        best_length = p.size();
-      }
-  if (!spec || !spec->quantize_convs) return kStandard;
+  const Module* owner = owner_of(name);
+  if (!owner || !owner->spec.quantize_convs) return kStandard;
   const WeightSource& s = loader_.find(name);
   // Channels in whole q8_0 blocks; Cin != KW keeps the layouts' shapes apart.
   if (s.n_dims != 4 || !is_float(s.stored) || s.ne[2] % 32 != 0 || s.ne[2] == s.ne[0])

@@ -141,6 +141,8 @@ class ModelManager final : public nn::Weights {
     bool loaded = false;         // load_module() ran this phase
   };
   Module& module_of(const std::string& name);
+  // The module whose prefix is the longest one `name` starts with, or null.
+  const Module* owner_of(const std::string& name) const;
   Module* find_module(const std::string& name);
   Device& params_device(const Module& m) const;
   // Creates the resident tensor and its memory; returns true when its bytes still have to

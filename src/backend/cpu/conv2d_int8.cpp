@@ -31,6 +31,16 @@ constexpr int64_t kBandBytes = int64_t{8} << 20;
 // holds a 512x512 image pair's largest level, so each tap's weights are packed once.
 constexpr int64_t kWinogradBandBytes = int64_t{48} << 20;
 
+// The bias as M floats (zeros without one).
+std::vector<float> bias_values(const Tensor* bias, int64_t M) {
+  std::vector<float> values(static_cast<size_t>(M), 0.0f);
+  if (bias)
+    for (int64_t m = 0; m < M; ++m)
+      dequantize_row(bias->type, static_cast<const char*>(bias->data) + m * bias->nb[0],
+                     &values[static_cast<size_t>(m)], 1);
+  return values;
+}
+
 // Codes of every pixel of one image: pixel p's C codes at codes + p * C, its C / 32
 // scales and sums at scale / sum + p * (C / 32).
 struct PixelCodes {
@@ -133,11 +143,7 @@ void winograd_f2x3_int8(CpuContext& ctx, Tensor* dst, const Conv2dParams& p) {
   const int64_t nbc = C / kCodeBlock, TX = (OW + 1) / 2, TY = (OH + 1) / 2;
   const size_t row_bytes = w->nb[1];  // one tap of one output channel: C values
 
-  std::vector<float> bias_f32(static_cast<size_t>(M), 0.0f);
-  if (bias)
-    for (int64_t m = 0; m < M; ++m)
-      dequantize_row(bias->type, static_cast<const char*>(bias->data) + m * bias->nb[0],
-                     &bias_f32[static_cast<size_t>(m)], 1);
+  const std::vector<float> bias_f32 = bias_values(bias, M);
   const std::vector<float> zeros(static_cast<size_t>(C), 0.0f);  // a pixel in the padding
 
   // Tile rows per band: the products (16 M floats per tile) within kWinogradBandBytes.
@@ -256,11 +262,7 @@ bool cpu_conv2d_int8(CpuContext& ctx, Tensor* dst) {
   const int64_t OW = dst->ne[0], OH = dst->ne[1], M = dst->ne[2];
   const int64_t nbc = C / kCodeBlock, taps = p.kw * p.kh, K = taps * C, nb = taps * nbc;
 
-  std::vector<float> bias_f32(static_cast<size_t>(M), 0.0f);
-  if (bias)
-    for (int64_t m = 0; m < M; ++m)
-      dequantize_row(bias->type, static_cast<const char*>(bias->data) + m * bias->nb[0],
-                     &bias_f32[static_cast<size_t>(m)], 1);
+  const std::vector<float> bias_f32 = bias_values(bias, M);
 
   // Scratch: the image's pixel codes, a band's unfolded rows, the band's product.
   const int64_t pixels = W * H;

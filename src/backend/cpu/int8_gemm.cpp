@@ -290,8 +290,8 @@ void int8_gemm_rows(CpuContext& ctx, DType type, const void* w, size_t w_row_byt
   // few hundred rows would otherwise be one block, computed by one thread).
   const int64_t per_thread = (N + threads - 1) / threads;
   const int64_t row_block = std::max<int64_t>(
-      kRows, std::min(kRowBlockBytes / K, (per_thread + kRows - 1) / kRows * kRows) / kRows *
-                 kRows);
+      kRows,
+      std::min(kRowBlockBytes / K, (per_thread + kRows - 1) / kRows * kRows) / kRows * kRows);
   const int64_t row_blocks = (N + row_block - 1) / row_block;
   for (int64_t m0 = 0; m0 < M; m0 += groups_per_tile * kLanes) {
     const int64_t mc = std::min(groups_per_tile * kLanes, M - m0);
