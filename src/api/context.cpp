@@ -84,6 +84,8 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.params_backend)) o.params_backend = p.params_backend;
   o.eager_load = p.eager_load;
   o.quantize_convs = p.quantize_convs;
+  o.flash_attn = p.flash_attn;
+  o.diffusion_flash_attn = p.diffusion_flash_attn;
   if (given(p.max_vram)) o.max_vram = p.max_vram;
   o.stream_layers = p.stream_layers;
   o.auto_fit = p.auto_fit;

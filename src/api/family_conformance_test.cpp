@@ -691,6 +691,25 @@ TYPED_TEST(FamilyConformance, QuantizedConvolutionsKeepTheImage) {
   EXPECT_GE(db, TypeParam::kQ8MinPsnr);
 }
 
+// --fa: every module's attention on bf16 operands gives an image close to the f32 one, and
+// the same one again; a CPU without bf16 dot products runs it in f32 (the same image).
+TYPED_TEST(FamilyConformance, FlashAttentionKeepsTheImage) {
+  const io::Image f32 = this->generate(this->options_, this->request_);
+  ModelOptions o = this->options_;
+  o.flash_attn = true;
+  pipeline::StableDiffusion sd(o);
+  const io::Image fa = joined(sd.generate(this->request_));
+  EXPECT_EQ(joined(sd.generate(this->request_)).pixels, fa.pixels) << "same seed, same image";
+  if (!__builtin_cpu_supports("avx512bf16")) {
+    EXPECT_EQ(fa.pixels, f32.pixels);
+    return;
+  }
+  EXPECT_NE(fa.pixels, f32.pixels) << "no attention ran in bf16";
+  const double db = sd::test::image_psnr(fa, f32);
+  std::printf("--fa: %.1f dB against f32 attention\n", db);
+  EXPECT_GE(db, TypeParam::kQ8MinPsnr);
+}
+
 TYPED_TEST(FamilyConformance, OnAVulkanDeviceTheImageIsTheCpus) {
 #if SD_TEST_ASAN
   // A whole generation on a software Vulkan device under the sanitizers takes minutes: this

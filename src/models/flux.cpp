@@ -206,7 +206,7 @@ void double_block(const nn::Scope& block, int index, const FluxConfig& c, Tensor
   Tensor* k = concat(ctx, tq.k, iq.k, 2);
   Tensor* v = concat(ctx, tq.v, iq.v, 2);
   Tensor* attn = nn::rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
-                                    nn::attention_precision_for(block["img_attn"]["qkv"].param(
+                                    block.attention_precision(block["img_attn"]["qkv"].param(
                                         "weight", {c.hidden, 3 * c.hidden})));
   const int64_t lt = txt->ne[1], li = img->ne[1];
   Tensor* txt_attn = cont(ctx, slice(ctx, attn, 1, 0, lt));
@@ -231,7 +231,7 @@ Tensor* single_block(const nn::Scope& block, int index, const FluxConfig& c, Ten
   Tensor* k = qk_norm(norm, "key_norm", qkv_part(ctx, fused, 1, c), c.head_dim());
   Tensor* v = qkv_part(ctx, fused, 2, c);
   Tensor* attn = nn::rope_attention(ctx, q, k, v, cos_t, sin_t, key_mask,
-                                    nn::attention_precision_for(block["linear1"].param(
+                                    block.attention_precision(block["linear1"].param(
                                         "weight", {c.hidden, 3 * c.hidden + c.mlp_in()})));
   Tensor* mlp = mlp_activation(
       ctx, c, cont(ctx, slice(ctx, fused, 0, 3 * c.hidden, 3 * c.hidden + c.mlp_in())));

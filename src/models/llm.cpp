@@ -178,10 +178,10 @@ Tensor* self_attention(const nn::Scope& attn, const LlmConfig& c, Tensor* x, Ten
     Tensor* r = view(ctx, p, {hd, len, group, c.kv_heads}, {p->nb[0], p->nb[1], 0, p->nb[2]}, 0);
     return reshape(ctx, cont(ctx, r), {hd, len, c.heads});
   };
-  Tensor* out = attention(
-      ctx, permute(ctx, q, {0, 2, 1, 3}), tokens_then_heads(k), tokens_then_heads(v), mask,
-      1.0f / std::sqrt(static_cast<float>(hd)),
-      nn::attention_precision_for(attn["q_proj"].param("weight", {c.hidden, c.heads * hd})));
+  Tensor* out =
+      attention(ctx, permute(ctx, q, {0, 2, 1, 3}), tokens_then_heads(k), tokens_then_heads(v),
+                mask, 1.0f / std::sqrt(static_cast<float>(hd)),
+                attn.attention_precision(attn["q_proj"].param("weight", {c.hidden, c.heads * hd})));
   out = reshape(ctx, out, {hd * c.heads, len});  // [hd, heads, L] -> [heads * hd, L]
   return nn::linear(attn["o_proj"], out, c.heads * hd, c.hidden, false);
 }

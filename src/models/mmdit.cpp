@@ -78,7 +78,7 @@ Qkv attention_qkv(const nn::Scope& attn, const MmditConfig& c, Tensor* x) {
 Tensor* attend(const nn::Scope& attn, const MmditConfig& c, const Qkv& qkv) {
   return nn::multi_head_attention(
       attn.ctx(), qkv.q, qkv.k, qkv.v, c.heads(), nullptr,
-      nn::attention_precision_for(attn["qkv"].param("weight", {c.hidden, 3 * c.hidden})));
+      attn.attention_precision(attn["qkv"].param("weight", {c.hidden, 3 * c.hidden})));
 }
 
 // One stream of a joint block ("DismantledBlock") before the joint attention: adaLN

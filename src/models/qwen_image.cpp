@@ -119,7 +119,7 @@ void block(const nn::Scope& b, const QwenImageConfig& c, Tensor*& img, Tensor*& 
       ctx, reshape(ctx, q, {c.head_dim, c.heads, q->ne[2], 1}),
       reshape(ctx, k, {c.head_dim, c.heads, k->ne[2], 1}),
       reshape(ctx, v, {c.head_dim, c.heads, v->ne[2], 1}), cos_t, sin_t, nullptr,
-      nn::attention_precision_for(attn["to_q"].param("weight", {c.hidden, c.hidden})));
+      attn.attention_precision(attn["to_q"].param("weight", {c.hidden, c.hidden})));
   const int64_t lt = txt->ne[1], li = img->ne[1];
   o = reshape(ctx, o, {c.hidden, lt + li});
   Tensor* img_attn = cont(ctx, slice(ctx, o, 1, lt, lt + li));

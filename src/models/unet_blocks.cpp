@@ -75,7 +75,7 @@ Tensor* CrossAttention::forward(const nn::Scope& s, Tensor* x, Tensor* context) 
   Tensor* k = nn::linear(s["to_k"], context, context_dim, inner, false);  // [inner, Lc, N]
   Tensor* v = nn::linear(s["to_v"], context, context_dim, inner, false);
   Tensor* o = nn::multi_head_attention(s.ctx(), q, k, v, heads, nullptr,
-                                       nn::attention_precision_for(wq));  // [inner, L, N]
+                                       s.attention_precision(wq));  // [inner, L, N]
   // to_out.1 is dropout.
   return nn::linear(s["to_out.0"], o, inner, query_dim);
 }

@@ -138,7 +138,7 @@ Tensor* attn_block(const nn::Scope& s, Tensor* x, int64_t c) {
   Tensor* k = head("k", token_projection(s["k"], c));
   Tensor* v = head("v", token_projection(s["v"], c));
   Tensor* o = attention(ctx, q, k, v, nullptr, 1.0f / std::sqrt(static_cast<float>(c)),
-                        nn::attention_precision_for(wq));  // [C, 1, L, N]
+                        s.attention_precision(wq));  // [C, 1, L, N]
   o = project_tokens(s["proj_out"], token_projection(s["proj_out"], c), reshape(ctx, o, {c, l, n}),
                      c);
   o = reshape(ctx, cont(ctx, permute(ctx, o, {1, 0, 2, 3})), {w, h, c, n});  // [W, H, C, N]

@@ -145,9 +145,8 @@ Tensor* self_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tensor
   Tensor* q = rms(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
   Tensor* k = rms(a["norm_k"], nn::linear(a["k"], x, c.dim, c.dim), c.dim, c.eps);
   Tensor* v = nn::linear(a["v"], x, c.dim, c.dim);
-  Tensor* o =
-      nn::rope_attention(ctx, heads(q), heads(k), heads(v), cos_t, sin_t, nullptr,
-                         nn::attention_precision_for(a["q"].param("weight", {c.dim, c.dim})));
+  Tensor* o = nn::rope_attention(ctx, heads(q), heads(k), heads(v), cos_t, sin_t, nullptr,
+                                 a.attention_precision(a["q"].param("weight", {c.dim, c.dim})));
   return nn::linear(a["o"], reshape(ctx, o, {c.dim, len}), c.dim, c.dim);
 }
 
@@ -157,7 +156,7 @@ Tensor* cross_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tenso
                         Tensor* image) {
   Context& ctx = a.ctx();
   const AttentionPrecision precision =
-      nn::attention_precision_for(a["q"].param("weight", {c.dim, c.dim}));
+      a.attention_precision(a["q"].param("weight", {c.dim, c.dim}));
   Tensor* q = rms(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
   Tensor* k = rms(a["norm_k"], nn::linear(a["k"], text, c.dim, c.dim), c.dim, c.eps);
   Tensor* v = nn::linear(a["v"], text, c.dim, c.dim);

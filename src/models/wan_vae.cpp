@@ -201,7 +201,7 @@ Tensor* attention_block(const nn::Scope& s, Tensor* x, int64_t c) {
     return reshape(ctx, cont(ctx, slice(ctx, qkv, 0, i * c, (i + 1) * c)), {c, l, 1, n});
   };
   Tensor* o = attention(ctx, part(0), part(1), part(2), nullptr,
-                        1.0f / std::sqrt(static_cast<float>(c)), nn::attention_precision_for(wqkv));
+                        1.0f / std::sqrt(static_cast<float>(c)), s.attention_precision(wqkv));
   o = add(ctx, matmul(ctx, matrix(s["proj"], c, c), reshape(ctx, o, {c, l, n})),
           s["proj"].param("bias", {c}));
   return set_name(add(ctx, from_tokens(ctx, o, w, h), x), s.prefix() + "out");

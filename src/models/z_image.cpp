@@ -121,7 +121,7 @@ Tensor* attention_block(const nn::Scope& attn, const ZImageConfig& c, Tensor* x,
   k = rms(attn["k_norm"], cont(ctx, k), hd, 1e-6f);
   Tensor* out = nn::rope_attention(
       ctx, q, k, v, cos_t, sin_t, nullptr,
-      nn::attention_precision_for(attn["qkv"].param("weight", {c.hidden, 3 * c.hidden})));
+      attn.attention_precision(attn["qkv"].param("weight", {c.hidden, 3 * c.hidden})));
   return nn::linear(attn["out"], reshape(ctx, out, {c.hidden, len}), c.hidden, c.hidden, false);
 }
 

@@ -56,9 +56,4 @@ Tensor* multi_head_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, int6
   return reshape(ctx, o, {cv, lq, n});  // [Dv, H, Lq, N] is already [Cv, Lq, N] in memory
 }
 
-AttentionPrecision attention_precision_for(const Tensor* projection_weight) {
-  return projection_weight->type == DType::BF16 ? AttentionPrecision::BF16
-                                                : AttentionPrecision::F32;
-}
-
 }  // namespace sd::nn

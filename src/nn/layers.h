@@ -33,8 +33,4 @@ Tensor* multi_head_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, int6
                              Tensor* mask = nullptr,
                              AttentionPrecision precision = AttentionPrecision::F32);
 
-// The attention precision that goes with a layer's projection weight: bf16 weights (a
-// model run in bf16) let attention run at the bf16 rate too.
-AttentionPrecision attention_precision_for(const Tensor* projection_weight);
-
 }  // namespace sd::nn

@@ -23,6 +23,11 @@ ConvKernelLayout conv_kernel_layout(const Tensor* w, int64_t kernel) {
   return w->ne[1] == kernel ? ConvKernelLayout::ChannelsLast : ConvKernelLayout::WinogradF2x3;
 }
 
+AttentionPrecision attention_precision_for(const Tensor* projection_weight) {
+  return projection_weight->type == DType::BF16 ? AttentionPrecision::BF16
+                                                : AttentionPrecision::F32;
+}
+
 bool Scope::has(std::string_view name) const {
   return weights_->contains(prefix_ + std::string(name));
 }

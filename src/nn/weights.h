@@ -10,12 +10,16 @@
 #include <string_view>
 
 #include "tensor/context.h"
+#include "tensor/ops/attention.h"
 #include "tensor/ops/conv2d.h"
 
 namespace sd::nn {
 
 // The layout of kernel `w` that get_conv_kernel() returned for a [k, k, in, out] request.
 ConvKernelLayout conv_kernel_layout(const Tensor* w, int64_t kernel);
+
+// bf16 for a bf16 projection weight, else f32: the default of Weights::attention_precision.
+AttentionPrecision attention_precision_for(const Tensor* projection_weight);
 
 class Weights {
  public:
@@ -33,6 +37,12 @@ class Weights {
                                   int stride) {
     (void)stride;
     return get(ctx, name, ne);
+  }
+  // The precision of an attention whose query projection is `projection` (a leaf from
+  // get()): bf16 when the projection is bf16 (a model run in bf16), else f32. A source may
+  // lower it for the module that owns the projection (--fa, weights/model_manager.h).
+  virtual AttentionPrecision attention_precision(const Tensor* projection) {
+    return attention_precision_for(projection);
   }
   // Called by runners after a graph that read these weights ran: sources that staged
   // copies for it (weights kept on another device) drop them here.
@@ -56,6 +66,11 @@ class Scope {
   // layout (Weights::get_conv_kernel).
   Tensor* conv_kernel(std::string_view name, std::initializer_list<int64_t> ne, int stride) const;
   bool has(std::string_view name) const;
+  // The precision of an attention whose query projection is `projection`
+  // (Weights::attention_precision).
+  AttentionPrecision attention_precision(const Tensor* projection) const {
+    return weights_->attention_precision(projection);
+  }
 
   Context& ctx() const { return *ctx_; }
   Weights& weights() const { return *weights_; }

@@ -44,6 +44,9 @@ class LoadedControlNet {
       return inner_.get_conv_kernel(ctx, loaded(name), ne, stride);
     }
     bool contains(const std::string& name) const override { return loaded_.count(name) != 0; }
+    AttentionPrecision attention_precision(const Tensor* projection) override {
+      return inner_.attention_precision(projection);
+    }
     void after_compute() override { inner_.after_compute(); }
     std::string loaded(const std::string& name) const {
       auto it = loaded_.find(name);

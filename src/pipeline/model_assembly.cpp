@@ -69,6 +69,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
     weights::ModuleSpec spec{name ? name : module_name(m), std::move(prefixes),
                              &backends->compute_device(m), backends->residency(m)};
     spec.quantize_convs = quantize_convs && m == Module::Diffusion;
+    spec.bf16_attention = o.flash_attn || (o.diffusion_flash_attn && m == Module::Diffusion);
     manager.add_module(std::move(spec));
   };
   add_module(*weights, Module::TextEncoder, family->text_encoder_roots(arch));

@@ -41,6 +41,11 @@ struct ModelOptions {
   // --quantize-convs: the diffusion network's convolution kernels held in q8_0 and run on
   // 8-bit integer dot products, where its device has them (weights/model_manager.h).
   bool quantize_convs = false;
+  // --fa: every module's attention on bf16-rounded operands (weights::ModuleSpec::
+  // bf16_attention), the reference's flash attention; --diffusion-fa: the diffusion
+  // network's only.
+  bool flash_attn = false;
+  bool diffusion_flash_attn = false;
   // --max-vram (backend/max_vram.h) and --stream-layers: device memory budgets, within
   // which weights of modules on GPU or remote devices are streamed segment by segment.
   std::string max_vram;

@@ -23,6 +23,9 @@ class PrefixedWeights final : public nn::Weights {
     return inner_.get_conv_kernel(ctx, strip(name), ne, stride);
   }
   bool contains(const std::string& name) const override { return inner_.contains(strip(name)); }
+  AttentionPrecision attention_precision(const Tensor* projection) override {
+    return inner_.attention_precision(projection);
+  }
   void after_compute() override { inner_.after_compute(); }
 
   // The parameters a runner reads, named as the inner weights name them.

@@ -96,6 +96,12 @@ const ModelManager::Module* ModelManager::owner_of(const std::string& name) cons
   return best;
 }
 
+AttentionPrecision ModelManager::attention_precision(const Tensor* projection) {
+  const Module* owner = owner_of(projection->name);
+  if (owner && owner->spec.bf16_attention) return AttentionPrecision::BF16;
+  return nn::attention_precision_for(projection);
+}
+
 ModelManager::Module& ModelManager::module_of(const std::string& name) {
   const Module* m = owner_of(name);
   SD_CHECK(m, "[weights] tensor '%s' belongs to no registered module", name.c_str());

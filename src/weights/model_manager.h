@@ -57,6 +57,11 @@ struct ModuleSpec {
   // F(2x2, 3x3) transform (16/9 the values: 0.94x an f16 kernel's bytes), the others
   // channels-last (0.53x). Kernels a LoRA changes keep their stored type and layout.
   bool quantize_convs = false;
+  // --fa / --diffusion-fa: its attention multiplies bf16-rounded queries, keys, values and
+  // softmax weights (at the bf16 rate where its device has it), as the reference's flash
+  // attention rounds keys and values to f16; otherwise attention is f32 unless the weights
+  // are bf16 (nn::attention_precision_for).
+  bool bf16_attention = false;
 };
 
 // Byte counters, for tests and benchmarks.
@@ -85,6 +90,7 @@ class ModelManager final : public nn::Weights {
   Tensor* get_conv_kernel(Context& ctx, const std::string& name, const Shape& ne,
                           int stride) override;
   bool contains(const std::string& name) const override { return loader_.contains(name); }
+  AttentionPrecision attention_precision(const Tensor* projection) override;
   // Drops the copies staged for the graph that just ran.
   void after_compute() override;
 

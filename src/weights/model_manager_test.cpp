@@ -106,6 +106,38 @@ TEST(ModelManager, MissingAndMisshapedTensorsAreNamed) {
   fs::remove(path);
 }
 
+// --fa / --diffusion-fa: a module flagged bf16_attention attends on bf16 operands whatever
+// its weights' type; the others keep the rule of nn::attention_precision_for (bf16 only
+// for bf16 projections).
+TEST(ModelManager, Bf16AttentionFollowsTheModuleThatOwnsTheProjection) {
+  nn::RandomWeights original(DType::F16);
+  Context ctx;
+  const std::string unet_q = "model.diffusion_model.input_blocks.1.1.attn1.to_q.weight";
+  const std::string vae_q = "first_stage_model.decoder.mid.attn_1.q.weight";
+  original.get(ctx, unet_q, make_shape({32, 32}));
+  original.get(ctx, vae_q, make_shape({32, 32}));
+  const std::string path = temp_path("attention.safetensors");
+  original.save_safetensors(path);
+
+  for (const DType type : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(std::string(dtype_name(type)));
+    ModelLoader loader;
+    loader.add(path);
+    ModelManager manager(loader, ModelManagerOptions{type});
+    ModuleSpec diffusion{"diffusion", {"model.diffusion_model."}, &cpu_device(), {}};
+    diffusion.bf16_attention = true;
+    manager.add_module(diffusion);
+    manager.add_module({"vae", {"first_stage_model."}, &cpu_device(), {}});
+    Context c;
+    const nn::Scope root(c, manager);
+    EXPECT_EQ(root.attention_precision(manager.get(c, unet_q, make_shape({32, 32}))),
+              AttentionPrecision::BF16);
+    EXPECT_EQ(root.attention_precision(manager.get(c, vae_q, make_shape({32, 32}))),
+              type == DType::BF16 ? AttentionPrecision::BF16 : AttentionPrecision::F32);
+  }
+  fs::remove(path);
+}
+
 // --quantize-convs: the diffusion module's conv kernels whose input channels fill q8_0
 // blocks are held in q8_0, 3x3 ones at stride 1 as their Winograd transform, others
 // channels-last, and compute like the f16 file's (within the rounding of weights and
