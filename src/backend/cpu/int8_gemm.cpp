@@ -22,6 +22,7 @@
 
 #include "backend/cpu/dnnl_state.h"
 #include "tensor/quant/block_codes.h"
+#include "tensor/quant/blocks.h"
 
 // GCC 12's AVX-512 reductions and masked stores start from _mm512_undefined_*(), which
 // -Wmaybe-uninitialized reports at every use; nothing here reads an undefined lane.
@@ -112,6 +113,53 @@ void pack_panel(DType type, const char* w, size_t w_row_bytes, int64_t M, int64_
                     row_codes.data() + b * kCodeBlock + j * 4, 4);
       panel_scale[b * kLanes + c] = row_scale[b];
       if (offsets) panel_offset[b * kLanes + c] = row_offset[b];
+    }
+  }
+}
+
+// pack_panel for a q8_0 weight whose 16 columns all exist, with vector shuffles instead
+// of 4-byte copies (the int8 convolution's small levels pack more weight bytes than they
+// multiply). Per block, the 16 rows' 32 codes are 16 x 8 groups of 4: rows c and c + 8 share
+// a vector, an 8 x 8 transpose of 4-byte groups runs in each half, and a two-source permute
+// puts the four quarter rows of group j together; +128 makes the codes unsigned. The 16
+// scales are one gather.
+SD_INT8_TARGET void pack_panel_q8_0(const char* w, size_t w_row_bytes, int64_t first_row,
+                                    int64_t nb, uint8_t* codes, float* scale) {
+  const char* rows = w + first_row * static_cast<int64_t>(w_row_bytes);
+  const __m512i row_offsets =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int>(w_row_bytes)));
+  const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int64_t b = 0; b < nb; ++b) {
+    const char* block = rows + b * static_cast<int64_t>(sizeof(quant::BlockQ8_0));
+    const __m512i d16 = _mm512_i32gather_epi32(row_offsets, block, 1);
+    _mm512_storeu_ps(scale + b * kLanes, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d16)));
+    __m512i z[8];
+    for (int c = 0; c < 8; ++c) {
+      const auto* lo = reinterpret_cast<const __m256i*>(block + c * w_row_bytes + 2);
+      const auto* hi = reinterpret_cast<const __m256i*>(block + (c + 8) * w_row_bytes + 2);
+      z[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(lo)),
+                                _mm256_loadu_si256(hi), 1);
+    }
+    __m512i t[8], u[8];
+    for (int c = 0; c < 8; c += 2) {
+      t[c] = _mm512_unpacklo_epi32(z[c], z[c + 1]);
+      t[c + 1] = _mm512_unpackhi_epi32(z[c], z[c + 1]);
+    }
+    for (int h = 0; h < 8; h += 4) {  // rows 0-3 (with 8-11), then 4-7 (with 12-15)
+      u[h + 0] = _mm512_unpacklo_epi64(t[h], t[h + 2]);      // groups 0 and 4
+      u[h + 1] = _mm512_unpackhi_epi64(t[h], t[h + 2]);      // 1 and 5
+      u[h + 2] = _mm512_unpacklo_epi64(t[h + 1], t[h + 3]);  // 2 and 6
+      u[h + 3] = _mm512_unpackhi_epi64(t[h + 1], t[h + 3]);  // 3 and 7
+    }
+    uint8_t* out = codes + b * kBlockBytes;
+    for (int j = 0; j < 4; ++j) {
+      const __m512i first = _mm512_permutex2var_epi64(u[j], low, u[4 + j]);
+      const __m512i second = _mm512_permutex2var_epi64(u[j], high, u[4 + j]);
+      _mm512_storeu_si512(out + j * kLanes * 4, _mm512_xor_si512(first, bias));
+      _mm512_storeu_si512(out + (j + 4) * kLanes * 4, _mm512_xor_si512(second, bias));
     }
   }
 }
@@ -301,9 +349,15 @@ void int8_gemm_rows(CpuContext& ctx, DType type, const void* w, size_t w_row_byt
       std::vector<uint8_t> row_codes;
       std::vector<float> row_floats;
 #pragma omp for schedule(static)
-      for (int64_t g = 0; g < groups; ++g)
-        pack_panel(type, wbytes, w_row_bytes, M, K, m0, g, offsets, pcodes, pscale, poffset,
-                   row_codes, row_floats);
+      for (int64_t g = 0; g < groups; ++g) {
+        const int64_t first_row = m0 + g * kLanes;
+        if (type == DType::Q8_0 && first_row + kLanes <= M)
+          pack_panel_q8_0(wbytes, w_row_bytes, first_row, nb, pcodes + g * nb * kBlockBytes,
+                          pscale + g * nb * kLanes);
+        else
+          pack_panel(type, wbytes, w_row_bytes, M, K, m0, g, offsets, pcodes, pscale, poffset,
+                     row_codes, row_floats);
+      }
 #pragma omp for schedule(dynamic, 1)
       for (int64_t rb = 0; rb < row_blocks; ++rb)
         run_row_block(rows, rb * row_block, std::min(N, (rb + 1) * row_block), panels, m0, mc, M,

@@ -1,5 +1,5 @@
-// f32 -> f16 / bf16 row conversions, round-to-nearest-even as the GGUF reference writes
-// them (F16C for half; bfloat16 rounds on the upper 16 bits and keeps NaNs quiet).
+// f32 -> f16 row conversion, round-to-nearest-even as the GGUF reference writes it (F16C);
+// bf16's is round_bf16.cpp.
 #include <immintrin.h>
 
 #include "tensor/float16.h"
@@ -16,10 +16,6 @@ void convert_f32_to_f16(const float* x, uint16_t* y, int64_t n) {
                      _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
   for (; i < n; ++i) y[i] = f32_to_fp16(x[i]);
-}
-
-void convert_f32_to_bf16(const float* x, uint16_t* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_bf16(x[i]);
 }
 
 }  // namespace sd::quant
