@@ -15,6 +15,7 @@
 
 #include "api/callbacks.h"
 #include "api/cancellation.h"
+#include "api/convert.h"
 #include "api/ignored_params.h"
 #include "backend/registry.h"
 #include "backend/rpc/client/rpc_device.h"
@@ -57,8 +58,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
              "%s is not supported by this build (SD 1.x/2.x/SDXL, SD3/SD3.5, FLUX.1, Chroma and "
              "Z-Image image generation)",
              f.flag);
-  SD_CHECK(!given(p.tensor_type_rules),
-           "--tensor-type-rules applies to -M convert in this build; convert the model first");
 }
 
 sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
@@ -84,6 +83,8 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.params_backend)) o.params_backend = p.params_backend;
   o.eager_load = p.eager_load;
   o.quantize_convs = p.quantize_convs;
+  if (given(p.tensor_type_rules))
+    o.tensor_type_rules = sd::api::parse_tensor_type_rules(p.tensor_type_rules);
   o.flash_attn = p.flash_attn;
   o.diffusion_flash_attn = p.diffusion_flash_attn;
   if (given(p.max_vram)) o.max_vram = p.max_vram;

@@ -58,4 +58,19 @@ TEST_F(ContextPlacement, ValidPlacementGoesOnToTheModelFile) {
   EXPECT_EQ(e.find("backend"), std::string::npos) << e;
 }
 
+// --tensor-type-rules applies at load too (as in stable-diffusion.cpp): a bad rule is named
+// before any file is read, a good one lets the context go on to the model file.
+TEST_F(ContextPlacement, TensorTypeRulesAreCheckedBeforeTheModelFile) {
+  params_.tensor_type_rules = "^first_stage_model\\.=q9_0";
+  std::string e = error_of_new_context();
+  EXPECT_NE(e.find("--tensor-type-rules"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown type 'q9_0'"), std::string::npos) << e;
+  EXPECT_EQ(e.find("never-read.safetensors"), std::string::npos) << e;
+  g_errors.clear();
+  params_.tensor_type_rules = "^first_stage_model\\.=bf16";
+  e = error_of_new_context();
+  EXPECT_NE(e.find("never-read.safetensors"), std::string::npos) << e;
+  EXPECT_EQ(e.find("--tensor-type-rules"), std::string::npos) << e;
+}
+
 }  // namespace

@@ -104,40 +104,25 @@ std::vector<TensorTypeRule> parse_tensor_type_rules(std::string_view rules) {
     // The last '=' splits, so a regex may contain '=' itself.
     const size_t eq = item.rfind('=');
     SD_CHECK(eq != std::string::npos && eq > 0,
-             "[convert] tensor type rule '%s' should be regex=type, e.g. 'attn=q8_0'",
-             item.c_str());
+             "--tensor-type-rules: '%s' should be regex=type, e.g. 'attn=q8_0'", item.c_str());
     TensorTypeRule r;
     r.pattern = item.substr(0, eq);
     try {
       r.regex = std::regex(r.pattern, std::regex::ECMAScript);
     } catch (const std::regex_error& err) {
-      sd::fail("[convert] tensor type rule '%s': invalid regex '%s' (%s)", item.c_str(),
+      sd::fail("--tensor-type-rules: '%s': invalid regex '%s' (%s)", item.c_str(),
                r.pattern.c_str(), err.what());
     }
     const std::string type = item.substr(eq + 1);
     try {
       r.type = parse_convert_type(type);
     } catch (const Error&) {
-      sd::fail("[convert] tensor type rule '%s': unknown type '%s'; valid types: %s", item.c_str(),
+      sd::fail("--tensor-type-rules: '%s': unknown type '%s'; valid types: %s", item.c_str(),
                type.c_str(), convert_type_list().c_str());
     }
     result.push_back(std::move(r));
   }
   return result;
-}
-
-DType output_type(std::string_view name, int64_t ne0, DType stored, std::optional<DType> type,
-                  const std::vector<TensorTypeRule>& rules) {
-  std::optional<DType> target = type;
-  const std::string n(name);
-  for (const TensorTypeRule& r : rules) {
-    if (std::regex_search(n, r.regex)) {
-      target = r.type;
-      break;
-    }
-  }
-  if (target && weights::takes_weight_type(name, ne0, stored, *target)) return *target;
-  return stored;
 }
 
 ConvertResult convert_model(const ConvertOptions& options, const ConvertParts& part_files) {
@@ -190,7 +175,8 @@ ConvertResult convert_model(const ConvertOptions& options, const ConvertParts& p
   uint64_t total = 0;
   for (auto& [name, e] : entries) {
     // A tensor with a zero dimension is legal and kept as it is: there is nothing to convert.
-    e.out = e.empty() ? e.stored : output_type(name, e.ne[0], e.stored, options.type, rules);
+    e.out = e.empty() ? e.stored
+                      : weights::target_weight_type(name, e.ne[0], e.stored, options.type, rules);
     total += e.bytes();
   }
 

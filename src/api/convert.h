@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tensor/dtype.h"
+#include "weights/weight_type.h"
 
 namespace sd::api {
 
@@ -73,17 +74,9 @@ std::string convert_type_list();
 // Case-insensitive; throws sd::Error naming the valid types for anything else.
 DType parse_convert_type(std::string_view name);
 
-struct TensorTypeRule {
-  std::string pattern;
-  std::regex regex;
-  DType type;
-};
-// "regex=type,..."; empty items are skipped. Throws sd::Error naming the bad item.
+using weights::TensorTypeRule;
+// "regex=type,..." (--tensor-type-rules, for convert and for loading); empty items are
+// skipped. Throws sd::Error naming the bad item.
 std::vector<TensorTypeRule> parse_tensor_type_rules(std::string_view rules);
-
-// The type a tensor is written as: the first matching rule's type, else `type`, when
-// weights::takes_weight_type allows it; else its stored type.
-DType output_type(std::string_view name, int64_t ne0, DType stored, std::optional<DType> type,
-                  const std::vector<TensorTypeRule>& rules);
 
 }  // namespace sd::api

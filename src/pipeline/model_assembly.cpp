@@ -56,7 +56,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
     if (o.note) o.note("warning: --model-args " + key + " is not used by this build");
 
   const weights::ModelManagerOptions manager_options{o.weight_type, o.use_mmap, o.threads,
-                                                     o.lora_mode};
+                                                     o.lora_mode, o.tensor_type_rules};
   weights = std::make_unique<weights::ModelManager>(loader, manager_options);
   Device& diffusion_device = backends->compute_device(Module::Diffusion);
   const bool quantize_convs = o.quantize_convs && diffusion_device.caps().int8_convolutions;
@@ -195,7 +195,8 @@ void StableDiffusion::Impl::load_control_net(const std::string& path) {
   SD_CHECK(control, "--control-net %s: ControlNets guide SD 1.x/2.x/SDXL UNets, not %s",
            path.c_str(), family->name());
   const weights::ModelManagerOptions manager_options{options.weight_type, options.use_mmap,
-                                                     options.threads, options.lora_mode};
+                                                     options.threads, options.lora_mode,
+                                                     options.tensor_type_rules};
   control_net = std::make_unique<LoadedControlNet>(path, control->config(), *backends,
                                                    manager_options, options.eager_load);
 }

@@ -32,6 +32,8 @@ struct ModelOptions {
   std::string clip_vocab;            // the CLIP merges file; empty: searched (clip_tokenizer.h)
   int threads = 0;                   // 0: all cores
   std::optional<DType> weight_type;  // --type
+  // --tensor-type-rules: types per tensor name pattern, ahead of --type (weights/weight_type.h).
+  std::vector<weights::TensorTypeRule> tensor_type_rules;
   std::optional<sampling::Prediction> prediction;  // --prediction
   bool use_mmap = true;
   // Placement (backend/placement.h): where each module computes and where its weights live.

@@ -160,10 +160,8 @@ ConvKernelLayout ModelManager::kernel_layout(const std::string& name) const {
 DType ModelManager::resident_type(const std::string& name) const {
   if (kernel_layout(name) != ConvKernelLayout::Standard) return DType::Q8_0;
   const WeightSource& s = loader_.find(name);
-  DType type = s.stored;
-  if (options_.weight_type && takes_weight_type(name, s.ne[0], s.stored, *options_.weight_type)) {
-    type = *options_.weight_type;
-  }
+  DType type =
+      target_weight_type(name, s.ne[0], s.stored, options_.weight_type, options_.type_rules);
   // Vectors (norm weights, biases) are f32 in sd.cpp's models whatever the file or --type
   // says, and the norm ops take float weights: a q8_0 norm weight, as sd.cpp's convert
   // writes one, is dequantized on load.
@@ -431,7 +429,7 @@ void ModelManager::phase_done(const std::string& module) {
   // reclaim, unlike mapped file pages: kept, they would sit beside the next phase's
   // weights and its packed copies (the text encoder's during sampling, the diffusion net's
   // during decoding). Converting again costs a fraction of the phase.
-  if (!options_.weight_type) return;
+  if (!options_.weight_type && options_.type_rules.empty()) return;
   bool dropped = false;
   for (auto it = resident_.begin(); it != resident_.end();) {
     auto next = std::next(it);

@@ -29,6 +29,7 @@
 #include "nn/weights.h"
 #include "weights/lora.h"
 #include "weights/model_loader.h"
+#include "weights/weight_type.h"
 
 namespace sd::weights {
 
@@ -43,6 +44,8 @@ struct ModelManagerOptions {
   //   (no requantization of quantized weights; costs a little per graph);
   // Auto: at runtime for quantized weights, merged for the others.
   enum class LoraMode { Auto, Merge, AtRuntime } lora_mode = LoraMode::Auto;
+  // --tensor-type-rules: per-name target types ahead of weight_type (weight_type.h).
+  std::vector<TensorTypeRule> type_rules = {};
 };
 
 // One module's weights: the names under `prefixes`, where it computes, where they live.

@@ -80,6 +80,34 @@ TEST(ModelManager, WeightTypeConvertsMatricesAndKeepsBiases) {
   fs::remove(path);
 }
 
+// --tensor-type-rules at load: the first matching rule sets the type ahead of --type, the
+// keep rules (biases) still hold, and unmatched tensors take --type or stay as stored.
+TEST(ModelManager, TensorTypeRulesComeBeforeTheWeightType) {
+  nn::RandomWeights original(DType::F32);
+  const std::string path = write_checkpoint(original, DType::F32);
+  ModelLoader loader;
+  loader.add(path);
+  auto rule = [](const char* pattern, DType type) {
+    return TensorTypeRule{pattern, std::regex(pattern), type};
+  };
+  const std::string out = "model.diffusion_model.out.2.weight";
+  const std::string norm = "cond_stage_model.transformer.text_model.final_layer_norm.weight";
+  ModelManagerOptions o{DType::Q8_0};
+  o.type_rules = {rule("^model\\.diffusion_model\\.out", DType::BF16), rule("out", DType::F16)};
+  ModelManager ruled(loader, cpu_device(), o);
+  EXPECT_EQ(ruled.resident_type(out), DType::BF16);  // the first rule, not the second
+  EXPECT_EQ(ruled.resident_type("model.diffusion_model.out.2.bias"), DType::F32);
+  EXPECT_EQ(ruled.resident_type(norm), DType::F32);  // --type q8_0: a norm weight stays f32
+  Context ctx;
+  EXPECT_EQ(ruled.get(ctx, out, make_shape({32, 8}))->type, DType::BF16);
+  ModelManagerOptions rules_only;
+  rules_only.type_rules = {rule("final_layer_norm", DType::F16)};
+  ModelManager partial(loader, cpu_device(), rules_only);
+  EXPECT_EQ(partial.resident_type(out), DType::F32);
+  EXPECT_EQ(partial.resident_type(norm), DType::F16);
+  fs::remove(path);
+}
+
 TEST(ModelManager, MissingAndMisshapedTensorsAreNamed) {
   nn::RandomWeights original(DType::F32);
   const std::string path = write_checkpoint(original, DType::F32);

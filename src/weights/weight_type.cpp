@@ -27,4 +27,18 @@ bool takes_weight_type(std::string_view name, int64_t ne0, DType stored, DType t
   return true;
 }
 
+DType target_weight_type(std::string_view name, int64_t ne0, DType stored,
+                         std::optional<DType> type, const std::vector<TensorTypeRule>& rules) {
+  std::optional<DType> target = type;
+  const std::string n(name);
+  for (const TensorTypeRule& r : rules) {
+    if (std::regex_search(n, r.regex)) {
+      target = r.type;
+      break;
+    }
+  }
+  if (target && takes_weight_type(name, ne0, stored, *target)) return *target;
+  return stored;
+}
+
 }  // namespace sd::weights

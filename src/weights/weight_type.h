@@ -19,12 +19,30 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <regex>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "tensor/dtype.h"
 
 namespace sd::weights {
 
 bool takes_weight_type(std::string_view name, int64_t ne0, DType stored, DType target);
+
+// --tensor-type-rules "regex=type,...": the first rule whose regex (ECMAScript, searched
+// anywhere in the canonical name) matches a tensor sets its target type instead of --type
+// (sd.cpp's order); the rules above still keep a tensor's stored type.
+struct TensorTypeRule {
+  std::string pattern;
+  std::regex regex;
+  DType type;
+};
+
+// The type a tensor `name` (rows of ne0 values, stored as `stored`) is converted to: the
+// first matching rule's, else `type`, where takes_weight_type allows it; else `stored`.
+DType target_weight_type(std::string_view name, int64_t ne0, DType stored,
+                         std::optional<DType> type, const std::vector<TensorTypeRule>& rules);
 
 }  // namespace sd::weights
