@@ -40,7 +40,8 @@ class Weights {
   }
   // The precision of an attention whose query projection is `projection` (a leaf from
   // get()): bf16 when the projection is bf16 (a model run in bf16), else f32. A source may
-  // lower it for the module that owns the projection (--fa, weights/model_manager.h).
+  // choose bf16 for every attention of the module that owns the projection (--fa,
+  // weights/model_manager.h).
   virtual AttentionPrecision attention_precision(const Tensor* projection) {
     return attention_precision_for(projection);
   }

@@ -97,9 +97,13 @@ const ModelManager::Module* ModelManager::owner_of(const std::string& name) cons
 }
 
 AttentionPrecision ModelManager::attention_precision(const Tensor* projection) {
-  const Module* owner = owner_of(projection->name);
+  // A LoRA added at runtime makes the projection a node (the weight cast, plus products):
+  // the weight is the leaf at the end of its first sources.
+  const Tensor* weight = projection;
+  while (!weight->has_flag(kFlagParam) && weight->src[0]) weight = weight->src[0];
+  const Module* owner = owner_of(weight->name);
   if (owner && owner->spec.bf16_attention) return AttentionPrecision::BF16;
-  return nn::attention_precision_for(projection);
+  return nn::attention_precision_for(weight);
 }
 
 ModelManager::Module& ModelManager::module_of(const std::string& name) {

@@ -138,6 +138,24 @@ TEST_F(ManagerLora, AtRuntimeLeavesTheWeightAsStoredAndAddsTheProductInTheGraph)
     }
 }
 
+// --fa with a LoRA added at runtime: the projection is a node of the graph, and the
+// precision still follows the module of the weight under it.
+TEST_F(ManagerLora, AttentionPrecisionLooksThroughARuntimeLora) {
+  ModelManagerOptions o;
+  o.lora_mode = ModelManagerOptions::LoraMode::AtRuntime;
+  for (const bool bf16 : {false, true}) {
+    ModelManager m(loader_, o);
+    ModuleSpec te{"te", {"cond_stage_model."}, &DeviceRegistry::instance().get("CPU"), {}};
+    te.bf16_attention = bf16;
+    m.add_module(te);
+    m.set_loras({{lora_, 1.0f, ""}});
+    Context ctx;
+    Tensor* w = m.get(ctx, kQ, make_shape({kDim, kDim}));
+    ASSERT_NE(w->op, Op::None);
+    EXPECT_EQ(m.attention_precision(w), bf16 ? AttentionPrecision::BF16 : AttentionPrecision::F32);
+  }
+}
+
 TEST_F(ManagerLora, AutoAddsAtRuntimeOnlyToQuantizedWeights) {
   ModelManager merged(loader_, DeviceRegistry::instance().get("CPU"));
   merged.set_loras({{lora_, 1.0f, ""}});
