@@ -20,21 +20,17 @@ void quantize_conv_kernel(ConvKernelLayout layout, DType type, const void* kerne
   const size_t in_bytes = static_cast<size_t>(per_out) * type_size(type);
   const size_t row_bytes = row_size(DType::Q8_0, cin);
   std::vector<float> filters(static_cast<size_t>(per_out));  // one output channel, f32
-  std::vector<float> rows(static_cast<size_t>(taps * cin));  // its rows in the layout
+  std::vector<float> by_tap(static_cast<size_t>(per_out));   // the same, [tap][Cin]
+  // Its rows in the layout: channels-last is by_tap itself, Winograd its transform.
+  std::vector<float> transformed(winograd ? static_cast<size_t>(16 * cin) : 0);
+  const float* rows = winograd ? transformed.data() : by_tap.data();
   for (int64_t o = 0; o < cout; ++o) {
     dequantize_row(type, static_cast<const char*>(kernel) + o * in_bytes, filters.data(), per_out);
-    for (int64_t c = 0; c < cin; ++c) {
-      const float* g = filters.data() + c * kw * kh;  // [ky][kx] of input channel c
-      if (winograd) {
-        float u[16];
-        winograd_f2x3_filter(g, u);
-        for (int k = 0; k < 16; ++k) rows[static_cast<size_t>(k * cin + c)] = u[k];
-      } else {
-        for (int64_t t = 0; t < kw * kh; ++t) rows[static_cast<size_t>(t * cin + c)] = g[t];
-      }
-    }
-    quantize_rows(DType::Q8_0, rows.data(), static_cast<char*>(dst) + o * taps * row_bytes, taps,
-                  cin);
+    for (int64_t c = 0; c < cin; ++c)
+      for (int64_t t = 0; t < kw * kh; ++t)
+        by_tap[static_cast<size_t>(t * cin + c)] = filters[static_cast<size_t>(c * kw * kh + t)];
+    if (winograd) winograd_f2x3_filters(by_tap.data(), cin, transformed.data());
+    quantize_rows(DType::Q8_0, rows, static_cast<char*>(dst) + o * taps * row_bytes, taps, cin);
   }
 }
 

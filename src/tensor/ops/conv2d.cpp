@@ -166,21 +166,28 @@ const Tensor* conv2d_upsampled_source(const Tensor* dst) {
   return up->ne[0] == 2 * src->ne[0] && up->ne[1] == 2 * src->ne[1] ? src : nullptr;
 }
 
+void winograd_f2x3_filters(const float* g, int64_t n, float* u) {
+  // Per filter i (a loop the compiler runs in vectors): G g (4x3), then (G g) G^T (4x4).
+  for (int64_t i = 0; i < n; ++i) {
+    auto at = [&](int ky, int kx) { return g[(3 * ky + kx) * n + i]; };
+    float t[4][3];
+    for (int c = 0; c < 3; ++c) {
+      t[0][c] = at(0, c);
+      t[1][c] = 0.5f * (at(0, c) + at(1, c) + at(2, c));
+      t[2][c] = 0.5f * (at(0, c) - at(1, c) + at(2, c));
+      t[3][c] = at(2, c);
+    }
+    for (int r = 0; r < 4; ++r) {
+      u[(4 * r + 0) * n + i] = t[r][0];
+      u[(4 * r + 1) * n + i] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
+      u[(4 * r + 2) * n + i] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
+      u[(4 * r + 3) * n + i] = t[r][2];
+    }
+  }
+}
+
 void winograd_f2x3_filter(const float g[9], float u[16]) {
-  // G g (4x3), then (G g) G^T (4x4).
-  float t[4][3];
-  for (int c = 0; c < 3; ++c) {
-    t[0][c] = g[c];
-    t[1][c] = 0.5f * (g[c] + g[3 + c] + g[6 + c]);
-    t[2][c] = 0.5f * (g[c] - g[3 + c] + g[6 + c]);
-    t[3][c] = g[6 + c];
-  }
-  for (int r = 0; r < 4; ++r) {
-    u[4 * r + 0] = t[r][0];
-    u[4 * r + 1] = 0.5f * (t[r][0] + t[r][1] + t[r][2]);
-    u[4 * r + 2] = 0.5f * (t[r][0] - t[r][1] + t[r][2]);
-    u[4 * r + 3] = t[r][2];
-  }
+  winograd_f2x3_filters(g, 1, u);
 }
 
 void reference_conv2d(Tensor* dst) {

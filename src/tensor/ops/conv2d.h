@@ -30,6 +30,8 @@ enum class ConvKernelLayout : int {
 // u[4 i + j] = (G g G^T)[i][j] for the 3x3 filter g[3 ky + kx], with
 // G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1].
 void winograd_f2x3_filter(const float g[9], float u[16]);
+// The same for n filters at once, tap-major: g[(3 ky + kx) n + i] -> u[(4 i' + j) n + i].
+void winograd_f2x3_filters(const float* g, int64_t n, float* u);
 
 Tensor* conv2d(Context& ctx, Tensor* x, Tensor* w, Tensor* bias, int s0, int s1, int p0, int p1,
                int d0, int d1, int groups = 1,

@@ -4,10 +4,12 @@
 // implementation is in quant_golden_test.cpp.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -358,6 +360,34 @@ TEST(QuantLayout, Q8_0RoundsHalfAwayFromZero) {
   EXPECT_EQ(static_cast<int8_t>(block[2 + 7]), 64);
   EXPECT_EQ(static_cast<int8_t>(block[2 + 8]), -64);
   EXPECT_EQ(static_cast<int8_t>(block[2 + 9]), 3);
+}
+
+// The vector quantizer against the reference's definition, roundf(x / d) per value, on
+// blocks that land on ties (x = k + 0.5 with d = 1), ordinary values, zeros, and a block
+// holding a NaN (the reference's max ignores it).
+TEST(QuantLayout, Q8_0MatchesRoundfOnEveryBlock) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  const int blocks = 64;
+  std::vector<float> x(blocks * 32);
+  for (float& v : x) v = dist(rng);
+  for (int j = 0; j < 32; ++j) x[j] = (j % 2 ? -1.0f : 1.0f) * (static_cast<float>(j) + 0.5f);
+  x[31] = 127.0f;  // d = 1: the values above are exact ties
+  for (int j = 32; j < 64; ++j) x[j] = 0.0f;
+  x[64 + 5] = std::numeric_limits<float>::quiet_NaN();
+  std::vector<uint8_t> got(blocks * 34);
+  quantize_row(DType::Q8_0, x.data(), got.data(), static_cast<int64_t>(x.size()));
+  for (int b = 0; b < blocks; ++b) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[b * 32 + j]));
+    const float d = amax / 127.0f, inv = d != 0.0f ? 1.0f / d : 0.0f;
+    const uint8_t* block = got.data() + b * 34;
+    for (int j = 0; j < 32; ++j) {
+      const float v = x[b * 32 + j] * inv;
+      const int8_t want = std::isnan(v) ? 0 : static_cast<int8_t>(std::roundf(v));
+      EXPECT_EQ(static_cast<int8_t>(block[2 + j]), want) << "block " << b << " value " << j;
+    }
+  }
 }
 
 // ---- Argument errors --------------------------------------------------------------------
