@@ -495,6 +495,24 @@ class FamilyConformance : public ::testing::Test {
     return joined(pipeline::StableDiffusion(o).generate(r));
   }
 
+  // An opt-in that changes the arithmetic (`opted` is options_ with it): the same image
+  // twice; where it `applies` (this family, this CPU) an image that differs from the plain
+  // one by no more than Trait::kQ8MinPsnr allows, elsewhere the plain image itself.
+  void expect_close_image(const ModelOptions& opted, bool applies, const char* what) {
+    const io::Image plain = generate(options_, request_);
+    pipeline::StableDiffusion sd(opted);
+    const io::Image got = joined(sd.generate(request_));
+    EXPECT_EQ(joined(sd.generate(request_)).pixels, got.pixels) << "same seed, same image";
+    if (!applies) {
+      EXPECT_EQ(got.pixels, plain.pixels);
+      return;
+    }
+    EXPECT_NE(got.pixels, plain.pixels) << what << " changed nothing";
+    const double db = sd::test::image_psnr(got, plain);
+    std::printf("%s: %.1f dB against the plain image\n", what, db);
+    EXPECT_GE(db, Trait::kQ8MinPsnr);
+  }
+
   // A rank-2 LoRA on Trait::lora()'s weights, and the diffusion file with the same
   // change merged by hand (f32). Returns {lora, merged file}.
   std::pair<std::string, std::string> write_lora(float multiplier) {
@@ -674,40 +692,18 @@ TYPED_TEST(FamilyConformance, Q8_0DiffusionNetRunsFromItsBlocks) {
 // to the f16 one, and the same one again; a family without such kernels (or a CPU without
 // the instructions) gives the f16 image itself.
 TYPED_TEST(FamilyConformance, QuantizedConvolutionsKeepTheImage) {
-  const io::Image f16 = this->generate(this->options_, this->request_);
   ModelOptions o = this->options_;
   o.quantize_convs = true;
-  pipeline::StableDiffusion sd(o);
-  const io::Image q = joined(sd.generate(this->request_));
-  EXPECT_EQ(joined(sd.generate(this->request_)).pixels, q.pixels) << "same seed, same image";
   const bool int8 = DeviceRegistry::instance().get("CPU").caps().int8_convolutions;
-  if (!has_quantizable_convs<TypeParam>() || !int8) {
-    EXPECT_EQ(q.pixels, f16.pixels);
-    return;
-  }
-  EXPECT_NE(q.pixels, f16.pixels) << "no convolution ran in q8_0";
-  const double db = sd::test::image_psnr(q, f16);
-  std::printf("--quantize-convs: %.1f dB against f16\n", db);
-  EXPECT_GE(db, TypeParam::kQ8MinPsnr);
+  this->expect_close_image(o, has_quantizable_convs<TypeParam>() && int8, "--quantize-convs");
 }
 
 // --fa: every module's attention on bf16 operands gives an image close to the f32 one, and
 // the same one again; a CPU without bf16 dot products runs it in f32 (the same image).
 TYPED_TEST(FamilyConformance, FlashAttentionKeepsTheImage) {
-  const io::Image f32 = this->generate(this->options_, this->request_);
   ModelOptions o = this->options_;
   o.flash_attn = true;
-  pipeline::StableDiffusion sd(o);
-  const io::Image fa = joined(sd.generate(this->request_));
-  EXPECT_EQ(joined(sd.generate(this->request_)).pixels, fa.pixels) << "same seed, same image";
-  if (!__builtin_cpu_supports("avx512bf16")) {
-    EXPECT_EQ(fa.pixels, f32.pixels);
-    return;
-  }
-  EXPECT_NE(fa.pixels, f32.pixels) << "no attention ran in bf16";
-  const double db = sd::test::image_psnr(fa, f32);
-  std::printf("--fa: %.1f dB against f32 attention\n", db);
-  EXPECT_GE(db, TypeParam::kQ8MinPsnr);
+  this->expect_close_image(o, __builtin_cpu_supports("avx512bf16"), "--fa");
 }
 
 TYPED_TEST(FamilyConformance, OnAVulkanDeviceTheImageIsTheCpus) {
