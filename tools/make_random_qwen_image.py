@@ -41,6 +41,20 @@ which for Qwen-Image is almost all of them):
   it is written at its released size; ``--vae-dim`` changes the base width for readers
   that take it from the file.
 
+* ``<out>/qwen2_5_vl_mmproj.gguf`` (only with ``--vision-layers N``)  Qwen2.5-VL's vision
+  tower as llama.cpp's mmproj file for Qwen-Image-Edit's ``--llm_vision``: llama.cpp names
+  ``v.patch_embd.weight`` and ``v.patch_embd.weight.1`` (the 2-frame 3-D patch kernel as
+  one [hidden, 3, 14, 14] kernel per frame), ``v.blk.N.{ln1, ln2}`` (RMSNorm scales),
+  ``v.blk.N.{attn_q, attn_k, attn_v, attn_out}`` [hidden, hidden] and
+  ``v.blk.N.{ffn_gate, ffn_up}`` [ff, hidden], ``v.blk.N.ffn_down`` [hidden, ff], every one
+  with a bias, ``v.post_ln`` (the merger's RMSNorm), ``mm.0`` [4 hidden, 4 hidden] and
+  ``mm.2`` [3584, 4 hidden] with biases; f16 matrices and kernels, f32 vectors, as
+  llama.cpp writes them. stable-diffusion.cpp fixes 16 heads, 14-pixel patches merged 2x2,
+  112-pixel windows and full attention in blocks 7, 15, 23, 31, and reads the width, the MLP
+  width, the block count and the output width (= the text width) from the file: released
+  1280, 3420, 32, 3584; ``--vision-hidden`` (a multiple of 64) and ``--vision-ff`` default
+  to 128 and 160 here, and 8 blocks use both kinds of attention.
+
 Weights: the transformer and the text model use normal(0, 1/sqrt(fan_in)) for Linear
 weights, normal(0, 0.02) for biases and 1 + normal(0, 0.1) for norm scales; the token
 embedding is normal(0, 1). As in make_random_z_image.py the image is made to depend on the
@@ -58,12 +72,16 @@ embedding) and 0.13 G (autoencoder) values.
 
 Usage: make_random_qwen_image.py --out DIR [--seed N] [--dtype f32|f16|bf16]
 [--hidden 3072] [--layers 2] [--llm-hidden 3584] [--llm-layers 2] [--llm-ff 128]
-[--vae-dim 96] [--list]
+[--vae-dim 96] [--vision-layers 0] [--vision-hidden 128] [--vision-ff 160] [--list]
 """
 
+import os
 import sys
 
+import numpy as np
+
 import random_model_parts as rw
+from gguf_writer import write_gguf
 from random_model_parts import FREQ_DIM, HEAD_DIM, linear, norm  # HEAD_DIM: RoPE 16+56+56
 
 PATCH = 2
@@ -100,6 +118,51 @@ def dit_specs(hidden, n_layers, text_dim):
     return s
 
 
+VISION_PATCH = 14
+VISION_MERGE = 2
+
+
+def vision_specs(hidden, n_layers, ff, out_dim):
+    """Qwen2.5-VL's vision tower in llama.cpp's mmproj names."""
+    s = []
+    fan_in = 3 * VISION_PATCH * VISION_PATCH
+    for frame in ("v.patch_embd.weight", "v.patch_embd.weight.1"):
+        s.append((frame, (hidden, 3, VISION_PATCH, VISION_PATCH), 0.0, 1.0 / np.sqrt(2 * fan_in)))
+    for i in range(n_layers):
+        p = f"v.blk.{i}"
+        norm(s, f"{p}.ln1", hidden)
+        norm(s, f"{p}.ln2", hidden)
+        for proj in ("attn_q", "attn_k", "attn_v", "attn_out"):
+            linear(s, f"{p}.{proj}", hidden, hidden, bias=True)
+        linear(s, f"{p}.ffn_gate", ff, hidden, bias=True)
+        linear(s, f"{p}.ffn_up", ff, hidden, bias=True)
+        linear(s, f"{p}.ffn_down", hidden, ff, bias=True)
+    merged = hidden * VISION_MERGE * VISION_MERGE
+    norm(s, "v.post_ln", hidden)
+    linear(s, "mm.0", merged, merged, bias=True)
+    linear(s, "mm.2", out_dim, merged, bias=True)
+    return s
+
+
+def write_vision(a, specs):
+    """The tower as an mmproj GGUF: f16 matrices and kernels, f32 vectors."""
+    tensors = []
+    for name, shape, mean, std in sorted(specs, key=lambda t: t[0]):
+        x = rw.values(name, shape, mean, std, a.seed)
+        tensors.append((name, x, "f16" if len(shape) > 1 else "f32"))
+    os.makedirs(a.out, exist_ok=True)
+    path = os.path.join(a.out, "qwen2_5_vl_mmproj.gguf")
+    meta = {"general.architecture": "clip", "general.name": "random Qwen2.5-VL vision",
+            "clip.has_vision_encoder": True, "clip.projector_type": "qwen2.5vl_merger",
+            "clip.vision.embedding_length": a.vision_hidden,
+            "clip.vision.feed_forward_length": a.vision_ff,
+            "clip.vision.block_count": a.vision_layers,
+            "clip.vision.attention.head_count": 16,
+            "clip.vision.patch_size": VISION_PATCH}
+    n = write_gguf(path, meta, tensors)
+    print(f"wrote {path}: {len(tensors)} tensors, {n / 2**20:.1f} MiB")
+
+
 def main(argv=None):
     ap = rw.parser(__doc__, released="bf16/bf16/bf16", hidden=3072,
                    hidden_help="transformer width, multiple of 128 (fixed 3072 in "
@@ -112,6 +175,13 @@ def main(argv=None):
     ap.add_argument("--llm-ff", type=int, default=128, help="text model MLP width (released 18944)")
     ap.add_argument("--vae-dim", type=int, default=96,
                     help="autoencoder base width, even (fixed 96 in stable-diffusion.cpp)")
+    ap.add_argument("--vision-layers", type=int, default=0,
+                    help="also write the vision tower (qwen2_5_vl_mmproj.gguf) with this many "
+                         "blocks (released 32; 0: none)")
+    ap.add_argument("--vision-hidden", type=int, default=128,
+                    help="vision tower width, a multiple of 64 (released 1280)")
+    ap.add_argument("--vision-ff", type=int, default=160,
+                    help="vision tower MLP width (released 3420)")
     a = rw.parse_args(ap, argv)
     rw.check_hidden(ap, a.hidden)
     if min(a.layers, a.llm_hidden, a.llm_layers, a.llm_ff, a.vae_dim) <= 0:
@@ -123,7 +193,18 @@ def main(argv=None):
         "qwen2_5_vl": (rw.qwen25vl_specs(a.llm_hidden, a.llm_layers, a.llm_ff), "bf16"),
         "qwen_image_vae": (rw.wan_vae_specs(a.vae_dim, LATENT_CHANNELS), "bf16"),
     }
-    return rw.write_parts(a, parts, "make_random_qwen_image.py")
+    if a.vision_layers < 0 or a.vision_hidden <= 0 or a.vision_hidden % 64 or a.vision_ff <= 0:
+        ap.error("--vision-hidden must be a positive multiple of 64 (16 heads with 2-D "
+                 "rotary positions), the other vision sizes positive")
+    status = rw.write_parts(a, parts, "make_random_qwen_image.py")
+    if a.vision_layers > 0:
+        specs = vision_specs(a.vision_hidden, a.vision_layers, a.vision_ff, a.llm_hidden)
+        if a.list:
+            for t in sorted(specs, key=lambda t: t[0]):
+                print(f"qwen2_5_vl_mmproj: {t[0]} {list(t[1])}")
+        else:
+            write_vision(a, specs)
+    return status
 
 
 if __name__ == "__main__":

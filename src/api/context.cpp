@@ -44,7 +44,6 @@ void refuse_unsupported(const sd_ctx_params_t& p) {
     const char* flag;
   };
   const Field unsupported[] = {
-      {p.llm_vision_path, "--llm_vision"},
       {p.uncond_diffusion_model_path, "--uncond-diffusion-model"},
       {p.embeddings_connectors_path, "--embeddings-connectors"},
       {p.audio_vae_path, "--audio-vae"},
@@ -74,6 +73,7 @@ sd::pipeline::ModelOptions model_options(const sd_ctx_params_t& p) {
   if (given(p.clip_g_path)) o.clip_g = p.clip_g_path;
   if (given(p.t5xxl_path)) o.t5xxl = p.t5xxl_path;
   if (given(p.llm_path)) o.llm = p.llm_path;
+  if (given(p.llm_vision_path)) o.llm_vision = p.llm_vision_path;
   if (given(p.clip_vision_path)) o.clip_vision = p.clip_vision_path;
   if (given(p.model_args)) o.model_args = p.model_args;
   if (const char* vocab = std::getenv("SD_CLIP_VOCAB")) o.clip_vocab = vocab;

@@ -14,4 +14,9 @@ namespace sd::io {
 // to lm_head.weight, which no text encoder reads.
 std::optional<std::string> llm_name_from_llama_cpp(std::string_view name);
 
+// The name below the vision tower's root (models/qwen_vl_vision.h) of a name of llama.cpp's
+// Qwen2.5-VL mmproj file ("v.blk.N.attn_q.weight", "v.patch_embd.weight.1", "mm.0.bias",
+// ...); nullopt when `name` is not one.
+std::optional<std::string> llm_vision_name_from_llama_cpp(std::string_view name);
+
 }  // namespace sd::io

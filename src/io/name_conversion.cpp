@@ -363,9 +363,19 @@ NameMapping convert_checkpoint_name(std::string_view name, std::string_view pref
     return {std::string(kT5Root) += rest, Transform::None, true};
   }
   // An LLM under "text_encoders.llm.": a transformers state dict (model.*, or a bare
-  // decoder's layers.* / embed_tokens / norm) or llama.cpp's names, all onto model.*.
+  // decoder's layers.* / embed_tokens / norm) or llama.cpp's names, all onto model.*; its
+  // vision tower (visual.*, or an mmproj file's v.* / mm.* names) onto kLlmVisionRoot.
   if (full.starts_with(kLlmRoot)) {
     std::string_view rest = std::string_view(full).substr(kLlmRoot.size());
+    if (rest.starts_with("model.visual.")) rest.remove_prefix(6);  // newer transformers
+    if (rest.starts_with("visual.")) {
+      rest.remove_prefix(7);
+      if (rest.starts_with("visual.")) rest.remove_prefix(7);  // a tower saved with its root
+      std::string name = std::string(kLlmVisionRoot) +
+                         llm_vision_name_from_llama_cpp(rest).value_or(std::string(rest));
+      const bool fused = name.ends_with(".attn.qkv.weight") || name.ends_with(".attn.qkv.bias");
+      return {std::move(name), fused ? Transform::SplitQkv : Transform::None, true};
+    }
     if (auto hf = llm_name_from_llama_cpp(rest))
       return {std::string(kLlmRoot) + *hf, Transform::None, true};
     if (rest.starts_with("layers.") || rest.starts_with("embed_tokens.") ||
@@ -430,6 +440,8 @@ std::string_view file_prefix(FileRole role, bool unet_family) {
       return kT5xxlRoot;
     case FileRole::Llm:
       return kLlmRoot;
+    case FileRole::LlmVision:
+      return kLlmVisionRoot;
     case FileRole::ClipVision:
       return kClipVisionRoot;
   }
@@ -481,6 +493,15 @@ std::vector<std::string> unmapped_names(const std::vector<std::string>& names, S
 }
 
 std::optional<std::array<std::string, 3>> qkv_split_names(std::string_view canonical) {
+  // Qwen2.5-VL's vision blocks: attn.qkv -> attn.{q,k,v}_proj.
+  for (std::string_view kind : {std::string_view("weight"), std::string_view("bias")}) {
+    const std::string fused = ".attn.qkv." + std::string(kind);
+    if (!canonical.starts_with(kLlmVisionRoot) || !canonical.ends_with(fused)) continue;
+    const std::string base(canonical.substr(0, canonical.size() - fused.size()));
+    return std::array<std::string, 3>{base + ".attn.q_proj." + std::string(kind),
+                                      base + ".attn.k_proj." + std::string(kind),
+                                      base + ".attn.v_proj." + std::string(kind)};
+  }
   for (std::string_view kind : {std::string_view("weight"), std::string_view("bias")}) {
     std::string fused = "self_attn.in_proj." + std::string(kind);
     if (!canonical.ends_with(fused)) continue;

@@ -56,6 +56,9 @@ inline constexpr std::string_view kT5Root = "text_encoders.t5xxl.transformer.";
 // Where an LLM text encoder's (--llm) Hugging Face names sit ("model.layers.N..."), as
 // sd.cpp has them; llama.cpp's GGUF names (blk.N.attn_q, token_embd, ...) are mapped there.
 inline constexpr std::string_view kLlmRoot = "text_encoders.llm.";
+// Qwen2.5-VL's vision tower (--llm_vision, or visual.* in the --llm file), llama.cpp's
+// spelling of its blocks (io/llm_gguf_names.h maps mmproj names there).
+inline constexpr std::string_view kLlmVisionRoot = "text_encoders.llm.visual.";
 // CLIP vision (--clip_vision: Wan's image-to-video image encoder), Hugging Face names
 // (vision_model.*, visual_projection.weight) below it.
 inline constexpr std::string_view kClipVisionRoot = "clip_vision.";
@@ -75,6 +78,7 @@ enum class FileRole {
   ClipG,
   T5xxl,
   Llm,
+  LlmVision,
   ClipVision
 };
 // `unet_family`: SD1.x/SD2.x/SDXL (encoders under cond_stage_model.) rather than a DiT.

@@ -49,33 +49,38 @@ ClipVisionConfig clip_vision_config_from_shapes(std::string_view scope,
   return c;
 }
 
-std::vector<float> clip_vision_pixels(const std::vector<float>& image, int64_t width,
-                                      int64_t height, const ClipVisionConfig& c) {
+std::vector<float> clip_normalized_pixels(const std::vector<float>& image, int64_t width,
+                                          int64_t height, int64_t out_w, int64_t out_h) {
   SD_CHECK(width > 0 && height > 0 && image.size() == static_cast<size_t>(width * height * 3),
            "[clip vision] an RGB image of %zu values is not %lldx%lld", image.size(),
            static_cast<long long>(width), static_cast<long long>(height));
-  const int64_t size = c.image_size;
-  // Scaled so that the shorter side becomes `size` (nearest), then the centre.
-  const float scale = std::max(static_cast<float>(size) / static_cast<float>(width),
-                               static_cast<float>(size) / static_cast<float>(height));
+  SD_CHECK(out_w > 0 && out_h > 0, "[clip vision] no pixels asked for");
+  // Scaled so that both sides cover the output (nearest), then the centre.
+  const float scale = std::max(static_cast<float>(out_w) / static_cast<float>(width),
+                               static_cast<float>(out_h) / static_cast<float>(height));
   const int64_t sw = static_cast<int64_t>(scale * static_cast<float>(width));
   const int64_t sh = static_cast<int64_t>(scale * static_cast<float>(height));
-  const int64_t x0 = std::max<int64_t>((sw - size) / 2, 0);
-  const int64_t y0 = std::max<int64_t>((sh - size) / 2, 0);
+  const int64_t x0 = std::max<int64_t>((sw - out_w) / 2, 0);
+  const int64_t y0 = std::max<int64_t>((sh - out_h) / 2, 0);
   static constexpr float kMean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
   static constexpr float kStd[3] = {0.26862954f, 0.26130258f, 0.27577711f};
-  std::vector<float> out(static_cast<size_t>(size * size * 3));
+  std::vector<float> out(static_cast<size_t>(out_w * out_h * 3));
   for (int64_t ch = 0; ch < 3; ++ch)
-    for (int64_t y = 0; y < size; ++y)
-      for (int64_t x = 0; x < size; ++x) {
+    for (int64_t y = 0; y < out_h; ++y)
+      for (int64_t x = 0; x < out_w; ++x) {
         // Nearest in the scaled image, as sd.cpp's interpolate indexes it.
         const int64_t sx = std::min((x + x0) * width / sw, width - 1);
         const int64_t sy = std::min((y + y0) * height / sh, height - 1);
         const float v =
             std::clamp(image[static_cast<size_t>((ch * height + sy) * width + sx)], 0.0f, 1.0f);
-        out[static_cast<size_t>((ch * size + y) * size + x)] = (v - kMean[ch]) / kStd[ch];
+        out[static_cast<size_t>((ch * out_h + y) * out_w + x)] = (v - kMean[ch]) / kStd[ch];
       }
   return out;
+}
+
+std::vector<float> clip_vision_pixels(const std::vector<float>& image, int64_t width,
+                                      int64_t height, const ClipVisionConfig& c) {
+  return clip_normalized_pixels(image, width, height, c.image_size, c.image_size);
 }
 
 Tensor* clip_vision_hidden(const nn::Scope& scope, const ClipVisionConfig& c, Tensor* pixels,

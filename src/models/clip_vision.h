@@ -48,9 +48,13 @@ using ClipVisionShapeOf =
 ClipVisionConfig clip_vision_config_from_shapes(std::string_view scope,
                                                 const ClipVisionShapeOf& shape_of);
 
-// An RGB image [width, height, 3] in [0, 1] as the tower's input [size, size, 3]: scaled
-// (nearest) until it covers size x size, the centre cut out, normalized by CLIP's mean and
-// deviation.
+// An RGB image [width, height, 3] in [0, 1] as a vision tower's input [out_w, out_h, 3]:
+// scaled (nearest) until it covers out_w x out_h, the centre cut out, clamped to [0, 1] and
+// normalized by CLIP's mean and deviation (sd.cpp's clip_preprocess).
+std::vector<float> clip_normalized_pixels(const std::vector<float>& image, int64_t width,
+                                          int64_t height, int64_t out_w, int64_t out_h);
+
+// clip_normalized_pixels at the tower's input size [size, size, 3].
 std::vector<float> clip_vision_pixels(const std::vector<float>& image, int64_t width,
                                       int64_t height, const ClipVisionConfig& config);
 

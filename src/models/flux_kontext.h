@@ -31,7 +31,10 @@ struct FluxRefGrid {
 // the earlier references' extents in latent pixels (stable-diffusion.cpp's placement). A
 // reference goes right of the earlier ones when that keeps the layout wider than tall,
 // else below them. `index_step`: Increase's indices are step, 2 step, ... (FLUX.2: 10).
+// `centred`: with Increase or Decrease, each reference's rows and columns count from minus
+// half its patches, as the generated image's do in Qwen-Image.
 std::vector<FluxPosition> flux_ref_positions(const std::vector<FluxRefGrid>& refs, int patch,
-                                             RefIndexMode mode, int index_step = 1);
+                                             RefIndexMode mode, int index_step = 1,
+                                             bool centred = false);
 
 }  // namespace sd::models

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "nn/dit_blocks.h"
 #include "nn/layers.h"
 #include "tensor/error.h"
 #include "tensor/ops/attention.h"
@@ -120,19 +121,6 @@ std::vector<float> llm_causal_mask(int64_t len, int64_t valid) {
 
 namespace {
 
-// RoPE on x [D, H, L] with the halves of each head rotated against each other (channel j
-// with j + D/2), tables [D/2, L].
-Tensor* rope_halves(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {
-  const int64_t d = x->ne[0], len = x->ne[2];
-  Tensor* x0 = slice(ctx, x, 0, 0, d / 2);
-  Tensor* x1 = slice(ctx, x, 0, d / 2, d);
-  Tensor* c = reshape(ctx, cos_t, {d / 2, 1, len});
-  Tensor* s = reshape(ctx, sin_t, {d / 2, 1, len});
-  Tensor* o0 = sub(ctx, mul(ctx, x0, c), mul(ctx, x1, s));
-  Tensor* o1 = add(ctx, mul(ctx, x0, s), mul(ctx, x1, c));
-  return concat(ctx, o0, o1, 0);
-}
-
 // RoPE on x [D, H, L] with neighbouring channels (2j, 2j + 1) paired.
 Tensor* rope_pairs(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {
   const int64_t d = x->ne[0], heads = x->ne[1], len = x->ne[2];
@@ -144,10 +132,6 @@ Tensor* rope_pairs(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {
   Tensor* o0 = sub(ctx, mul(ctx, x0, c), mul(ctx, x1, s));
   Tensor* o1 = add(ctx, mul(ctx, x0, s), mul(ctx, x1, c));
   return reshape(ctx, concat(ctx, o0, o1, 0), {d, heads, len});
-}
-
-Tensor* rms(const nn::Scope& s, Tensor* x, int64_t dim, float eps) {
-  return rms_norm(s.ctx(), x, eps, s.param("weight", {dim}));
 }
 
 // Grouped-query self-attention of x [hidden, L]: [hidden, L].
@@ -163,12 +147,12 @@ Tensor* self_attention(const nn::Scope& attn, const LlmConfig& c, Tensor* x, Ten
   Tensor* k = project("k_proj", c.kv_heads);
   Tensor* v = project("v_proj", c.kv_heads);
   if (c.qk_norm) {  // over each head's channels, before the rotation
-    q = rms(attn["q_norm"], q, hd, c.eps);
-    k = rms(attn["k_norm"], k, hd, c.eps);
+    q = nn::rms_norm(attn["q_norm"], q, hd, c.eps);
+    k = nn::rms_norm(attn["k_norm"], k, hd, c.eps);
   }
   const bool halves = c.rope_layout == RopeLayout::Halves;
-  q = halves ? rope_halves(ctx, q, cos_t, sin_t) : rope_pairs(ctx, q, cos_t, sin_t);
-  k = halves ? rope_halves(ctx, k, cos_t, sin_t) : rope_pairs(ctx, k, cos_t, sin_t);
+  q = halves ? nn::apply_rope_halves(ctx, q, cos_t, sin_t) : rope_pairs(ctx, q, cos_t, sin_t);
+  k = halves ? nn::apply_rope_halves(ctx, k, cos_t, sin_t) : rope_pairs(ctx, k, cos_t, sin_t);
 
   // Query head h reads key/value head h / group: repeat each kv head `group` times in place.
   const int64_t group = c.heads / c.kv_heads;
@@ -197,7 +181,8 @@ Tensor* mlp(const nn::Scope& m, const LlmConfig& c, Tensor* x) {
 
 std::vector<Tensor*> llm_forward(const nn::Scope& llm, const LlmConfig& c, Tensor* token_ids,
                                  Tensor* rope_cos, Tensor* rope_sin, Tensor* mask,
-                                 const std::vector<int>& hidden_layers) {
+                                 const std::vector<int>& hidden_layers,
+                                 const std::vector<LlmInsertedRows>& inserted) {
   Context& ctx = llm.ctx();
   SD_CHECK(token_ids->type == DType::I32, "[llm] token ids must be i32");
   SD_CHECK(!hidden_layers.empty(), "[llm] no hidden layer asked for");
@@ -210,18 +195,37 @@ std::vector<Tensor*> llm_forward(const nn::Scope& llm, const LlmConfig& c, Tenso
   std::vector<Tensor*> states(static_cast<size_t>(deepest) + 1);
   Tensor* x = get_rows(ctx, model["embed_tokens"].param("weight", {c.hidden, c.vocab_size}),
                        token_ids);  // [hidden, L]
+  if (!inserted.empty()) {
+    // The sequence rebuilt from the embeddings between the inserted runs and the runs.
+    const int64_t len = x->ne[1];
+    Tensor* joined = nullptr;
+    auto append = [&](Tensor* part) { joined = joined ? concat(ctx, joined, part, 1) : part; };
+    int64_t next = 0;
+    for (const LlmInsertedRows& run : inserted) {
+      const int64_t n = run.rows->ne[1];
+      SD_CHECK(run.rows->ne[0] == c.hidden && run.at >= next && run.at + n <= len,
+               "[llm] %s rows inserted at %lld do not fit a %lld-token sequence of width %lld",
+               run.rows->shape_string().c_str(), static_cast<long long>(run.at),
+               static_cast<long long>(len), static_cast<long long>(c.hidden));
+      if (run.at > next) append(slice(ctx, x, 1, next, run.at));
+      append(run.rows);
+      next = run.at + n;
+    }
+    if (next < len) append(slice(ctx, x, 1, next, len));
+    x = cont(ctx, joined);
+  }
   states[0] = x;
   for (int i = 0; i < deepest; ++i) {
     const nn::Scope layer = model["layers"][i];
-    Tensor* h = rms(layer["input_layernorm"], x, c.hidden, c.eps);
+    Tensor* h = nn::rms_norm(layer["input_layernorm"], x, c.hidden, c.eps);
     h = self_attention(layer["self_attn"], c, h, rope_cos, rope_sin, mask);
     x = add(ctx, x, h);
-    h = rms(layer["post_attention_layernorm"], x, c.hidden, c.eps);
+    h = nn::rms_norm(layer["post_attention_layernorm"], x, c.hidden, c.eps);
     x = set_name(add(ctx, x, mlp(layer["mlp"], c, h)), layer.prefix() + "out");
     states[static_cast<size_t>(i) + 1] = x;
   }
   // The last block's state is returned after the final norm, as transformers does.
-  if (deepest == c.layers) states.back() = rms(model["norm"], x, c.hidden, c.eps);
+  if (deepest == c.layers) states.back() = nn::rms_norm(model["norm"], x, c.hidden, c.eps);
 
   std::vector<Tensor*> out;
   for (int i : hidden_layers) out.push_back(states[static_cast<size_t>(i)]);

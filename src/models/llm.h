@@ -81,15 +81,24 @@ LlmRope llm_rope(const LlmConfig& config, int64_t len);
 // Queries past `valid` (padding) still see the valid keys, so no row is empty.
 std::vector<float> llm_causal_mask(int64_t len, int64_t valid);
 
+// Embeddings that take the place of some of the sequence's token embeddings: an image's
+// tokens from a vision tower, f32 [hidden, n], at positions at .. at + n - 1.
+struct LlmInsertedRows {
+  int64_t at = 0;
+  Tensor* rows = nullptr;
+};
+
 // Builds the decoder graph up to the deepest layer asked for.
 //   token_ids: i32 [L] (one sequence); rope_cos, rope_sin: llm_rope's tables as f32
 //   [head_dim / 2, L]; mask: f32 [L, L] as llm_causal_mask gives.
 //   hidden_layers: the hidden states to return, each the output of that many blocks
 //   (Hugging Face's hidden_states[i]: 0 the embeddings, `layers` the final-normed output
 //   of the last block). Blocks past the largest are not built.
+//   inserted: rows replacing token embeddings, in increasing positions, not overlapping.
 // Returns one f32 [hidden, L] per asked index, in the order asked.
 std::vector<Tensor*> llm_forward(const nn::Scope& llm, const LlmConfig& config, Tensor* token_ids,
                                  Tensor* rope_cos, Tensor* rope_sin, Tensor* mask,
-                                 const std::vector<int>& hidden_layers);
+                                 const std::vector<int>& hidden_layers,
+                                 const std::vector<LlmInsertedRows>& inserted = {});
 
 }  // namespace sd::models

@@ -53,9 +53,10 @@ QwenImageConfig qwen_image_config_from_shapes(QwenImageConfig c, std::string_vie
 }
 
 QwenImageRope qwen_image_rope(const QwenImageConfig& c, int64_t text_tokens, int64_t patches_h,
-                              int64_t patches_w) {
+                              int64_t patches_w, const std::vector<FluxPosition>& refs) {
   const int64_t half = c.head_dim / 2;
-  const int64_t tokens = text_tokens + patches_h * patches_w;
+  const int64_t image_end = text_tokens + patches_h * patches_w;
+  const int64_t tokens = image_end + static_cast<int64_t>(refs.size());
   const int64_t start = std::max(patches_h, patches_w) / 2;
   QwenImageRope r;
   r.cos.resize(static_cast<size_t>(half * tokens));
@@ -64,6 +65,11 @@ QwenImageRope qwen_image_rope(const QwenImageConfig& c, int64_t text_tokens, int
     float pos[3];
     if (t < text_tokens) {
       pos[0] = pos[1] = pos[2] = static_cast<float>(start + t);
+    } else if (t >= image_end) {
+      const FluxPosition& ref = refs[static_cast<size_t>(t - image_end)];
+      pos[0] = ref.index;
+      pos[1] = ref.row;
+      pos[2] = ref.col;
     } else {
       const int64_t patch = t - text_tokens;
       pos[0] = 0.0f;
@@ -91,6 +97,34 @@ Tensor* gated(Context& ctx, Tensor* x, Tensor* y, Tensor* gate) {
   return add(ctx, x, mul(ctx, y, gate));
 }
 
+// The image stream's modulation: the step's for the generated image's first `generated`
+// tokens; the reference tokens after them get timestep 0's where zero_cond_t asks (else
+// the step's too, and `ref` is empty).
+struct ImageModulation {
+  std::vector<Tensor*> gen, ref;
+  int64_t generated = 0;
+
+  // f(x, chunks) over the tokens, each part with its own chunks.
+  template <typename F>
+  Tensor* per_part(Context& ctx, Tensor* x, F f) const {
+    if (ref.empty() || x->ne[1] == generated) return f(x, gen);
+    Tensor* a = cont(ctx, slice(ctx, x, 1, 0, generated));
+    Tensor* b = cont(ctx, slice(ctx, x, 1, generated, x->ne[1]));
+    return concat(ctx, f(a, gen), f(b, ref), 1);
+  }
+  Tensor* modulated(Context& ctx, Tensor* x, int shift, int scale) const {
+    return per_part(ctx, x, [&](Tensor* part, const std::vector<Tensor*>& m) {
+      return nn::norm_and_modulate(ctx, part, m[static_cast<size_t>(shift)],
+                                   m[static_cast<size_t>(scale)]);
+    });
+  }
+  Tensor* gated(Context& ctx, Tensor* x, Tensor* y, int gate) const {
+    return add(ctx, x, per_part(ctx, y, [&](Tensor* part, const std::vector<Tensor*>& m) {
+                 return mul(ctx, part, m[static_cast<size_t>(gate)]);
+               }));
+  }
+};
+
 Tensor* feed_forward(const nn::Scope& mlp, const QwenImageConfig& c, Tensor* x) {
   Context& ctx = mlp.ctx();
   Tensor* h = nn::linear(mlp["net"]["0"]["proj"], x, c.hidden, c.mlp_hidden);
@@ -98,13 +132,16 @@ Tensor* feed_forward(const nn::Scope& mlp, const QwenImageConfig& c, Tensor* x) 
 }
 
 // One double-stream block; the last one's text stream is not updated (nothing reads it).
-void block(const nn::Scope& b, const QwenImageConfig& c, Tensor*& img, Tensor*& txt, Tensor* t_emb,
-           Tensor* cos_t, Tensor* sin_t, bool last) {
+void block(const nn::Scope& b, const QwenImageConfig& c, Tensor*& img, int64_t generated,
+           Tensor*& txt, Tensor* t_emb, Tensor* t_emb0, Tensor* cos_t, Tensor* sin_t, bool last) {
   Context& ctx = b.ctx();
-  const std::vector<Tensor*> im = nn::modulation_chunks(b["img_mod"]["1"], t_emb, c.hidden, 6);
+  ImageModulation im;
+  im.gen = nn::modulation_chunks(b["img_mod"]["1"], t_emb, c.hidden, 6);
+  if (t_emb0) im.ref = nn::modulation_chunks(b["img_mod"]["1"], t_emb0, c.hidden, 6);
+  im.generated = generated;
   const std::vector<Tensor*> tm = nn::modulation_chunks(b["txt_mod"]["1"], t_emb, c.hidden, 6);
   const nn::Scope attn = b["attn"];
-  Tensor* a_img = nn::norm_and_modulate(ctx, img, im[0], im[1]);
+  Tensor* a_img = im.modulated(ctx, img, 0, 1);
   Tensor* a_txt = nn::norm_and_modulate(ctx, txt, tm[0], tm[1]);
   const nn::Scope nq = attn["norm_q"], nk = attn["norm_k"];
   const nn::Scope naq = attn["norm_added_q"], nak = attn["norm_added_k"];
@@ -123,9 +160,8 @@ void block(const nn::Scope& b, const QwenImageConfig& c, Tensor*& img, Tensor*& 
   const int64_t lt = txt->ne[1], li = img->ne[1];
   o = reshape(ctx, o, {c.hidden, lt + li});
   Tensor* img_attn = cont(ctx, slice(ctx, o, 1, lt, lt + li));
-  img = gated(ctx, img, nn::linear(attn["to_out"]["0"], img_attn, c.hidden, c.hidden), im[2]);
-  img = gated(ctx, img,
-              feed_forward(b["img_mlp"], c, nn::norm_and_modulate(ctx, img, im[3], im[4])), im[5]);
+  img = im.gated(ctx, img, nn::linear(attn["to_out"]["0"], img_attn, c.hidden, c.hidden), 2);
+  img = im.gated(ctx, img, feed_forward(b["img_mlp"], c, im.modulated(ctx, img, 3, 4)), 5);
   img = set_name(img, b.prefix() + "img_out");
   if (last) return;
   Tensor* txt_attn = cont(ctx, slice(ctx, o, 1, 0, lt));
@@ -137,8 +173,9 @@ void block(const nn::Scope& b, const QwenImageConfig& c, Tensor*& img, Tensor*& 
 
 }  // namespace
 
-Tensor* qwen_image_forward(const nn::Scope& dit, const QwenImageConfig& c, Tensor* img, Tensor* txt,
-                           Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin) {
+Tensor* qwen_image_forward(const nn::Scope& dit, const QwenImageConfig& c, Tensor* img,
+                           int64_t generated, Tensor* txt, Tensor* timestep, Tensor* rope_cos,
+                           Tensor* rope_sin) {
   Context& ctx = dit.ctx();
   SD_CHECK(img->ne[0] == c.in_channels && txt->ne[0] == c.text_dim,
            "[qwen-image] image tokens of %lld and text tokens of %lld values; the transformer "
@@ -146,6 +183,9 @@ Tensor* qwen_image_forward(const nn::Scope& dit, const QwenImageConfig& c, Tenso
            static_cast<long long>(img->ne[0]), static_cast<long long>(txt->ne[0]),
            static_cast<long long>(c.in_channels), static_cast<long long>(c.text_dim));
   SD_CHECK(c.layers > 0, "[qwen-image] the transformer has no blocks");
+  SD_CHECK(generated > 0 && generated <= img->ne[1],
+           "[qwen-image] %lld generated tokens of %lld image tokens",
+           static_cast<long long>(generated), static_cast<long long>(img->ne[1]));
   SD_CHECK(rope_cos->ne[0] == c.head_dim / 2 && rope_cos->ne[1] == img->ne[1] + txt->ne[1],
            "[qwen-image] rotary tables of %s for %lld tokens", rope_cos->shape_string().c_str(),
            static_cast<long long>(img->ne[1] + txt->ne[1]));
@@ -153,16 +193,22 @@ Tensor* qwen_image_forward(const nn::Scope& dit, const QwenImageConfig& c, Tenso
   // 1. The timestep's sinusoids (of 1000 sigma) through an MLP; the patches and the normed
   //    text projected to the width.
   const nn::Scope te = dit["time_text_embed"]["timestep_embedder"];
-  Tensor* t_emb = nn::linear(te["linear_1"], timestep_embedding(ctx, timestep, 256), 256, c.hidden);
-  t_emb = nn::linear(te["linear_2"], silu(ctx, t_emb), c.hidden, c.hidden);
+  auto embed_time = [&](Tensor* t) {
+    Tensor* e = nn::linear(te["linear_1"], timestep_embedding(ctx, t, 256), 256, c.hidden);
+    return nn::linear(te["linear_2"], silu(ctx, e), c.hidden, c.hidden);
+  };
+  Tensor* t_emb = embed_time(timestep);
+  const bool references = generated < img->ne[1];
+  Tensor* t_emb0 = c.zero_cond_t && references ? embed_time(scale(ctx, timestep, 0.0f)) : nullptr;
   Tensor* x = nn::linear(dit["img_in"], img, c.in_channels, c.hidden);
   Tensor* context = rms_norm(ctx, txt, 1e-6f, dit["txt_norm"].param("weight", {c.text_dim}));
   context = nn::linear(dit["txt_in"], context, c.text_dim, c.hidden);
 
   // 2. The double-stream blocks.
   for (int i = 0; i < c.layers; ++i)
-    block(dit["transformer_blocks"][i], c, x, context, t_emb, rope_cos, rope_sin,
+    block(dit["transformer_blocks"][i], c, x, generated, context, t_emb, t_emb0, rope_cos, rope_sin,
           i + 1 == c.layers);
+  if (references) x = cont(ctx, slice(ctx, x, 1, 0, generated));  // the generated image's
 
   // 3. The head: AdaLayerNormContinuous (scale first, then shift) and the projection.
   Tensor* e = nn::linear(dit["norm_out"]["linear"], silu(ctx, t_emb), c.hidden, 2 * c.hidden);

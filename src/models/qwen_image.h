@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "models/flux.h"
 #include "nn/weights.h"
 
 namespace sd::models {
@@ -38,6 +39,10 @@ struct QwenImageConfig {
   int layers = 60;
   std::vector<int> axes_dim = {16, 56, 56};
   float theta = 10000.0f;
+  // Qwen-Image-Edit-2511: reference tokens are modulated by the embedding of timestep 0,
+  // the generated image's by the step's (the file's __index_timestep_zero__ marker, or
+  // --model-args qwen_image_zero_cond_t=true).
+  bool zero_cond_t = false;
 };
 
 using QwenImageShapeOf =
@@ -54,14 +59,18 @@ QwenImageConfig qwen_image_config_from_shapes(QwenImageConfig preset, std::strin
 struct QwenImageRope {
   std::vector<float> cos, sin;
 };
+// `refs`: the positions of reference tokens after the image's (flux_ref_positions).
 QwenImageRope qwen_image_rope(const QwenImageConfig& config, int64_t text_tokens, int64_t patches_h,
-                              int64_t patches_w);
+                              int64_t patches_w, const std::vector<FluxPosition>& refs = {});
 
 // Builds the transformer graph for one sample.
-//   img: f32 [in_channels, image tokens] (flux_patchify's order); txt: f32 [text_dim, text
-//   tokens]; timestep: f32 [1], 1000 sigma; rope_cos, rope_sin: qwen_image_rope's tables.
-// Returns f32 [out_channels, image tokens]: the flow (velocity) prediction.
+//   img: f32 [in_channels, image tokens] (flux_patchify's order), the generated image's
+//   first `generated` tokens, then any reference images' (Qwen-Image-Edit); txt: f32
+//   [text_dim, text tokens]; timestep: f32 [1], 1000 sigma; rope_cos, rope_sin:
+//   qwen_image_rope's tables.
+// Returns f32 [out_channels, generated]: the flow (velocity) prediction.
 Tensor* qwen_image_forward(const nn::Scope& dit, const QwenImageConfig& config, Tensor* img,
-                           Tensor* txt, Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin);
+                           int64_t generated, Tensor* txt, Tensor* timestep, Tensor* rope_cos,
+                           Tensor* rope_sin);
 
 }  // namespace sd::models

@@ -132,18 +132,14 @@ Tensor* as_tokens(Context& ctx, Tensor* x) {
   return reshape(ctx, x, {x->ne[0], x->ne[1] * x->ne[2]});
 }
 
-Tensor* rms(const nn::Scope& s, Tensor* x, int64_t dim, float eps) {
-  return rms_norm(s.ctx(), x, eps, s.param("weight", {dim}));
-}
-
 // Self-attention over the patches with rotary positions: [dim, L].
 Tensor* self_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tensor* cos_t,
                        Tensor* sin_t) {
   Context& ctx = a.ctx();
   const int64_t len = x->ne[1], hd = c.head_dim;
   auto heads = [&](Tensor* t) { return reshape(ctx, t, {hd, c.heads(), len, 1}); };
-  Tensor* q = rms(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
-  Tensor* k = rms(a["norm_k"], nn::linear(a["k"], x, c.dim, c.dim), c.dim, c.eps);
+  Tensor* q = nn::rms_norm(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
+  Tensor* k = nn::rms_norm(a["norm_k"], nn::linear(a["k"], x, c.dim, c.dim), c.dim, c.eps);
   Tensor* v = nn::linear(a["v"], x, c.dim, c.dim);
   Tensor* o = nn::rope_attention(ctx, heads(q), heads(k), heads(v), cos_t, sin_t, nullptr,
                                  a.attention_precision(a["q"].param("weight", {c.dim, c.dim})));
@@ -157,12 +153,13 @@ Tensor* cross_attention(const nn::Scope& a, const WanConfig& c, Tensor* x, Tenso
   Context& ctx = a.ctx();
   const AttentionPrecision precision =
       a.attention_precision(a["q"].param("weight", {c.dim, c.dim}));
-  Tensor* q = rms(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
-  Tensor* k = rms(a["norm_k"], nn::linear(a["k"], text, c.dim, c.dim), c.dim, c.eps);
+  Tensor* q = nn::rms_norm(a["norm_q"], nn::linear(a["q"], x, c.dim, c.dim), c.dim, c.eps);
+  Tensor* k = nn::rms_norm(a["norm_k"], nn::linear(a["k"], text, c.dim, c.dim), c.dim, c.eps);
   Tensor* v = nn::linear(a["v"], text, c.dim, c.dim);
   Tensor* o = nn::multi_head_attention(ctx, q, k, v, c.heads(), nullptr, precision);
   if (image) {
-    Tensor* k_img = rms(a["norm_k_img"], nn::linear(a["k_img"], image, c.dim, c.dim), c.dim, c.eps);
+    Tensor* k_img =
+        nn::rms_norm(a["norm_k_img"], nn::linear(a["k_img"], image, c.dim, c.dim), c.dim, c.eps);
     Tensor* v_img = nn::linear(a["v_img"], image, c.dim, c.dim);
     o = add(ctx, nn::multi_head_attention(ctx, q, k_img, v_img, c.heads(), nullptr, precision), o);
   }

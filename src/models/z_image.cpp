@@ -91,10 +91,6 @@ ZImageRope z_image_rope(const ZImageConfig& c, int64_t caption_tokens, int64_t p
 
 namespace {
 
-Tensor* rms(const nn::Scope& s, Tensor* x, int64_t dim, float eps) {
-  return rms_norm(s.ctx(), x, eps, s.param("weight", {dim}));
-}
-
 // x [hidden, L] followed by copies of the stream's pad token up to `padded` tokens.
 Tensor* pad_tokens(const nn::Scope& dit, const char* pad_name, Tensor* x, int64_t hidden,
                    int64_t padded) {
@@ -117,8 +113,8 @@ Tensor* attention_block(const nn::Scope& attn, const ZImageConfig& c, Tensor* x,
   Tensor* q = slice(ctx, qkv, 1, 0, c.heads);
   Tensor* k = slice(ctx, qkv, 1, c.heads, 2 * c.heads);
   Tensor* v = slice(ctx, qkv, 1, 2 * c.heads, 3 * c.heads);
-  q = rms(attn["q_norm"], cont(ctx, q), hd, 1e-6f);
-  k = rms(attn["k_norm"], cont(ctx, k), hd, 1e-6f);
+  q = nn::rms_norm(attn["q_norm"], cont(ctx, q), hd, 1e-6f);
+  k = nn::rms_norm(attn["k_norm"], cont(ctx, k), hd, 1e-6f);
   Tensor* out = nn::rope_attention(
       ctx, q, k, v, cos_t, sin_t, nullptr,
       attn.attention_precision(attn["qkv"].param("weight", {c.hidden, 3 * c.hidden})));
@@ -148,17 +144,17 @@ Tensor* block(const nn::Scope& b, const ZImageConfig& c, Tensor* x, Tensor* t_em
     scale_mlp = scale(ctx, cont(ctx, chunk(2)), 1.0f, 1.0f);
     gate_mlp = unary(ctx, cont(ctx, chunk(3)), UnaryOp::Tanh);
   }
-  Tensor* h = rms(b["attention_norm1"], x, c.hidden, c.eps);
+  Tensor* h = nn::rms_norm(b["attention_norm1"], x, c.hidden, c.eps);
   if (scale_msa) h = mul(ctx, h, scale_msa);
   h = attention_block(b["attention"], c, h, cos_t, sin_t);
-  h = rms(b["attention_norm2"], h, c.hidden, c.eps);
+  h = nn::rms_norm(b["attention_norm2"], h, c.hidden, c.eps);
   if (gate_msa) h = mul(ctx, h, gate_msa);
   x = add(ctx, x, h);
 
-  h = rms(b["ffn_norm1"], x, c.hidden, c.eps);
+  h = nn::rms_norm(b["ffn_norm1"], x, c.hidden, c.eps);
   if (scale_mlp) h = mul(ctx, h, scale_mlp);
   h = feed_forward(b["feed_forward"], c, h);
-  h = rms(b["ffn_norm2"], h, c.hidden, c.eps);
+  h = nn::rms_norm(b["ffn_norm2"], h, c.hidden, c.eps);
   if (gate_mlp) h = mul(ctx, h, gate_mlp);
   return set_name(add(ctx, x, h), b.prefix() + "out");
 }
@@ -191,7 +187,7 @@ Tensor* z_image_forward(const nn::Scope& dit, const ZImageConfig& c, Tensor* img
   t = nn::linear(te["0"], t, 256, c.t_hidden());
   Tensor* t_emb = nn::linear(te["2"], silu(ctx, t), c.t_hidden(), c.adaln_dim());
 
-  Tensor* txt = rms(dit["cap_embedder"]["0"], caption, c.caption_dim, c.eps);
+  Tensor* txt = nn::rms_norm(dit["cap_embedder"]["0"], caption, c.caption_dim, c.eps);
   txt = nn::linear(dit["cap_embedder"]["1"], txt, c.caption_dim, c.hidden);
   txt = pad_tokens(dit, "cap_pad_token", txt, c.hidden, caption_len);
   Tensor* x = nn::linear(dit["x_embedder"], img, patch_width * c.in_channels, c.hidden);

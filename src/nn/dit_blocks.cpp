@@ -66,6 +66,17 @@ Tensor* apply_rope(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {
   return reshape(ctx, concat(ctx, o0, o1, 0), {d, heads, x->ne[2], x->ne[3]});
 }
 
+Tensor* apply_rope_halves(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t) {
+  const int64_t d = x->ne[0], len = x->ne[2];
+  Tensor* x0 = slice(ctx, x, 0, 0, d / 2);
+  Tensor* x1 = slice(ctx, x, 0, d / 2, d);
+  Tensor* c = reshape(ctx, cos_t, {d / 2, 1, len});
+  Tensor* s = reshape(ctx, sin_t, {d / 2, 1, len});
+  Tensor* o0 = sub(ctx, mul(ctx, x0, c), mul(ctx, x1, s));
+  Tensor* o1 = add(ctx, mul(ctx, x0, s), mul(ctx, x1, c));
+  return concat(ctx, o0, o1, 0);
+}
+
 Tensor* rope_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* cos_t, Tensor* sin_t,
                        Tensor* key_mask, AttentionPrecision precision) {
   const int64_t d = q->ne[0], heads = q->ne[1], len = q->ne[2], n = q->ne[3];

@@ -37,6 +37,10 @@ void rope_row(const float* pos, const std::vector<int>& axes_dim, float theta, f
 // by its angle, whose cos and sin are f32 [D / 2, L * N].
 Tensor* apply_rope(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t);
 
+// Rotary embedding of x [D, H, L] with the two halves of each head rotated against each
+// other (channel j with j + D / 2, Hugging Face's rotate_half), tables f32 [D / 2, L].
+Tensor* apply_rope_halves(Context& ctx, Tensor* x, Tensor* cos_t, Tensor* sin_t);
+
 // Scaled dot-product attention over [D, H, L, N] q, k, v with rotary positions applied to q
 // and k: [D * H, L, N]. key_mask: null or f32 [L] added to every query's scores.
 Tensor* rope_attention(Context& ctx, Tensor* q, Tensor* k, Tensor* v, Tensor* cos_t, Tensor* sin_t,

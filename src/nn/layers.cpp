@@ -35,6 +35,10 @@ Tensor* group_norm_silu(const Scope& s, Tensor* x, int64_t channels, int groups,
                         s.param("bias", {channels}), NormActivation::Silu);
 }
 
+Tensor* rms_norm(const Scope& s, Tensor* x, int64_t channels, float eps) {
+  return sd::rms_norm(s.ctx(), x, eps, s.param("weight", {channels}));
+}
+
 Tensor* layer_norm(const Scope& s, Tensor* x, int64_t channels, float eps) {
   return sd::layer_norm(s.ctx(), x, eps, s.param("weight", {channels}),
                         s.param("bias", {channels}));

@@ -26,6 +26,9 @@ Tensor* group_norm_silu(const Scope& s, Tensor* x, int64_t channels, int groups 
 // x [C, ...]: normalizes over C.
 Tensor* layer_norm(const Scope& s, Tensor* x, int64_t channels, float eps = 1e-5f);
 
+// x [C, ...]: RMSNorm over C with a weight (no bias).
+Tensor* rms_norm(const Scope& s, Tensor* x, int64_t channels, float eps);
+
 // Multi-head scaled dot-product attention on token-major tensors:
 //   q [C, Lq, N], k [C, Lk, N], v [Cv, Lk, N] with `heads` heads -> [Cv, Lq, N].
 // mask: null or f32 [Lk, Lq] added to the scores (attention op's contract).

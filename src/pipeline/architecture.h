@@ -11,6 +11,7 @@
 #include "models/llm.h"
 #include "models/mmdit.h"
 #include "models/qwen_image.h"
+#include "models/qwen_vl_vision.h"
 #include "models/t5.h"
 #include "models/unet.h"
 #include "models/vae.h"
@@ -35,6 +36,7 @@ struct Architecture {
   std::optional<models::WanConfig> wan;                 // Wan's video transformer
   std::optional<models::WanConfig> wan_high_noise;      // Wan 2.2 A14B's high-noise expert
   std::optional<models::LlmConfig> llm;                 // an LLM text encoder
+  std::optional<models::QwenVisionConfig> llm_vision;   // its vision tower (Qwen2.5-VL's)
   std::optional<models::ClipVisionConfig> clip_vision;  // an image encoder (--clip_vision)
   models::VaeConfig vae;
 };

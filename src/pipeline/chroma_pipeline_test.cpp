@@ -133,11 +133,13 @@ TEST_F(TinyChroma, BadModelArgsFailBeforeAnyFileIsRead) {
 TEST(ModelArgs, ReadsChromaKeysAndListsOthers) {
   const ModelArgs a = parse_model_args(
       " chroma_use_dit_mask = off ;chroma_use_t5_mask=YES,, "
-      "chroma_t5_mask_pad=4,qwen_image_zero_cond_t=true");
+      "chroma_t5_mask_pad=4,qwen_image_zero_cond_t=true,lora_apply_mode=at_runtime");
   EXPECT_FALSE(a.chroma.dit_mask);
   EXPECT_TRUE(a.chroma.t5_mask);
   EXPECT_EQ(a.chroma.t5_mask_pad, 4);
-  EXPECT_EQ(a.unused, std::vector<std::string>{"qwen_image_zero_cond_t"});
+  EXPECT_TRUE(a.qwen_image_zero_cond_t);
+  EXPECT_EQ(a.unused, std::vector<std::string>{"lora_apply_mode"});
+  EXPECT_THROW(parse_model_args("qwen_image_zero_cond_t=sometimes"), Error);
   const ModelArgs d = parse_model_args("");
   EXPECT_TRUE(d.chroma.dit_mask);
   EXPECT_FALSE(d.chroma.t5_mask);

@@ -26,13 +26,16 @@ struct ReferenceLatent {
   int64_t w = 0, h = 0;
 };
 
-// Reference images whose tokens join the image's (FLUX.1 Kontext).
+// Reference images whose tokens join the image's (FLUX.1 Kontext, FLUX.2, Qwen-Image-Edit).
 class ReferenceInput {
  public:
   virtual ~ReferenceInput() = default;
-  // In every following prediction, placed by `mode` (models/flux_kontext.h); none to stop.
+  // In every following prediction, placed by `mode` (models/flux_kontext.h; unset: the
+  // network's own way); none to stop.
   virtual void set_references(std::vector<ReferenceLatent> references,
-                              models::RefIndexMode mode) = 0;
+                              std::optional<models::RefIndexMode> mode) = 0;
+  // Resized references have sides that are multiples of this many pixels.
+  virtual int reference_multiple() const = 0;
   // Leaves the references set but out of the following predictions (false) or back in
   // them (true): image guidance's unconditional pass. set_references turns them back on.
   virtual void use_references(bool on) = 0;

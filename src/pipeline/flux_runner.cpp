@@ -10,7 +10,8 @@ namespace sd::pipeline {
 FluxRunner::FluxRunner(nn::Weights& weights, models::FluxConfig config, Backend& backend)
     : weights_(weights), config_(std::move(config)), runner_(backend) {}
 
-void FluxRunner::set_references(std::vector<Reference> references, models::RefIndexMode mode) {
+void FluxRunner::set_references(std::vector<Reference> references,
+                                std::optional<models::RefIndexMode> mode) {
   const int p = config_.patch_size;
   const int64_t channels = config_.out_channels / (p * p);
   // Fill's tokens also carry its mask and masked image; a reference has nothing for them.
@@ -32,9 +33,11 @@ void FluxRunner::set_references(std::vector<Reference> references, models::RefIn
     ref_tokens_.insert(ref_tokens_.end(), t.begin(), t.end());
     grids.push_back({r.w, r.h});
   }
-  // FLUX.2 numbers its references 10, 20, ... whatever the request asks.
-  if (config_.ref_index_step > 1) mode = models::RefIndexMode::Increase;
-  ref_positions_ = models::flux_ref_positions(grids, p, mode, config_.ref_index_step);
+  // Unless asked otherwise, FLUX.1 Kontext offsets its references at index 1 and FLUX.2
+  // numbers them 10, 20, ... (sd.cpp's "flux_kontext" and "flux2" presets).
+  const models::RefIndexMode placed = mode.value_or(
+      config_.ref_index_step > 1 ? models::RefIndexMode::Increase : models::RefIndexMode::Fixed);
+  ref_positions_ = models::flux_ref_positions(grids, p, placed, config_.ref_index_step);
 }
 
 std::vector<std::vector<float>> FluxRunner::predict(

@@ -32,7 +32,10 @@ class FluxRunner final : public DiffusionNet, public ReferenceInput {
 
   // FLUX.1 Kontext: encoded reference images whose tokens join the image's.
   using Reference = ReferenceLatent;
-  void set_references(std::vector<Reference> references, models::RefIndexMode mode) override;
+  void set_references(std::vector<Reference> references,
+                      std::optional<models::RefIndexMode> mode) override;
+  // The VAE's 8 times the patch, as sd.cpp resizes FLUX references.
+  int reference_multiple() const override { return 8 * config_.patch_size; }
   void use_references(bool on) override { references_on_ = on; }
   ReferenceInput* references() override { return this; }
 

@@ -39,7 +39,16 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   const Impl::Plan plan = m.setup(r);
 
   // Conditioning, once for the whole batch; the negative prompt only matters with CFG.
+  // An encoder with a vision tower reads both prompts with the reference images.
   PhaseTimer timer(r.info, *m.weights);
+  struct PromptImagesOff {
+    PromptImageInput* images;
+    ~PromptImagesOff() {
+      if (images) images->set_prompt_images({});
+    }
+  } prompt_images_off{r.ref_options.pass_to_vlm && !r.ref_images.empty() ? m.text->prompt_images()
+                                                                         : nullptr};
+  if (prompt_images_off.images) prompt_images_off.images->set_prompt_images(r.ref_images);
   Conditioning cond = m.text->encode(r.prompt, r.clip_skip);
   m.family->complete_conditioning(cond, r.prompt, false, r.width, r.height);
   Conditioning uncond;
@@ -53,6 +62,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     m.family->complete_conditioning(uncond, r.negative_prompt, true, r.width, r.height);
   }
   report_streaming(r.info, "text encoders", m.text->streaming_report());
+  if (prompt_images_off.images) prompt_images_off.images->set_prompt_images({});
   m.text->release();
   m.phase_done(Module::TextEncoder);
   m.diffusion->set_distilled_guidance(r.guidance);
@@ -63,7 +73,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   struct ReferencesOff {
     ReferenceInput* refs;
     ~ReferencesOff() {
-      if (refs) refs->set_references({}, models::RefIndexMode::Fixed);
+      if (refs) refs->set_references({}, std::nullopt);
     }
   } references_off{plan.refs.empty() ? nullptr : m.diffusion->references()};
   if (references_off.refs) references_off.refs->set_references(plan.refs, r.ref_options.index_mode);

@@ -167,7 +167,7 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     phase_done(Module::Vae);
   }
   // sd.cpp compatibility: references are encoded after the init image, from the same RNG.
-  if (!r.ref_images.empty()) p.refs = encode_references(r, *rng);
+  if (!r.ref_images.empty() && r.ref_options.pass_to_dit) p.refs = encode_references(r, *rng);
   if ((r.init_image && !video_input) || !p.refs.empty()) {
     // Encoding is a phase of its own: the VAE is not needed again until decoding.
     vae->release();
@@ -249,13 +249,14 @@ void StableDiffusion::Impl::pin_frames(const ImageRequest& r, Plan& p) {
 std::vector<ReferenceLatent> StableDiffusion::Impl::encode_references(const ImageRequest& r,
                                                                       sampling::Rng& rng) {
   const int f = static_cast<int>(vae->config().downscale());
+  const int multiple = diffusion->references()->reference_multiple();
   std::vector<ReferenceLatent> refs;
   for (const io::Image* image : r.ref_images) {
     std::vector<float> planes = image_to_planes(io::to_channels(*image, 3));
     int w = image->width, h = image->height;
     if (r.ref_options.resize_before_vae) {
       std::tie(w, h) = reference_vae_size(image->width, image->height, r.width, r.height,
-                                          r.ref_options.vae_input_max_pixels, size_unit());
+                                          r.ref_options.vae_input_max_pixels, multiple);
       if (w != image->width || h != image->height)
         planes = resize_nearest(planes, image->width, image->height, 3, w, h);
     }

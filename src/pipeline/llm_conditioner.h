@@ -21,6 +21,7 @@
 #include "nn/graph_runner.h"
 #include "nn/weights.h"
 #include "pipeline/prompt_encoder.h"
+#include "pipeline/qwen_vision_runner.h"
 
 namespace sd::pipeline {
 
@@ -48,6 +49,17 @@ struct LlmPromptFormat {
   std::vector<std::string> special_tokens;
 };
 
+// How a family shows the LLM images before the prompt (Qwen-Image-Edit): `before`, then per
+// image its label ("Picture 1: "), <|vision_start|>, one <|image_pad|> per vision token
+// (each replaced by the token), <|vision_end|>; then the prompt and LlmPromptFormat::after.
+struct LlmImagePromptFormat {
+  std::string before;
+  std::string label = "Picture ";  // followed by the image's number from 1 and ": "
+  int64_t drop_first = 0;          // in place of LlmPromptFormat::drop_first
+  // The area (pixels) each image is resized into for the vision tower.
+  int64_t min_pixels = 0, max_pixels = 0;
+};
+
 // The token ids of `prompt` in `format`, and each token's emphasis weight.
 struct LlmTokens {
   std::vector<int> ids;
@@ -56,7 +68,19 @@ struct LlmTokens {
 LlmTokens llm_tokenize_prompt(const models::BpeTokenizer& tokenizer, const LlmPromptFormat& format,
                               const std::string& prompt);
 
-class LlmConditioner final : public PromptEncoder {
+// The token ids of `prompt` shown `image_tokens[i]` vision tokens per image, and where
+// each image's run of <|image_pad|> starts.
+struct LlmImageTokens {
+  LlmTokens tokens;
+  std::vector<int64_t> image_at;
+};
+LlmImageTokens llm_tokenize_image_prompt(const models::BpeTokenizer& tokenizer,
+                                         const LlmPromptFormat& format,
+                                         const LlmImagePromptFormat& images,
+                                         const std::vector<int64_t>& image_tokens,
+                                         const std::string& prompt);
+
+class LlmConditioner final : public PromptEncoder, public PromptImageInput {
  public:
   // `weights` holds the decoder under `scope` (model.embed_tokens.weight, ...); it must
   // outlive this object, as must `backend`. Throws sd::Error when the tokenizer has ids the
@@ -64,17 +88,33 @@ class LlmConditioner final : public PromptEncoder {
   LlmConditioner(std::shared_ptr<const models::BpeTokenizer> tokenizer, models::LlmConfig config,
                  LlmPromptFormat format, nn::Weights& weights, Backend& backend, std::string scope);
 
+  // Lets prompts be read with images, through `vision` (its weights in the same `weights`)
+  // in `format`. Throws sd::Error when the tower's tokens are not the decoder's width or
+  // the tokenizer lacks the vision tokens.
+  void add_vision(std::unique_ptr<QwenVisionRunner> vision, LlmImagePromptFormat format);
+
   // clip_skip does not apply to an LLM and is ignored.
   Conditioning encode(const std::string& prompt, int clip_skip) override;
   std::vector<nn::ParamDecl> parameters() const override;
-  std::string streaming_report() const override { return runner_.streaming_report(); }
-  void release() override { runner_.release(); }
+  std::string streaming_report() const override;
+  void release() override;
+  PromptImageInput* prompt_images() override { return vision_ ? this : nullptr; }
+  void set_prompt_images(std::vector<const io::Image*> images) override;
 
  private:
+  // An image's vision tokens f32 [hidden, n].
+  struct SeenImage {
+    std::vector<float> tokens;
+    int64_t n = 0;
+  };
   // The decoder's graph over `ids`, built alike for a run and for the parameter list.
-  // `valid`: the tokens before the padding.
+  // `valid`: the tokens before the padding; `images` replace the rows from `image_at`.
   std::vector<Tensor*> build(nn::GraphCall& call, nn::Weights& weights, const std::vector<int>& ids,
-                             int64_t valid, models::LlmRope& rope, std::vector<float>& mask) const;
+                             int64_t valid, models::LlmRope& rope, std::vector<float>& mask,
+                             const std::vector<SeenImage>& images = {},
+                             const std::vector<int64_t>& image_at = {}) const;
+  // The images' vision tokens, computed once for all the prompts read with them.
+  const std::vector<SeenImage>& seen_images();
 
   std::shared_ptr<const models::BpeTokenizer> tokenizer_;
   models::LlmConfig config_;
@@ -83,6 +123,10 @@ class LlmConditioner final : public PromptEncoder {
   nn::Weights& weights_;
   std::string scope_;
   nn::GraphRunner runner_;
+  std::unique_ptr<QwenVisionRunner> vision_;
+  LlmImagePromptFormat image_format_;
+  std::vector<const io::Image*> images_;
+  std::vector<SeenImage> seen_;  // of images_, once computed
 };
 
 }  // namespace sd::pipeline

@@ -52,6 +52,8 @@ ModelArgs parse_model_args(const std::string& text) {
       out.chroma.t5_mask = parse_bool(key, value);
     else if (key == "chroma_t5_mask_pad")
       out.chroma.t5_mask_pad = parse_count(key, value);
+    else if (key == "qwen_image_zero_cond_t")
+      out.qwen_image_zero_cond_t = parse_bool(key, value);
     else
       out.unused.push_back(key);
   }

@@ -1,6 +1,7 @@
 // --model-args (sd_ctx_params_t.model_args): extra model settings as "key=value" pairs
 // separated by ',' or ';', read as stable-diffusion.cpp reads them. The keys this build
-// reads are Chroma's masking options; other keys are returned as unused.
+// reads are Chroma's masking options and Qwen-Image-Edit-2511's switch; other keys are
+// returned as unused.
 #pragma once
 
 #include <string>
@@ -20,6 +21,9 @@ struct T5MaskOptions {
 
 struct ModelArgs {
   T5MaskOptions chroma;
+  // qwen_image_zero_cond_t: Qwen-Image-Edit-2511's references modulated at timestep 0 (on
+  // by itself where the file carries the marker).
+  bool qwen_image_zero_cond_t = false;
   std::vector<std::string> unused;  // keys no model of this build reads
 };
 

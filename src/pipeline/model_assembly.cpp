@@ -40,6 +40,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   if (!o.clip_g.empty()) loader.add(o.clip_g, io::FileRole::ClipG);
   if (!o.t5xxl.empty()) loader.add(o.t5xxl, io::FileRole::T5xxl);
   if (!o.llm.empty()) loader.add(o.llm, io::FileRole::Llm);
+  if (!o.llm_vision.empty()) loader.add(o.llm_vision, io::FileRole::LlmVision);
   if (!o.vae.empty()) loader.add(o.vae, io::FileRole::Vae);
   if (!o.clip_vision.empty()) loader.add(o.clip_vision, io::FileRole::ClipVision);
   // --auto-fit places the modules once their sizes are known from the files.
@@ -51,6 +52,8 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   const Architecture arch = open_architecture(files);
   version = arch.version;
   check_vae_latent(arch);
+  if (!o.llm_vision.empty() && !arch.llm_vision && o.note)
+    o.note("warning: --llm_vision is read by Qwen-Image-Edit models only; not used");
   family->check_model_args(files);
   for (const std::string& key : model_args.unused)
     if (o.note) o.note("warning: --model-args " + key + " is not used by this build");

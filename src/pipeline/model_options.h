@@ -25,6 +25,7 @@ struct ModelOptions {
   std::string t5xxl;                       // --t5xxl: T5-XXL's encoder (FLUX.1, SD3)
   std::string t5_tokenizer;                // T5's tokenizer.json; empty: searched (t5_tokenizer.h)
   std::string llm;                         // --llm: an LLM text encoder (Z-Image's Qwen3)
+  std::string llm_vision;                  // --llm_vision: its vision tower (an mmproj file)
   std::string clip_vision;                 // --clip_vision: CLIP's vision tower (Wan 2.1 I2V)
   std::string llm_tokenizer;               // its tokenizer.json; empty: searched (bpe_tokenizer.h)
   std::string embeddings_dir;              // --embd-dir: textual-inversion embeddings

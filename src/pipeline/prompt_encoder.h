@@ -8,7 +8,21 @@
 #include "nn/param_recorder.h"
 #include "pipeline/conditioning.h"
 
+namespace sd::io {
+struct Image;
+}
+
 namespace sd::pipeline {
+
+// Prompt encoders that can also be shown images (an LLM with a vision tower:
+// Qwen-Image-Edit's references).
+class PromptImageInput {
+ public:
+  virtual ~PromptImageInput() = default;
+  // The images every following prompt is read with, in order; none to stop. They must
+  // outlive their use.
+  virtual void set_prompt_images(std::vector<const io::Image*> images) = 0;
+};
 
 class PromptEncoder {
  public:
@@ -23,6 +37,8 @@ class PromptEncoder {
   virtual std::string streaming_report() const = 0;
   // Frees the compute buffers (the text phase is over).
   virtual void release() = 0;
+  // Null where the encoder reads text only.
+  virtual PromptImageInput* prompt_images() { return nullptr; }
 };
 
 }  // namespace sd::pipeline

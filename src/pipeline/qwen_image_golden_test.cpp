@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "golden_image.h"
 #include "io/image.h"
@@ -24,7 +25,10 @@ struct QwenImageCase {
   int width = 128, height = 128;
   int steps = 8;
   float cfg = 2.5f;
-  const char* init = nullptr;  // a file of the golden folder, as -i
+  const char* init = nullptr;     // a file of the golden folder, as -i
+  std::vector<const char*> refs;  // files of the golden folder, as -r (Qwen-Image-Edit)
+  bool vision = true;             // with the vision tower (--llm_vision) where refs are given
+  const char* model_args = "";
 };
 
 void run_qwen_image_case(const QwenImageCase& c) {
@@ -37,6 +41,12 @@ void run_qwen_image_case(const QwenImageCase& c) {
   options.llm = d + "/qwen2_5_vl.safetensors";
   options.vae = d + "/qwen_image_vae.safetensors";
   options.llm_tokenizer = shared + "/data/qwen/tokenizer.json";
+  if (!c.refs.empty() && c.vision) {
+    options.llm_vision = d + "/qwen2_5_vl_mmproj.gguf";
+    if (!std::filesystem::exists(options.llm_vision))
+      GTEST_SKIP() << options.llm_vision << " not made (--vision-layers)";
+  }
+  options.model_args = c.model_args;
   options.threads = 2;
   StableDiffusion sd(options);
   ASSERT_EQ(sd.version(), io::ModelVersion::QwenImage);
@@ -54,6 +64,10 @@ void run_qwen_image_case(const QwenImageCase& c) {
     r.init_image = &init;
     r.strength = 0.6f;
   }
+  std::vector<io::Image> refs;
+  for (const char* ref : c.refs)
+    refs.push_back(io::read_image((sd::test::golden_folder("qwen_image_tiny") / ref).string()));
+  for (const io::Image& ref : refs) r.ref_images.push_back(&ref);
   const io::Image image = sd.generate(r)[0];
 
   sd::test::expect_matches_golden(image,
@@ -89,6 +103,44 @@ TEST(GoldenQwenImage, AnotherPrompt) {
 TEST(GoldenQwenImage, ImageToImage) {
   QwenImageCase c{"img2img_strength06_128.png"};
   c.init = "euler_128.png";
+  run_qwen_image_case(c);
+}
+
+// Qwen-Image-Edit: the reference image seen by the vision tower (in the edit template) and
+// joining the transformer's tokens.
+TEST(GoldenQwenImage, EditWithTheVisionTower) {
+  QwenImageCase c{"edit_128.png"};
+  c.prompt = "make the horse blue";
+  c.refs = {"euler_128.png"};
+  run_qwen_image_case(c);
+}
+
+// Two references of other sizes than the output: each sized for the tower (504x308 and
+// 392x392, so windows of 2 and 3 groups at the edges) and numbered 1, 2 in both models.
+TEST(GoldenQwenImage, EditWithTwoReferences) {
+  QwenImageCase c{"edit_two_refs_160x96.png"};
+  c.prompt = "put the astronaut on the red cube";
+  c.width = 160;
+  c.height = 96;
+  c.refs = {"euler_128.png", "size_160x96.png"};
+  run_qwen_image_case(c);
+}
+
+// Qwen-Image-Edit-2511's switch: the reference tokens modulated at timestep 0.
+TEST(GoldenQwenImage, EditWithZeroConditionTimestep) {
+  QwenImageCase c{"edit_zero_cond_t_128.png"};
+  c.prompt = "make the cube green";
+  c.refs = {"other_prompt_128.png"};
+  c.model_args = "qwen_image_zero_cond_t=true";
+  run_qwen_image_case(c);
+}
+
+// Without a vision tower the references reach the transformer only, as in the reference.
+TEST(GoldenQwenImage, EditWithoutTheVisionTower) {
+  QwenImageCase c{"edit_without_vision_128.png"};
+  c.prompt = "make the horse blue";
+  c.refs = {"euler_128.png"};
+  c.vision = false;
   run_qwen_image_case(c);
 }
 

@@ -35,21 +35,45 @@ QwenImageRunner::QwenImageRunner(nn::Weights& weights, models::QwenImageConfig c
                                  Backend& backend)
     : weights_(weights), config_(std::move(config)), runner_(backend) {}
 
+void QwenImageRunner::set_references(std::vector<ReferenceLatent> references,
+                                     std::optional<models::RefIndexMode> mode) {
+  const int p = config_.patch_size;
+  const int64_t channels = config_.in_channels / (p * p);
+  ref_tokens_.clear();
+  references_on_ = true;
+  std::vector<models::FluxRefGrid> grids;
+  for (const ReferenceLatent& r : references) {
+    SD_CHECK(r.latent.size() == static_cast<size_t>(r.w * r.h * channels),
+             "[qwen-image] a %lldx%lld reference latent of %zu values is not %lld channels",
+             static_cast<long long>(r.w), static_cast<long long>(r.h), r.latent.size(),
+             static_cast<long long>(channels));
+    const int64_t pw = (r.w + p - 1) / p * p, ph = (r.h + p - 1) / p * p;
+    const std::vector<float> t = models::flux_patchify(
+        pad_to_even(r.latent, r.w, r.h, channels, pw, ph), pw, ph, channels, p);
+    ref_tokens_.insert(ref_tokens_.end(), t.begin(), t.end());
+    grids.push_back({r.w, r.h});
+  }
+  ref_positions_ = models::flux_ref_positions(
+      grids, p, mode.value_or(models::RefIndexMode::Increase), 1, /*centred=*/true);
+}
+
 Tensor* QwenImageRunner::build(nn::GraphCall& call, nn::Weights& weights,
                                const std::vector<float>& tokens, int64_t patches_h,
                                int64_t patches_w, const Conditioning& text, const float& t,
                                models::QwenImageRope& rope) const {
   const models::QwenImageConfig& c = config_;
-  rope = models::qwen_image_rope(c, text.tokens, patches_h, patches_w);
-  const int64_t half = c.head_dim / 2, all = text.tokens + patches_h * patches_w;
-  Tensor* img =
-      call.input_f32("img", make_shape({c.in_channels, patches_h * patches_w}), tokens.data());
+  const int64_t generated = patches_h * patches_w;
+  const int64_t refs = static_cast<int64_t>(tokens.size()) / c.in_channels - generated;
+  rope = models::qwen_image_rope(c, text.tokens, patches_h, patches_w,
+                                 refs > 0 ? ref_positions_ : std::vector<models::FluxPosition>{});
+  const int64_t half = c.head_dim / 2, all = text.tokens + generated + refs;
+  Tensor* img = call.input_f32("img", make_shape({c.in_channels, generated + refs}), tokens.data());
   Tensor* txt = call.input_f32("txt", make_shape({c.text_dim, text.tokens}), text.context.data());
   Tensor* ts = call.input_f32("timestep", make_shape({1}), &t);
   Tensor* rc = call.input_f32("rope_cos", make_shape({half, all}), rope.cos.data());
   Tensor* rs = call.input_f32("rope_sin", make_shape({half, all}), rope.sin.data());
-  return models::qwen_image_forward(nn::Scope(call.ctx(), weights, kScope), c, img, txt, ts, rc,
-                                    rs);
+  return models::qwen_image_forward(nn::Scope(call.ctx(), weights, kScope), c, img, generated, txt,
+                                    ts, rc, rs);
 }
 
 std::vector<std::vector<float>> QwenImageRunner::predict(
@@ -64,8 +88,9 @@ std::vector<std::vector<float>> QwenImageRunner::predict(
            static_cast<long long>(w), static_cast<long long>(h), x.size(),
            static_cast<long long>(channels));
   const int64_t pw = (w + p - 1) / p * p, ph = (h + p - 1) / p * p;
-  const std::vector<float> tokens =
+  std::vector<float> tokens =
       models::flux_patchify(pad_to_even(x, w, h, channels, pw, ph), pw, ph, channels, p);
+  if (references_on_) tokens.insert(tokens.end(), ref_tokens_.begin(), ref_tokens_.end());
   std::vector<std::vector<float>> out;
   for (const Conditioning* cond : conditionings) {
     SD_CHECK(cond->dim == c.text_dim && cond->tokens > 0,

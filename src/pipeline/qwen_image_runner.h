@@ -14,7 +14,7 @@
 
 namespace sd::pipeline {
 
-class QwenImageRunner final : public DiffusionNet {
+class QwenImageRunner final : public DiffusionNet, public ReferenceInput {
  public:
   QwenImageRunner(nn::Weights& weights, models::QwenImageConfig config, Backend& backend);
 
@@ -30,6 +30,14 @@ class QwenImageRunner final : public DiffusionNet {
   // Odd latent sides are padded here, as the reference does: images align to the VAE's 8.
   int64_t latent_multiple() const override { return 1; }
 
+  // Qwen-Image-Edit's references: their tokens follow the image's, at image indices 1, 2,
+  // ... centred like the image (sd.cpp's "qwen" preset) unless `mode` says otherwise.
+  ReferenceInput* references() override { return this; }
+  void set_references(std::vector<ReferenceLatent> references,
+                      std::optional<models::RefIndexMode> mode) override;
+  void use_references(bool on) override { references_on_ = on; }
+  int reference_multiple() const override { return 32; }
+
   static constexpr const char* kScope = io::kUnetRoot.data();
 
  private:
@@ -40,6 +48,9 @@ class QwenImageRunner final : public DiffusionNet {
   nn::Weights& weights_;
   models::QwenImageConfig config_;
   nn::GraphRunner runner_;
+  std::vector<float> ref_tokens_;  // patchified, one reference after another
+  std::vector<models::FluxPosition> ref_positions_;
+  bool references_on_ = true;
 };
 
 }  // namespace sd::pipeline

@@ -47,13 +47,16 @@ ReferenceImageOptions parse_reference_image_args(const std::string& text,
       o.resize_before_vae = to_bool(key, value);
     } else if (key == "pass_to_dit") {
       o.pass_to_dit = to_bool(key, value);
+    } else if (key == "pass_to_vlm") {
+      o.pass_to_vlm = to_bool(key, value);
     } else if (key == "vae_input_max_pixels") {
       const std::optional<long> v = parse_whole_number(value);
       SD_CHECK(v && *v <= (1L << 30),
                "--ref-image-args vae_input_max_pixels=%s: not a whole number", value.c_str());
       o.vae_input_max_pixels = static_cast<int>(*v);
-    } else if (key == "preset" && (value == "flux_kontext" || value == "default")) {
-      // FLUX.1 Kontext's own, which the options start from.
+    } else if (key == "preset" && (value == "flux_kontext" || value == "flux2" || value == "qwen" ||
+                                   value == "default")) {
+      // The models' own, which the options start from.
     } else if (ignored) {
       ignored->push_back(key == "preset" ? item : key);
     }

@@ -7,12 +7,13 @@
 namespace sd::pipeline {
 namespace {
 
-TEST(ReferenceImageArgs, StartFromFluxKontextsDefaults) {
+TEST(ReferenceImageArgs, StartFromTheModelsDefaults) {
   std::vector<std::string> ignored;
   const ReferenceImageOptions o = parse_reference_image_args("", &ignored);
-  EXPECT_EQ(o.index_mode, models::RefIndexMode::Fixed);
+  EXPECT_FALSE(o.index_mode.has_value()) << "each model places references its own way";
   EXPECT_TRUE(o.resize_before_vae);
   EXPECT_TRUE(o.pass_to_dit);
+  EXPECT_TRUE(o.pass_to_vlm);
   EXPECT_LE(o.vae_input_max_pixels, 0);
   EXPECT_TRUE(ignored.empty());
 }
@@ -35,10 +36,12 @@ TEST(ReferenceImageArgs, TheDeprecatedSwitchesSpellings) {
 
 TEST(ReferenceImageArgs, OtherFamiliesKeysAreIgnoredAndBadValuesRefused) {
   std::vector<std::string> ignored;
-  parse_reference_image_args("vlm_max_size=512,preset=qwen,pass_to_vlm=1", &ignored);
-  EXPECT_EQ(ignored, (std::vector<std::string>{"vlm_max_size", "preset=qwen", "pass_to_vlm"}));
+  const ReferenceImageOptions o = parse_reference_image_args(
+      "vlm_max_size=512,preset=longcat,pass_to_vlm=0,preset=qwen", &ignored);
+  EXPECT_EQ(ignored, (std::vector<std::string>{"vlm_max_size", "preset=longcat"}));
+  EXPECT_FALSE(o.pass_to_vlm);
   for (const char* bad : {"ref_index_mode=sideways", "resize_before_vae=maybe", "noequals",
-                          "vae_input_max_pixels=lots"}) {
+                          "vae_input_max_pixels=lots", "pass_to_vlm=perhaps"}) {
     SCOPED_TRACE(bad);
     EXPECT_THROW(parse_reference_image_args(bad, &ignored), Error);
   }

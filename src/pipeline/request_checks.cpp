@@ -224,17 +224,17 @@ void StableDiffusion::Impl::check_references(ImageRequest& r) const {
   if (!diffusion->references()) {
     if (r.warn)
       r.warn(
-          format("reference images (-r) are for FLUX.1 Kontext models; %s does not take them: "
-                 "ignored",
+          format("reference images (-r) are for FLUX.1 Kontext, FLUX.2 and Qwen-Image-Edit "
+                 "models; %s does not take them: ignored",
                  io::version_name(version)));
     r.ref_images.clear();
     return;
   }
-  if (!r.ref_options.pass_to_dit) {
+  if (!r.ref_options.pass_to_dit && !(r.ref_options.pass_to_vlm && text->prompt_images())) {
     r.ref_images.clear();
     return;
   }
-  const int unit = size_unit();
+  const int unit = diffusion->references()->reference_multiple();
   for (size_t i = 0; i < r.ref_images.size(); ++i) {
     const io::Image* image = r.ref_images[i];
     SD_CHECK(image && image->width > 0 && image->height > 0 && image->channels > 0 &&

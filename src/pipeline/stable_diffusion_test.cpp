@@ -278,8 +278,8 @@ TEST_F(TinyPipeline, ReferenceImagesAreIgnoredWithAWarningByUNetModels) {
   r.warn = [&](const std::string& w) { warning = w; };
   r.ref_images = {&ref};
   EXPECT_EQ(sd_->generate(r)[0].pixels, sd_->generate(request_)[0].pixels);
-  EXPECT_NE(warning.find("reference images (-r) are for FLUX.1 Kontext models; SD 1.x does not "
-                         "take them: ignored"),
+  EXPECT_NE(warning.find("reference images (-r) are for FLUX.1 Kontext, FLUX.2 and "
+                         "Qwen-Image-Edit models; SD 1.x does not take them: ignored"),
             std::string::npos)
       << warning;
 }

@@ -75,7 +75,7 @@ inline TinyQwenImageFiles write_tiny_qwen_image(
     Tensor* txt = ctx.new_tensor(DType::F32, {qc.text_dim, 3});
     Tensor* t = ctx.new_tensor(DType::F32, {1});
     Tensor* rope = ctx.new_tensor(DType::F32, {qc.head_dim / 2, 7});
-    models::qwen_image_forward(nn::Scope(ctx, w, ""), qc, img, txt, t, rope, rope);
+    models::qwen_image_forward(nn::Scope(ctx, w, ""), qc, img, 4, txt, t, rope, rope);
     w.save_safetensors(f.dit);
   }
   {

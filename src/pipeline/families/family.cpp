@@ -21,10 +21,12 @@ ShapeOf ModelFiles::shape_of() const {
 }
 
 void Family::check_model_args(const ModelFiles& files) const {
-  // Chroma's masking options are the only family keys so far; its family reads them.
+  // The family keys: each family that reads one answers for it (override).
   const T5MaskOptions& chroma = files.model_args.chroma;
   if (chroma.t5_mask || !chroma.dit_mask)
     files.note("warning: --model-args chroma_* options are read by Chroma models only");
+  if (files.model_args.qwen_image_zero_cond_t)
+    files.note("warning: --model-args qwen_image_zero_cond_t is read by Qwen-Image models only");
 }
 
 std::vector<std::string> Family::text_encoder_roots(const Architecture&) const {

@@ -38,7 +38,7 @@ void LlmFamily::note_unused_encoders(const ModelFiles& files) const {
                " reads no CLIP or T5 encoder; --clip_l/--clip_g/--t5xxl are not used");
 }
 
-std::unique_ptr<PromptEncoder> LlmFamily::llm_prompt_encoder(
+std::unique_ptr<LlmConditioner> LlmFamily::llm_prompt_encoder(
     const Architecture& arch, const ModelFiles& files, const NetworkPlaces& places,
     LlmPromptFormat format, const models::BpeVocabSearch& which) const {
   return std::make_unique<LlmConditioner>(llm_tokenizer(files, which), *arch.llm, std::move(format),

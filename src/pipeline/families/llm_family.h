@@ -25,7 +25,7 @@ class LlmFamily : public Family {
   void note_unused_encoders(const ModelFiles& files) const;
   // The --llm decoder of `arch` reading prompts in `format`, with the tokenizer of vocabulary
   // `which` found for it.
-  std::unique_ptr<PromptEncoder> llm_prompt_encoder(
+  std::unique_ptr<LlmConditioner> llm_prompt_encoder(
       const Architecture& arch, const ModelFiles& files, const NetworkPlaces& places,
       LlmPromptFormat format, const models::BpeVocabSearch& which = models::kQwenVocab) const;
 };

@@ -3,14 +3,17 @@
 // prompt's 34 rows dropped) are the text tokens (pipeline/llm_conditioner.h); the MMDiT of
 // models/qwen_image.h; the Wan 2.1 autoencoder's image path under its latent statistics
 // (models/wan_vae.h). Euler on the discrete flow schedule shifted by 3, as sd.cpp runs it.
-// Dimensions from the files. Qwen-Image-Edit's reference images need Qwen2.5-VL's vision
-// tower, which is not built yet: they are refused.
+// Dimensions from the files. Qwen-Image-Edit (and 2509, 2511) is the same transformer
+// given reference images (-r): Qwen2.5-VL's vision tower (--llm_vision, or visual.* in the
+// --llm file) shows them to the text model in the edit template, and their latents join
+// the image's tokens (pipeline/qwen_image_runner.h).
 #include "io/name_conversion.h"
 #include "pipeline/families/llm_family.h"
 #include "pipeline/families/registry.h"
 #include "pipeline/families/tokenizers.h"
 #include "pipeline/llm_conditioner.h"
 #include "pipeline/qwen_image_runner.h"
+#include "pipeline/qwen_vision_runner.h"
 #include "tensor/error.h"
 #include "weights/model_manager.h"
 
@@ -59,8 +62,28 @@ class QwenImage final : public LlmFamily {
              "reads %lld (it takes Qwen2.5-VL-7B)",
              static_cast<long long>(arch.llm->hidden),
              static_cast<long long>(arch.qwen_image->text_dim));
+    arch.qwen_image->zero_cond_t =
+        files.contains(std::string(io::kUnetRoot) + "__index_timestep_zero__") ||
+        files.model_args.qwen_image_zero_cond_t;
+    try {
+      arch.llm_vision = models::qwen_vision_config_from_shapes(
+          io::kLlmVisionRoot, [&](const std::string& name) { return shape_of(name); });
+    } catch (const Error& e) {
+      fail("the --llm_vision file (or the --llm file's visual.* weights): %s", e.what());
+    }
+    if (!arch.llm_vision)
+      files.note(
+          "note: no Qwen2.5-VL vision tower (--llm_vision mmproj file, or visual.* weights in "
+          "the --llm file): reference images (-r) reach the transformer but not the text "
+          "encoder, which Qwen-Image-Edit needs to edit well");
     arch.vae = wan_vae_config_from_shapes(vae_config(), io::kVaeRoot, shape_of);
     return arch;
+  }
+
+  void check_model_args(const ModelFiles& files) const override {
+    const T5MaskOptions& chroma = files.model_args.chroma;
+    if (chroma.t5_mask || !chroma.dit_mask)
+      files.note("warning: --model-args chroma_* options are read by Chroma models only");
   }
 
   std::unique_ptr<PromptEncoder> make_prompt_encoder(const Architecture& arch,
@@ -76,19 +99,33 @@ class QwenImage final : public LlmFamily {
     format.after = "<|im_end|>\n<|im_start|>assistant\n";
     format.hidden_layers = {arch.llm->layers};
     format.drop_first = 34;
-    return llm_prompt_encoder(arch, files, places, std::move(format));
+    std::unique_ptr<LlmConditioner> encoder =
+        llm_prompt_encoder(arch, files, places, std::move(format));
+    if (arch.llm_vision) {
+      // With reference images: the edit template, each image as "Picture N: " and its
+      // vision tokens, sized into 384^2 .. 560^2 pixels; its first 64 tokens are dropped.
+      LlmImagePromptFormat edit;
+      edit.before =
+          "<|im_start|>system\nDescribe the key features of the input image (color, shape, "
+          "size, texture, objects, background), then explain how the user's text instruction "
+          "should alter or modify the image. Generate a new image that meets the user's "
+          "requirements while maintaining consistency with the original input where "
+          "appropriate.<|im_end|>\n<|im_start|>user\n";
+      edit.label = "Picture ";
+      edit.drop_first = 64;
+      edit.min_pixels = 384 * 384;
+      edit.max_pixels = 560 * 560;
+      encoder->add_vision(
+          std::make_unique<QwenVisionRunner>(places.weights, *arch.llm_vision, places.text_backend),
+          std::move(edit));
+    }
+    return encoder;
   }
 
   std::unique_ptr<DiffusionNet> make_diffusion_net(const Architecture& arch,
                                                    const NetworkPlaces& places) const override {
     return std::make_unique<QwenImageRunner>(places.weights, *arch.qwen_image,
                                              places.diffusion_backend);
-  }
-
-  void check_request(ModelVersion, ImageRequest& r) const override {
-    SD_CHECK(r.ref_images.empty(),
-             "Qwen-Image-Edit's reference images (-r) need Qwen2.5-VL's vision tower, which this "
-             "build does not run yet; edit with -i (image to image) instead");
   }
 
  private:
