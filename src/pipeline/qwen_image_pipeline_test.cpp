@@ -86,16 +86,49 @@ TEST_F(TinyQwenImage, ImageToImageEncodesThroughTheWanAutoencoder) {
   EXPECT_NE(sd.generate(r)[0].pixels, plain.pixels);
 }
 
-TEST_F(TinyQwenImage, EditReferenceImagesAreRefusedNamingWhatIsMissing) {
-  StableDiffusion sd(options_);
-  io::Image ref{16, 16, 3, std::vector<uint8_t>(16 * 16 * 3, 100)};
-  request_.ref_images = {&ref};
-  try {
-    sd.generate(request_);
-    ADD_FAILURE() << "a reference image was taken without a vision tower";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("vision tower"), std::string::npos) << e.what();
-  }
+// Qwen-Image-Edit: the references through the vision tower into the text model, and into
+// the transformer's tokens.
+TEST_F(TinyQwenImage, EditReadsReferencesThroughTheVisionTowerAndTheTransformer) {
+  static const io::test::TempDir dir;
+  const std::string tower = dir.file("mmproj.safetensors");
+  test::write_tiny_qwen_vision(tower, test::tiny_qwen2_5_vl_config().hidden, 61);
+  io::Image ref{40, 24, 3, std::vector<uint8_t>(40 * 24 * 3)};
+  for (size_t i = 0; i < ref.pixels.size(); ++i) ref.pixels[i] = static_cast<uint8_t>(i * 37);
+  request_.width = request_.height = 32;  // references resize to multiples of 32
+
+  std::string note;
+  ModelOptions blind = options_;
+  blind.note = [&](const std::string& n) { note += n + "\n"; };
+  StableDiffusion without(blind);
+  EXPECT_NE(note.find("no Qwen2.5-VL vision tower (--llm_vision"), std::string::npos) << note;
+  const io::Image plain = without.generate(request_)[0];
+  ImageRequest r = request_;
+  r.ref_images = {&ref};
+  const io::Image dit_only = without.generate(r)[0];
+  EXPECT_NE(dit_only.pixels, plain.pixels) << "the reference reaches the transformer";
+
+  ModelOptions o = options_;
+  o.llm_vision = tower;
+  StableDiffusion seeing(o);
+  const io::Image edited = seeing.generate(r)[0];
+  EXPECT_NE(edited.pixels, dit_only.pixels) << "the text model sees the reference";
+  EXPECT_EQ(seeing.generate(r)[0].pixels, edited.pixels);
+  // pass_to_vlm=0 keeps them from the text model: the transformer-only image.
+  r.ref_options.pass_to_vlm = false;
+  EXPECT_EQ(seeing.generate(r)[0].pixels, dit_only.pixels);
+  // Without references the tower is not used at all.
+  EXPECT_EQ(seeing.generate(request_)[0].pixels, plain.pixels);
+}
+
+TEST_F(TinyQwenImage, AVisionTowerOfAnotherWidthIsRefusedNamingLlmVision) {
+  static const io::test::TempDir dir;
+  const std::string tower = dir.file("other.safetensors");
+  test::write_tiny_qwen_vision(tower, 24, 62);
+  ModelOptions o = options_;
+  o.llm_vision = tower;
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("--llm_vision"), std::string::npos) << e;
+  EXPECT_NE(e.find("24-wide"), std::string::npos) << e;
 }
 
 TEST_F(TinyQwenImage, WrongPartsAreNamedByTheirFlags) {
@@ -139,6 +172,43 @@ TEST(QwenImageConditioning, TheSystemPromptIsDroppedAfterTheLlm) {
   for (int64_t i = 0; i < b.tokens * b.dim; ++i)
     ASSERT_EQ(b.context[static_cast<size_t>(i)],
               a.context[static_cast<size_t>(dropped * a.dim + i)]);
+}
+
+// Images in the prompt: each one's label and <|vision_start|>, then one <|image_pad|> per
+// vision token (the rows its tokens replace), then <|vision_end|>; the prompt after them.
+TEST(QwenImageConditioning, ImagesTakeThePlacesOfTheirPadTokens) {
+  const models::BpeTokenizer tokenizer =
+      models::BpeTokenizer::from_json(test::tiny_bpe_tokenizer_json_with(
+          {"<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>"}));
+  LlmPromptFormat format;
+  format.after = "<|im_end|>";
+  LlmImagePromptFormat images;
+  images.before = "<|im_start|>a";
+  images.label = "c";
+  const LlmImageTokens t =
+      llm_tokenize_image_prompt(tokenizer, format, images, {3, 2}, "a (cat:1.5)");
+  const int start = tokenizer.token_id("<|vision_start|>"),
+            end = tokenizer.token_id("<|vision_end|>");
+  const int pad = tokenizer.token_id("<|image_pad|>");
+  const std::vector<int> label1 = tokenizer.encode("c1: "), label2 = tokenizer.encode("c2: ");
+  std::vector<int> want = tokenizer.encode("<|im_start|>a");
+  want.insert(want.end(), label1.begin(), label1.end());
+  want.push_back(start);
+  const int64_t first = static_cast<int64_t>(want.size());
+  want.insert(want.end(), {pad, pad, pad, end});
+  want.insert(want.end(), label2.begin(), label2.end());
+  want.push_back(start);
+  const int64_t second = static_cast<int64_t>(want.size());
+  want.insert(want.end(), {pad, pad, end});
+  const size_t text = want.size();
+  for (int id : tokenizer.encode("a ")) want.push_back(id);  // emphasis splits the text
+  for (int id : tokenizer.encode("cat")) want.push_back(id);
+  want.push_back(tokenizer.token_id("<|im_end|>"));
+  EXPECT_EQ(t.tokens.ids, want);
+  EXPECT_EQ(t.image_at, (std::vector<int64_t>{first, second}));
+  ASSERT_EQ(t.tokens.weights.size(), want.size());
+  EXPECT_EQ(t.tokens.weights[text - 1], 1.0f);         // the images' tokens
+  EXPECT_EQ(t.tokens.weights[want.size() - 2], 1.5f);  // the emphasised word
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "models/llm.h"
 #include "models/qwen_image.h"
+#include "models/qwen_vl_vision.h"
 #include "models/vae.h"
 #include "nn/random_weights.h"
 #include "pipeline/tiny_z_image_test_util.h"
@@ -87,8 +88,33 @@ inline TinyQwenImageFiles write_tiny_qwen_image(
     w.save_safetensors(f.llm);
   }
   write_tiny_wan_vae(f.vae, 53);
-  std::ofstream(f.tokenizer) << tiny_bpe_tokenizer_json();
+  std::ofstream(f.tokenizer) << tiny_bpe_tokenizer_json_with(
+      {"<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>"});
   return f;
+}
+
+// A tiny Qwen2.5-VL vision tower giving `out_hidden`-wide tokens, as a --llm_vision file of
+// the tower's names (llama.cpp's two 2-D patch kernels): 16 heads of 4.
+inline models::QwenVisionConfig tiny_qwen_vision_config(int64_t out_hidden) {
+  models::QwenVisionConfig c;
+  c.hidden = 64;
+  c.intermediate = 48;
+  c.layers = 2;
+  c.out_hidden = out_hidden;
+  c.split_patch_embed = true;
+  return c;
+}
+
+inline void write_tiny_qwen_vision(const std::string& path, int64_t out_hidden, uint32_t seed) {
+  nn::RandomWeights w(DType::F16, seed);
+  const models::QwenVisionConfig c = tiny_qwen_vision_config(out_hidden);
+  Context ctx;
+  const int64_t n = 4, half = c.head_dim() / 2;
+  models::qwen_vision_forward(
+      nn::Scope(ctx, w, ""), c, ctx.new_tensor(DType::F32, {3 * c.patch * c.patch, n}),
+      ctx.new_tensor(DType::F32, {half, n}), ctx.new_tensor(DType::F32, {half, n}),
+      ctx.new_tensor(DType::F32, {n, n}));
+  w.save_safetensors(path);
 }
 
 }  // namespace sd::pipeline::test
