@@ -72,7 +72,8 @@ embedding) and 0.13 G (autoencoder) values.
 
 Usage: make_random_qwen_image.py --out DIR [--seed N] [--dtype f32|f16|bf16]
 [--hidden 3072] [--layers 2] [--llm-hidden 3584] [--llm-layers 2] [--llm-ff 128]
-[--vae-dim 96] [--vision-layers 0] [--vision-hidden 128] [--vision-ff 160] [--list]
+[--vae-dim 96] [--vision-layers 0] [--vision-hidden 128] [--vision-ff 160] [--vision-only]
+[--list]
 """
 
 import os
@@ -182,6 +183,8 @@ def main(argv=None):
                     help="vision tower width, a multiple of 64 (released 1280)")
     ap.add_argument("--vision-ff", type=int, default=160,
                     help="vision tower MLP width (released 3420)")
+    ap.add_argument("--vision-only", action="store_true",
+                    help="write the vision tower only (beside three files made before)")
     a = rw.parse_args(ap, argv)
     rw.check_hidden(ap, a.hidden)
     if min(a.layers, a.llm_hidden, a.llm_layers, a.llm_ff, a.vae_dim) <= 0:
@@ -196,7 +199,9 @@ def main(argv=None):
     if a.vision_layers < 0 or a.vision_hidden <= 0 or a.vision_hidden % 64 or a.vision_ff <= 0:
         ap.error("--vision-hidden must be a positive multiple of 64 (16 heads with 2-D "
                  "rotary positions), the other vision sizes positive")
-    status = rw.write_parts(a, parts, "make_random_qwen_image.py")
+    if a.vision_only and a.vision_layers <= 0:
+        ap.error("--vision-only needs --vision-layers N")
+    status = 0 if a.vision_only else rw.write_parts(a, parts, "make_random_qwen_image.py")
     if a.vision_layers > 0:
         specs = vision_specs(a.vision_hidden, a.vision_layers, a.vision_ff, a.llm_hidden)
         if a.list:
