@@ -235,6 +235,19 @@ void online_softmax(float* HWY_RESTRICT s, int64_t nk, const float* HWY_RESTRICT
   }
 }
 
+// Whether the mask hides every key of keys j0 .. j0 + nk - 1 from every query of q0 .. q0 +
+// nq - 1: such a block adds nothing (a causal mask's blocks above the diagonal, a vision
+// tower's other windows), so it is skipped. The first visible key ends the scan.
+bool block_masked_out(const float* mask, int64_t mask_row, int64_t q0, int64_t nq, int64_t j0,
+                      int64_t nk) {
+  for (int64_t i = 0; i < nq; ++i) {
+    const float* mrow = mask + (q0 + i) * mask_row + j0;
+    for (int64_t j = 0; j < nk; ++j)
+      if (mrow[j] != -INFINITY) return false;
+  }
+  return true;
+}
+
 // Floats of per-thread scratch attention_task needs.
 size_t task_scratch_floats(int64_t D, int64_t Dv) {
   return query_block() * static_cast<size_t>(D + kKeyBlock + Dv + 3);
@@ -291,6 +304,7 @@ void attention_task(const AttentionJob& job, int64_t task, float* scratch) {
   const float* v = job.v + h * job.v_head + n * job.v_batch;
   for (int64_t j0 = 0; j0 < job.Lk; j0 += kKeyBlock) {
     const int64_t nk = std::min(kKeyBlock, job.Lk - j0);
+    if (job.mask && block_masked_out(job.mask, job.mask_row, q0, nq, j0, nk)) continue;
     std::fill(bm, bm + bq, -INFINITY);
     for_rows<ScoreTile>(nk, qt, D, k + j0 * job.k_row, job.k_row, s, bm);
     if (job.mask) {

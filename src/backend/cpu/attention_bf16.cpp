@@ -238,6 +238,15 @@ float load_f32_at(const Tensor* t, int64_t i0, int64_t i1, int64_t i2, int64_t i
   return v;
 }
 
+// Whether the mask hides keys j0 .. j0 + nk - 1 from every query of q0 .. q0 + nq - 1 (a
+// causal mask's blocks above the diagonal, a vision tower's other windows).
+bool block_masked_out(const Tensor* mask, int64_t q0, int64_t nq, int64_t j0, int64_t nk) {
+  for (int64_t i = 0; i < nq; ++i)
+    for (int64_t j = 0; j < nk; ++j)
+      if (load_f32_at(mask, j0 + j, q0 + i, 0, 0) != -INFINITY) return false;
+  return true;
+}
+
 // Floats of per-thread scratch a task needs (bf16 arrays counted in floats, rounded up).
 int64_t task_scratch_floats(int64_t Dp, int64_t Dv) {
   return (Dp * kBq) / 2 + kKeyBlock * kBq + (kKeyBlock * kBq) / 2 + Dv * kBq + 3 * kBq;
@@ -283,6 +292,7 @@ SD_BF16_TARGET void attention_task(const Bf16Job& job, int64_t task, float* scra
   const uint16_t* v = job.v + (n * job.H + h) * job.Lkp * Dv;
   for (int64_t j0 = 0; j0 < job.Lk; j0 += kKeyBlock) {
     const int64_t nk = std::min(kKeyBlock, job.Lk - j0);
+    if (job.mask && block_masked_out(job.mask, q0, nq, j0, nk)) continue;  // adds nothing
     std::fill(bm, bm + kBq, -INFINITY);
     for_rows<ScoreTile>(nk, qt, Dp / 2, k + j0 * Dp, Dp, s, bm);
     if (job.mask) {

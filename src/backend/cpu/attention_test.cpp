@@ -28,6 +28,9 @@ struct AttnCase {
   // q, k and v as permuted views of [D, H, L, N] projections, as SD's attention splits
   // heads, with v transposed ([L, Dv] leaf) so its rows are strided too.
   bool views;
+  // > 0: the mask is block-diagonal, windows of this many tokens (a vision tower's), so
+  // most key blocks are hidden from whole query blocks and skipped.
+  int64_t window = 0;
 };
 
 // bf16 precision rounds q, k, v and the softmax weights to bf16 (8 significant bits, a
@@ -61,13 +64,15 @@ test::GraphCase attn_case(const AttnCase& a,
   // otherwise it hides every third key, and for every fourth query the first 200 keys
   // (whole 128-key blocks with nothing visible before the first key that is). Query 1 sees
   // no key at all.
-  c.fill = [](const Tensor& t, int leaf) {
+  c.fill = [window = a.window](const Tensor& t, int leaf) {
     std::vector<float> x = test::random_values(t.nelements(), 40 + leaf, -2.0f, 2.0f);
     if (t.name != "mask") return x;
     const int64_t lk = t.ne[0], lq = t.ne[1];
     for (int64_t i = 0; i < lq; ++i)
       for (int64_t j = 0; j < lk; ++j) {
-        const bool hidden = lq == lk ? j > i : j % 3 == 0 || (i % 4 == 2 && j < 200);
+        const bool hidden = window > 0 ? i / window != j / window
+                            : lq == lk ? j > i
+                                       : j % 3 == 0 || (i % 4 == 2 && j < 200);
         x[i * lk + j] = hidden || i == 1 ? -INFINITY : 0.5f * x[i * lk + j];
       }
     return x;
@@ -100,6 +105,14 @@ TEST(CpuAttention, EveryTargetMatchesTheReference) {
     test::expect_fast_path(attn_case({13, 11, 37, 45, 2, 1, true, false}), kAtol, 0);
   }
   hwy::SetSupportedTargetsForTest(0);
+}
+
+// Windows of 100 tokens over 700: the key blocks of other windows are skipped, the blocks a
+// window boundary cuts are read, in both precisions.
+TEST(CpuAttention, BlockDiagonalMasksSkipHiddenKeyBlocks) {
+  const AttnCase a{16, 16, 700, 700, 2, 1, true, false, 100};
+  test::expect_fast_path(attn_case(a), kAtol, 0);
+  test::expect_fast_path(attn_case(a, AttentionPrecision::BF16), kBf16Atol, 0);
 }
 
 TEST(CpuAttention, StridedViews) {
