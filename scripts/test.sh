@@ -53,10 +53,10 @@ make_models() {
   fi
   # Qwen-Image: the reference fixes its widths, so even this model is 5.4 GB (f32).
   local qwen_dir=build/fidelity/qwen_image_tiny
-  if [ ! -f "$qwen_dir/qwen2_5_vl_mmproj.gguf" ]; then
+  if [ ! -f "$qwen_dir/qwen2_5_vl_visual.safetensors" ]; then
     echo "making $qwen_dir (random weights)"
     /usr/bin/python3 tools/make_random_qwen_image.py --out "$qwen_dir.tmp" --seed 0 --dtype f32 \
-      --vision-layers 8
+      --vision-layers 8 --vision-hf
     rm -rf "$qwen_dir" && mv "$qwen_dir.tmp" "$qwen_dir"
   fi
   local flux2_dev_dir=build/fidelity/flux2_dev_tiny

@@ -54,6 +54,13 @@ which for Qwen-Image is almost all of them):
   width, the block count and the output width (= the text width) from the file: released
   1280, 3420, 32, 3584; ``--vision-hidden`` (a multiple of 64) and ``--vision-ff`` default
   to 128 and 160 here, and 8 blocks use both kinds of attention.
+* ``<out>/qwen2_5_vl_visual.safetensors`` (with ``--vision-hf`` too)  the same tower, the
+  same values, in Hugging Face's names as a Qwen2.5-VL checkpoint's ``visual.*``:
+  ``visual.patch_embed.proj.weight`` (the Conv3d [hidden, 3, 2, 14, 14]),
+  ``visual.blocks.N.attn.qkv`` [3 hidden, hidden] (q, k, v fused), ``.attn.proj``,
+  ``.mlp.{gate,up,down}_proj``, ``.norm1``, ``.norm2``, ``visual.merger.ln_q`` and
+  ``visual.merger.mlp.{0,2}``; a reader that splits and stacks them gets the mmproj's
+  tower.
 
 Weights: the transformer and the text model use normal(0, 1/sqrt(fan_in)) for Linear
 weights, normal(0, 0.02) for biases and 1 + normal(0, 0.1) for norm scales; the token
@@ -72,8 +79,8 @@ embedding) and 0.13 G (autoencoder) values.
 
 Usage: make_random_qwen_image.py --out DIR [--seed N] [--dtype f32|f16|bf16]
 [--hidden 3072] [--layers 2] [--llm-hidden 3584] [--llm-layers 2] [--llm-ff 128]
-[--vae-dim 96] [--vision-layers 0] [--vision-hidden 128] [--vision-ff 160] [--vision-only]
-[--list]
+[--vae-dim 96] [--vision-layers 0] [--vision-hidden 128] [--vision-ff 160] [--vision-hf]
+[--vision-only] [--list]
 """
 
 import os
@@ -164,6 +171,40 @@ def write_vision(a, specs):
     print(f"wrote {path}: {len(tensors)} tensors, {n / 2**20:.1f} MiB")
 
 
+def write_vision_hf(a, specs):
+    """The same tower (the same values) in Hugging Face's names, as the visual.* weights of a
+    Qwen2.5-VL checkpoint: the two frames as one Conv3d kernel [hidden, 3, 2, 14, 14], q, k
+    and v fused as attn.qkv [3 hidden, hidden]; f16 matrices, f32 vectors."""
+    v = {name: rw.values(name, shape, mean, std, a.seed) for name, shape, mean, std in specs}
+    out = []
+
+    def put(name, x):
+        out.append((name, x.shape, x.astype(np.float32), "f16" if x.ndim > 1 else "f32"))
+
+    put("visual.patch_embed.proj.weight",
+        np.stack([v["v.patch_embd.weight"], v["v.patch_embd.weight.1"]], axis=2))
+    for i in range(a.vision_layers):
+        b, p = f"v.blk.{i}", f"visual.blocks.{i}"
+        for kind in ("weight", "bias"):
+            put(f"{p}.attn.qkv.{kind}",
+                np.concatenate([v[f"{b}.attn_{x}.{kind}"] for x in "qkv"], axis=0))
+            put(f"{p}.attn.proj.{kind}", v[f"{b}.attn_out.{kind}"])
+            for llama, hf in (("ffn_gate", "gate_proj"), ("ffn_up", "up_proj"),
+                              ("ffn_down", "down_proj")):
+                put(f"{p}.mlp.{hf}.{kind}", v[f"{b}.{llama}.{kind}"])
+        put(f"{p}.norm1.weight", v[f"{b}.ln1.weight"])
+        put(f"{p}.norm2.weight", v[f"{b}.ln2.weight"])
+    put("visual.merger.ln_q.weight", v["v.post_ln.weight"])
+    for kind in ("weight", "bias"):
+        put(f"visual.merger.mlp.0.{kind}", v[f"mm.0.{kind}"])
+        put(f"visual.merger.mlp.2.{kind}", v[f"mm.2.{kind}"])
+    path = os.path.join(a.out, "qwen2_5_vl_visual.safetensors")
+    meta = {"format": "pt", "generator": "make_random_qwen_image.py", "seed": str(a.seed),
+            "part": "visual"}
+    n = rw.write_safetensors(path, out, "f32", a.seed, meta)
+    print(f"wrote {path}: {len(out)} tensors, {n / 2**20:.1f} MiB")
+
+
 def main(argv=None):
     ap = rw.parser(__doc__, released="bf16/bf16/bf16", hidden=3072,
                    hidden_help="transformer width, multiple of 128 (fixed 3072 in "
@@ -183,6 +224,9 @@ def main(argv=None):
                     help="vision tower width, a multiple of 64 (released 1280)")
     ap.add_argument("--vision-ff", type=int, default=160,
                     help="vision tower MLP width (released 3420)")
+    ap.add_argument("--vision-hf", action="store_true",
+                    help="also write the tower in Hugging Face's names "
+                         "(qwen2_5_vl_visual.safetensors, the same values)")
     ap.add_argument("--vision-only", action="store_true",
                     help="write the vision tower only (beside three files made before)")
     a = rw.parse_args(ap, argv)
@@ -209,6 +253,8 @@ def main(argv=None):
                 print(f"qwen2_5_vl_mmproj: {t[0]} {list(t[1])}")
         else:
             write_vision(a, specs)
+            if a.vision_hf:
+                write_vision_hf(a, specs)
     return status
 
 

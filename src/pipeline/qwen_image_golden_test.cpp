@@ -28,6 +28,8 @@ struct QwenImageCase {
   const char* init = nullptr;     // a file of the golden folder, as -i
   std::vector<const char*> refs;  // files of the golden folder, as -r (Qwen-Image-Edit)
   bool vision = true;             // with the vision tower (--llm_vision) where refs are given
+  // The tower in Hugging Face's names (fused q/k/v, the Conv3d kernel) instead of the mmproj.
+  bool hf_tower = false;
   const char* model_args = "";
 };
 
@@ -42,7 +44,8 @@ void run_qwen_image_case(const QwenImageCase& c) {
   options.vae = d + "/qwen_image_vae.safetensors";
   options.llm_tokenizer = shared + "/data/qwen/tokenizer.json";
   if (!c.refs.empty() && c.vision) {
-    options.llm_vision = d + "/qwen2_5_vl_mmproj.gguf";
+    options.llm_vision =
+        d + (c.hf_tower ? "/qwen2_5_vl_visual.safetensors" : "/qwen2_5_vl_mmproj.gguf");
     if (!std::filesystem::exists(options.llm_vision))
       GTEST_SKIP() << options.llm_vision << " not made (--vision-layers)";
   }
@@ -112,6 +115,16 @@ TEST(GoldenQwenImage, EditWithTheVisionTower) {
   QwenImageCase c{"edit_128.png"};
   c.prompt = "make the horse blue";
   c.refs = {"euler_128.png"};
+  run_qwen_image_case(c);
+}
+
+// The same tower in a checkpoint's visual.* names: split and stacked when read, the same
+// image.
+TEST(GoldenQwenImage, EditWithTheTowerInHuggingFaceNames) {
+  QwenImageCase c{"edit_128.png"};
+  c.prompt = "make the horse blue";
+  c.refs = {"euler_128.png"};
+  c.hf_tower = true;
   run_qwen_image_case(c);
 }
 
