@@ -34,8 +34,9 @@ class ReferenceInput {
   // network's own way); none to stop.
   virtual void set_references(std::vector<ReferenceLatent> references,
                               std::optional<models::RefIndexMode> mode) = 0;
-  // Resized references have sides that are multiples of this many pixels.
-  virtual int reference_multiple() const = 0;
+  // Resized references have latents whose sides are multiples of this many latent pixels
+  // (times the VAE's downscale in pixels).
+  virtual int reference_latent_multiple() const = 0;
   // Leaves the references set but out of the following predictions (false) or back in
   // them (true): image guidance's unconditional pass. set_references turns them back on.
   virtual void use_references(bool on) = 0;

@@ -34,8 +34,8 @@ class FluxRunner final : public DiffusionNet, public ReferenceInput {
   using Reference = ReferenceLatent;
   void set_references(std::vector<Reference> references,
                       std::optional<models::RefIndexMode> mode) override;
-  // The VAE's 8 times the patch, as sd.cpp resizes FLUX references.
-  int reference_multiple() const override { return 8 * config_.patch_size; }
+  // Whole patches, as sd.cpp resizes FLUX references (16 pixels with the 8x VAE).
+  int reference_latent_multiple() const override { return config_.patch_size; }
   void use_references(bool on) override { references_on_ = on; }
   ReferenceInput* references() override { return this; }
 

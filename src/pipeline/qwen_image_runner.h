@@ -36,7 +36,8 @@ class QwenImageRunner final : public DiffusionNet, public ReferenceInput {
   void set_references(std::vector<ReferenceLatent> references,
                       std::optional<models::RefIndexMode> mode) override;
   void use_references(bool on) override { references_on_ = on; }
-  int reference_multiple() const override { return 32; }
+  // sd.cpp resizes Qwen-Image's references to multiples of 32 pixels: 4 latent pixels.
+  int reference_latent_multiple() const override { return 4; }
 
   static constexpr const char* kScope = io::kUnetRoot.data();
 
