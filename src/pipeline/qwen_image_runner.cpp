@@ -19,6 +19,13 @@ std::vector<float> pad_to_even(const std::vector<float>& x, int64_t w, int64_t h
   return out;
 }
 
+// A [w, h, C] latent as 2x2-patch tokens, odd sides padded first.
+std::vector<float> latent_tokens(const std::vector<float>& x, int64_t w, int64_t h, int64_t c,
+                                 int p) {
+  const int64_t pw = (w + p - 1) / p * p, ph = (h + p - 1) / p * p;
+  return models::flux_patchify(pad_to_even(x, w, h, c, pw, ph), pw, ph, c, p);
+}
+
 std::vector<float> crop(const std::vector<float>& x, int64_t pw, int64_t ph, int64_t c, int64_t w,
                         int64_t h) {
   if (pw == w && ph == h) return x;
@@ -47,9 +54,7 @@ void QwenImageRunner::set_references(std::vector<ReferenceLatent> references,
              "[qwen-image] a %lldx%lld reference latent of %zu values is not %lld channels",
              static_cast<long long>(r.w), static_cast<long long>(r.h), r.latent.size(),
              static_cast<long long>(channels));
-    const int64_t pw = (r.w + p - 1) / p * p, ph = (r.h + p - 1) / p * p;
-    const std::vector<float> t = models::flux_patchify(
-        pad_to_even(r.latent, r.w, r.h, channels, pw, ph), pw, ph, channels, p);
+    const std::vector<float> t = latent_tokens(r.latent, r.w, r.h, channels, p);
     ref_tokens_.insert(ref_tokens_.end(), t.begin(), t.end());
     grids.push_back({r.w, r.h});
   }
@@ -88,8 +93,7 @@ std::vector<std::vector<float>> QwenImageRunner::predict(
            static_cast<long long>(w), static_cast<long long>(h), x.size(),
            static_cast<long long>(channels));
   const int64_t pw = (w + p - 1) / p * p, ph = (h + p - 1) / p * p;
-  std::vector<float> tokens =
-      models::flux_patchify(pad_to_even(x, w, h, channels, pw, ph), pw, ph, channels, p);
+  std::vector<float> tokens = latent_tokens(x, w, h, channels, p);
   if (references_on_) tokens.insert(tokens.end(), ref_tokens_.begin(), ref_tokens_.end());
   std::vector<std::vector<float>> out;
   for (const Conditioning* cond : conditionings) {
