@@ -16,7 +16,20 @@ for a in "$@"; do
   if [ "$a" = "--release-only" ]; then sanitize=0; else args+=("$a"); fi
 done
 
+# Each phase's wall time, printed at the end: where the CI budget goes.
+timings=()
+phase_start=$SECONDS
+phase_done() {
+  timings+=("$1: $((SECONDS - phase_start)) s")
+  phase_start=$SECONDS
+}
+print_timings() {
+  echo "phase times:"
+  printf '  %s\n' "${timings[@]}" "total: $SECONDS s"
+}
+
 ./scripts/setup.sh --no-build
+phase_done "set-up check"
 jobs=$(nproc)
 mkdir -p build/fidelity
 
@@ -99,12 +112,14 @@ models_pid=$!
 
 cmake --preset release
 cmake --build --preset release
+phase_done "Release build"
 if ! wait "$models_pid"; then
   cat build/fidelity/make.log
   echo "error: writing the random test models failed (build/fidelity/make.log)" >&2
   exit 1
 fi
 cat build/fidelity/make.log
+phase_done "random models (after the build)"
 if [ -f build/fidelity/sd15_rand_f16.safetensors ]; then
   export SD_TEST_SD15_MODEL=$PWD/build/fidelity/sd15_rand_f16.safetensors
   export SD_TEST_SD2_MODEL=$PWD/build/fidelity/sd2_rand_f16.safetensors
@@ -134,6 +149,7 @@ seed_test_costs() {
 }
 seed_test_costs release
 ctest --preset release -j "$jobs" "${args[@]}"
+phase_done "Release tests"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
   SD_TEST_FLUX2_DIR SD_TEST_FLUX2_DEV_DIR SD_TEST_QWEN_IMAGE_DIR SD_TEST_WAN_DIR \
@@ -142,6 +158,7 @@ unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR S
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null
   cmake --build --preset debug-sanitize
+  phase_done "sanitizer build"
   # This build has no Vulkan backend (the preset's SD_VULKAN=OFF), so no test meets a
   # Vulkan device here: the drivers keep memory to the end of the process, and lavapipe
   # under ASan was seen to hang two processes at once. vulkan_tests' sanitizer settings in
@@ -152,4 +169,6 @@ if [ "$sanitize" = 1 ]; then
   # (the shared job queue's several servers, 70 s under the sanitizers) run in the Release
   # pass only; the server's and the queue's code meet the sanitizers in their own tests.
   ASAN_OPTIONS=detect_leaks=1 ctest --preset debug-sanitize -j "$jobs" -LE slow "${args[@]}"
+  phase_done "sanitizer tests"
 fi
+print_timings

@@ -67,7 +67,7 @@ written directly.
 Usage: make_random_flux2.py --out DIR [--seed N] [--dtype f32|f16|bf16] [--hidden 256]
 [--double-blocks 2] [--single-blocks 2] [--guidance-in] [--llm-hidden 32]
 [--llm-layers 36] [--llm-ff 96] [--ae-ch 128] [--ae-decoder-ch N]
-[--bn-stats released|random] [--list]
+[--bn-stats released|random] [--parts flux2_klein,qwen3,ae] [--list]
 """
 
 import sys
@@ -189,6 +189,7 @@ def main(argv=None):
                     help="decoder width only (default: --ae-ch), multiple of 32")
     ap.add_argument("--bn-stats", choices=("released", "random"), default="released",
                     help="autoencoder batch-norm statistics")
+    rw.add_parts_arg(ap, ("flux2_klein", "qwen3", "ae"))
     a = rw.parse_args(ap, argv)
     dec_ch = a.ae_decoder_ch or a.ae_ch
     rw.check_hidden(ap, a.hidden)
@@ -208,7 +209,7 @@ def main(argv=None):
         "ae": (rw.ae_specs(a.ae_ch, dec_ch, AE_Z, quant_convs=True)
                + bn_specs(a.bn_stats, a.seed), "f32"),
     }
-    return rw.write_parts(a, parts, "make_random_flux2.py")
+    return rw.write_parts(a, rw.select_parts(ap, a, parts), "make_random_flux2.py")
 
 
 if __name__ == "__main__":

@@ -80,7 +80,7 @@ embedding) and 0.13 G (autoencoder) values.
 Usage: make_random_qwen_image.py --out DIR [--seed N] [--dtype f32|f16|bf16]
 [--hidden 3072] [--layers 2] [--llm-hidden 3584] [--llm-layers 2] [--llm-ff 128]
 [--vae-dim 96] [--vision-layers 0] [--vision-hidden 128] [--vision-ff 160] [--vision-hf]
-[--vision-only] [--list]
+[--vision-only] [--q4k-gguf] [--list]
 """
 
 import os
@@ -227,6 +227,10 @@ def main(argv=None):
     ap.add_argument("--vision-hf", action="store_true",
                     help="also write the tower in Hugging Face's names "
                          "(qwen2_5_vl_visual.safetensors, the same values)")
+    ap.add_argument("--q4k-gguf", action="store_true",
+                    help="write the transformer and the text model as GGUF files of random q4_K "
+                         "blocks (qwen_image_q4_K.gguf, qwen2_5_vl_q4_K.gguf; for benchmarks "
+                         "at the released size) and the autoencoder as usual")
     ap.add_argument("--vision-only", action="store_true",
                     help="write the vision tower only (beside three files made before)")
     a = rw.parse_args(ap, argv)
@@ -245,6 +249,13 @@ def main(argv=None):
                  "rotary positions), the other vision sizes positive")
     if a.vision_only and a.vision_layers <= 0:
         ap.error("--vision-only needs --vision-layers N")
+    if a.q4k_gguf and not a.list and not a.vision_only:
+        os.makedirs(a.out, exist_ok=True)
+        for name in ("qwen_image", "qwen2_5_vl"):
+            path = os.path.join(a.out, name + "_q4_K.gguf")
+            meta = {"general.name": f"random {name}", "general.quantization_version": 2}
+            n = rw.write_q4_k_gguf(path, parts.pop(name)[0], a.seed, meta)
+            print(f"wrote {path}: {n / 2**20:.1f} MiB")
     status = 0 if a.vision_only else rw.write_parts(a, parts, "make_random_qwen_image.py")
     if a.vision_layers > 0:
         specs = vision_specs(a.vision_hidden, a.vision_layers, a.vision_ff, a.llm_hidden)

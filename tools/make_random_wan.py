@@ -239,9 +239,7 @@ def main(argv=None):
                     help="CLIP vision width, multiple of 16 (fixed 1280 in stable-diffusion.cpp)")
     ap.add_argument("--clip-layers", type=int, default=32, help="CLIP vision layers (32)")
     ap.add_argument("--clip-ff", type=int, default=5120, help="CLIP vision MLP width (5120)")
-    ap.add_argument("--parts", default="",
-                    help="comma-separated files to write (wan, umt5, wan_vae, clip_vision); "
-                         "default: all the variant has")
+    rw.add_parts_arg(ap, ("wan", "umt5", "wan_vae", "clip_vision (i2v, flf2v)"))
     a = rw.parse_args(ap, argv)
     rw.check_hidden(ap, a.dim, "--dim")
     if min(a.layers, a.ffn, a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
@@ -261,12 +259,7 @@ def main(argv=None):
         parts["clip_vision"] = (clip_vision_specs(a.clip_dim, a.clip_layers, a.clip_ff), "f16")
     if a.variant == "ti2v":
         parts["wan_vae"] = (rw.wan22_vae_specs(), "bf16")
-    if a.parts:
-        wanted = a.parts.split(",")
-        unknown = [p for p in wanted if p not in parts]
-        if unknown:
-            ap.error(f"--parts: {', '.join(unknown)} not among {', '.join(parts)}")
-        parts = {k: v for k, v in parts.items() if k in wanted}
+    parts = rw.select_parts(ap, a, parts)
     if a.variant == "ti2v" and "wan" in parts:
         del parts["wan"]
         if not a.list:

@@ -423,6 +423,24 @@ def write_safetensors(path, specs, dtype, seed, metadata):
     return offset
 
 
+def write_q4_k_gguf(path, specs, seed, metadata):
+    """Writes specs as a GGUF the way quantized releases store a model: matrices whose rows
+    fill 256-value blocks as random q4_K blocks of about the spec's spread (drawn while
+    writing, so a 20B model needs no 40 GB of floats first), other matrices f16, vectors
+    f32. Returns the data size in bytes."""
+    from gguf_writer import Q4_K_BLOCK, write_gguf
+    tensors = []
+    for name, shape, mean, std in sorted(specs, key=lambda t: t[0]):
+        random = not isinstance(mean, np.ndarray) and std > 0.0
+        if random and len(shape) > 1 and shape[-1] % Q4_K_BLOCK == 0:
+            rng_seed = [seed, zlib.crc32(name.encode("utf-8"))]
+            tensors.append((name, (shape, rng_seed, std), "random_q4_K"))
+        else:
+            tensors.append((name, values(name, shape, mean, std, seed),
+                            "f16" if len(shape) > 1 else "f32"))
+    return write_gguf(path, metadata, tensors)
+
+
 # ------------------------------------- command line -------------------------------------
 
 
@@ -444,6 +462,22 @@ def add_qwen3_args(ap, hidden_help, layers_help):
     ap.add_argument("--llm-hidden", type=int, default=32, help=hidden_help)
     ap.add_argument("--llm-layers", type=int, default=36, help=layers_help)
     ap.add_argument("--llm-ff", type=int, default=96, help="Qwen3 MLP width")
+
+
+def add_parts_arg(ap, names):
+    ap.add_argument("--parts", default="",
+                    help=f"comma-separated files to write ({', '.join(names)}); default: all")
+
+
+def select_parts(ap, a, parts):
+    """parts narrowed to --parts (add_parts_arg's option), or all of them without it."""
+    if not a.parts:
+        return parts
+    wanted = a.parts.split(",")
+    unknown = [p for p in wanted if p not in parts]
+    if unknown:
+        ap.error(f"--parts: {', '.join(unknown)} not among {', '.join(parts)}")
+    return {k: v for k, v in parts.items() if k in wanted}
 
 
 def parse_args(ap, argv):
