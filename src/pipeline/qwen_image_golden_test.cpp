@@ -25,9 +25,9 @@ struct QwenImageCase {
   int width = 128, height = 128;
   int steps = 8;
   float cfg = 2.5f;
-  const char* init = nullptr;     // a file of the golden folder, as -i
-  std::vector<const char*> refs;  // files of the golden folder, as -r (Qwen-Image-Edit)
-  bool vision = true;             // with the vision tower (--llm_vision) where refs are given
+  const char* init = nullptr;          // a file of the golden folder, as -i
+  std::vector<const char*> refs = {};  // files of the golden folder, as -r (Qwen-Image-Edit)
+  bool vision = true;                  // with the vision tower (--llm_vision) where refs are given
   // The tower in Hugging Face's names (fused q/k/v, the Conv3d kernel) instead of the mmproj.
   bool hf_tower = false;
   const char* model_args = "";

@@ -96,16 +96,25 @@ TEST_F(TinyQwenImage, EditReadsReferencesThroughTheVisionTowerAndTheTransformer)
   for (size_t i = 0; i < ref.pixels.size(); ++i) ref.pixels[i] = static_cast<uint8_t>(i * 37);
   request_.width = request_.height = 32;  // references resize to multiples of 32
 
-  std::string note;
+  // Without a tower, text to image runs without a word; a request with references is
+  // told that they reach the transformer only.
+  std::string notes, warnings;
   ModelOptions blind = options_;
-  blind.note = [&](const std::string& n) { note += n + "\n"; };
+  blind.note = [&](const std::string& n) { notes += n + "\n"; };
   StableDiffusion without(blind);
-  EXPECT_NE(note.find("no Qwen2.5-VL vision tower (--llm_vision"), std::string::npos) << note;
-  const io::Image plain = without.generate(request_)[0];
-  ImageRequest r = request_;
+  EXPECT_EQ(notes.find("vision tower"), std::string::npos) << notes;
+  ImageRequest plain_request = request_;
+  plain_request.warn = [&](const std::string& w) { warnings += w + "\n"; };
+  const io::Image plain = without.generate(plain_request)[0];
+  EXPECT_EQ(warnings, "");
+  ImageRequest r = plain_request;
   r.ref_images = {&ref};
   const io::Image dit_only = without.generate(r)[0];
   EXPECT_NE(dit_only.pixels, plain.pixels) << "the reference reaches the transformer";
+  EXPECT_NE(warnings.find("no vision tower (--llm_vision): the reference images (-r) reach the "
+                          "diffusion model but not the text encoder"),
+            std::string::npos)
+      << warnings;
 
   ModelOptions o = options_;
   o.llm_vision = tower;

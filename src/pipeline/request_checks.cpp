@@ -152,6 +152,12 @@ ImageRequest StableDiffusion::Impl::validate(const ImageRequest& request) const 
   }
   family->check_request(version, r);
   if (!r.ref_images.empty()) check_references(r);
+  if (const char* flag = family->defaults().prompt_vision_flag;
+      flag && !r.ref_images.empty() && r.ref_options.pass_to_vlm && !text->prompt_images())
+    warn(
+        format("no vision tower (%s): the reference images (-r) reach the diffusion model but "
+               "not the text encoder, which an edit model needs to edit well",
+               flag));
   if (image_input == ImageInput::EditImage) {
     SD_CHECK(r.edit_image, "%s edits an image: pass it with -r/--ref-image",
              io::version_name(version));

@@ -99,6 +99,9 @@ struct FamilyDefaults {
   float (*flow_shift)(io::ModelVersion version) = nullptr;
   // --timestep-shift applies (sd.cpp: SDXL only).
   bool timestep_shift = false;
+  // The flag of the vision tower through which the text encoder reads reference images
+  // (-r), where the family has one (Qwen-Image-Edit: --llm_vision); null: none.
+  const char* prompt_vision_flag = nullptr;
   // Video models: video frames per latent frame after the first (Wan: 4); 0: an image model.
   int video_frame_stride = 0;
   // How --preview proj colours the latent (pipeline/latent_preview.h).

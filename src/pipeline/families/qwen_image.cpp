@@ -71,11 +71,6 @@ class QwenImage final : public LlmFamily {
     } catch (const Error& e) {
       fail("the --llm_vision file (or the --llm file's visual.* weights): %s", e.what());
     }
-    if (!arch.llm_vision)
-      files.note(
-          "note: no Qwen2.5-VL vision tower (--llm_vision mmproj file, or visual.* weights in "
-          "the --llm file): reference images (-r) reach the transformer but not the text "
-          "encoder, which Qwen-Image-Edit needs to edit well");
     arch.vae = wan_vae_config_from_shapes(vae_config(), io::kVaeRoot, shape_of);
     return arch;
   }
@@ -139,6 +134,7 @@ class QwenImage final : public LlmFamily {
     d.sample_method = sampling::SampleMethod::Euler;
     d.prediction = sampling::Prediction::Sd3Flow;  // discrete flow, t = 1000 sigma
     d.flow_shift = [](ModelVersion) { return 3.0f; };
+    d.prompt_vision_flag = "--llm_vision";
     return d;
   }
 };
