@@ -26,7 +26,7 @@ BEGIN {
   allowed["api"] = "api pipeline models sampling weights nn io backend tensor"
   # tools/: the documented helpers a program may use besides src/api.
   split("tensor/error.h tensor/dtype.h tensor/text.h tensor/base64.h io/image.h io/video.h io/image_metadata.h io/folder_lookup.h " \
-        "sampling/step_cache.h backend/registry.h backend/rpc/access.h " \
+        "sampling/step_cache.h sampling/guidance_extras.h backend/registry.h backend/rpc/access.h " \
         "backend/rpc/client/rpc_device.h", h, " ")
   for (i in h) helper[h[i]] = 1
   # sd-rpc-server is the RPC server program itself.

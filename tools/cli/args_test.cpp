@@ -216,6 +216,11 @@ TEST(CliValidate, ChecksBeforeLoading) {
   EXPECT_NE(parse_error({"-M", "metadata"}).find("--image FILE"), std::string::npos);
   EXPECT_NE(parse_error({"-M", "convert"}).find("convert needs an input model"), std::string::npos);
   EXPECT_NE(parse_error({"-M", "upscale", "-i", m}).find("--upscale-model"), std::string::npos);
+  EXPECT_EQ(parse_error({"-m", m, "--extra-sample-args", "apg_eta=abc"}),
+            "--extra-sample-args apg_eta=abc: 'abc' is not a number");
+  EXPECT_NE(parse_error({"-m", m, "--extra-sample-args", "apg_eta"}).find("not key=value"),
+            std::string::npos);
+  EXPECT_EQ(parse_error({"-m", m, "--extra-sample-args", "apg_eta=0.5,beta_alpha=0.6"}), "");
 }
 
 TEST(CliValidate, ResolvesDependentDefaults) {

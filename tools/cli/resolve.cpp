@@ -13,6 +13,7 @@
 #include "cli/args.h"
 #include "cli/cli_log.h"
 #include "io/folder_lookup.h"
+#include "sampling/guidance_extras.h"
 #include "tensor/error.h"
 
 namespace fs = std::filesystem;
@@ -295,6 +296,8 @@ void validate_generation(const GenerationOptions& g, Mode mode) {
   SD_CHECK(g.ad_model_path.empty() || mode == Mode::ImgGen || mode == Mode::Adetailer,
            "--ad-model works in img_gen and adetailer modes only");
   SD_CHECK(g.cache_option.empty() || !g.cache_mode.empty(), "--cache-option needs --cache-mode");
+  // Parsed again per request by the library; here so that a typo is said before the load.
+  if (!g.extra_sample_args.empty()) sd::sampling::parse_guidance_extras(g.extra_sample_args);
 
   // The latent is 1/8 of the image; other sizes would be cropped or padded silently.
   if (mode == Mode::ImgGen || mode == Mode::VidGen || mode == Mode::Adetailer) {
