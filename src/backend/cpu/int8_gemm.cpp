@@ -24,10 +24,11 @@
 #include "tensor/quant/block_codes.h"
 #include "tensor/quant/blocks.h"
 
-// GCC 12's AVX-512 reductions and masked stores start from _mm512_undefined_*(), which
-// -Wmaybe-uninitialized reports at every use; nothing here reads an undefined lane.
-#ifndef __clang__  // a GCC-only warning
+// GCC 12's AVX-512 reductions, masked stores and shuffles start from _mm512_undefined_*(),
+// which -W(maybe-)uninitialized reports at every use; nothing here reads an undefined lane.
+#ifndef __clang__  // GCC-only warnings
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #define SD_INT8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni")))
@@ -81,86 +82,92 @@ SD_INT8_TARGET void quantize_row_int8(const float* x, int64_t K, int zero_point,
   }
 }
 
-// Builds panel g of a tile whose first column is weight row `m0`: 16 weight rows decoded,
-// then regrouped 4 codes at a time. Columns past M get zero codes, scales and offsets.
-void pack_panel(DType type, const char* w, size_t w_row_bytes, int64_t M, int64_t K, int64_t m0,
-                int64_t g, bool offsets, uint8_t* codes, float* scale, float* offset,
-                std::vector<uint8_t>& row_codes, std::vector<float>& row_floats) {
-  const int64_t nb = K / kCodeBlock;
-  row_codes.resize(static_cast<size_t>(K));
-  row_floats.resize(static_cast<size_t>(2 * nb));
-  uint8_t* panel = codes + g * nb * kBlockBytes;
-  float* panel_scale = scale + g * nb * kLanes;
-  float* panel_offset = offsets ? offset + g * nb * kLanes : nullptr;
-  for (int c = 0; c < kLanes; ++c) {
-    const int64_t m = m0 + g * kLanes + c;
-    if (m >= M) {
-      for (int64_t b = 0; b < nb; ++b) {
-        for (int j = 0; j < kCodeBlock / 4; ++j)
-          std::memset(panel + b * kBlockBytes + (j * kLanes + c) * 4, 0, 4);
-        panel_scale[b * kLanes + c] = 0.0f;
-        if (offsets) panel_offset[b * kLanes + c] = 0.0f;
-      }
-      continue;
-    }
-    float* row_scale = row_floats.data();
-    float* row_offset = row_floats.data() + nb;
-    decode_block_codes(type, w + m * w_row_bytes, K, row_codes.data(), row_scale,
-                       offsets ? row_offset : nullptr);
-    for (int64_t b = 0; b < nb; ++b) {
-      for (int j = 0; j < kCodeBlock / 4; ++j)
-        std::memcpy(panel + b * kBlockBytes + (j * kLanes + c) * 4,
-                    row_codes.data() + b * kCodeBlock + j * 4, 4);
-      panel_scale[b * kLanes + c] = row_scale[b];
-      if (offsets) panel_offset[b * kLanes + c] = row_offset[b];
-    }
+// One block of a panel from 16 rows of 32 codes each (row c at first + c * stride), as
+// vector shuffles instead of 4-byte copies: rows c and c + 8 share a vector, an 8 x 8
+// transpose of 4-byte groups runs in each half, and a two-source permute puts the four
+// quarter rows of group j together. `flip` is xor-ed into every code (0x80 makes q8_0's
+// signed codes unsigned).
+SD_INT8_TARGET void transpose_block(const char* first, size_t stride, uint8_t* out, __m512i flip) {
+  const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  __m512i z[8];
+  for (int c = 0; c < 8; ++c) {
+    const auto* lo = reinterpret_cast<const __m256i*>(first + c * stride);
+    const auto* hi = reinterpret_cast<const __m256i*>(first + (c + 8) * stride);
+    z[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(lo)),
+                              _mm256_loadu_si256(hi), 1);
+  }
+  __m512i t[8], u[8];
+  for (int c = 0; c < 8; c += 2) {
+    t[c] = _mm512_unpacklo_epi32(z[c], z[c + 1]);
+    t[c + 1] = _mm512_unpackhi_epi32(z[c], z[c + 1]);
+  }
+  for (int h = 0; h < 8; h += 4) {  // rows 0-3 (with 8-11), then 4-7 (with 12-15)
+    u[h + 0] = _mm512_unpacklo_epi64(t[h], t[h + 2]);      // groups 0 and 4
+    u[h + 1] = _mm512_unpackhi_epi64(t[h], t[h + 2]);      // 1 and 5
+    u[h + 2] = _mm512_unpacklo_epi64(t[h + 1], t[h + 3]);  // 2 and 6
+    u[h + 3] = _mm512_unpackhi_epi64(t[h + 1], t[h + 3]);  // 3 and 7
+  }
+  for (int j = 0; j < 4; ++j) {
+    const __m512i first_half = _mm512_permutex2var_epi64(u[j], low, u[4 + j]);
+    const __m512i second_half = _mm512_permutex2var_epi64(u[j], high, u[4 + j]);
+    _mm512_storeu_si512(out + j * kLanes * 4, _mm512_xor_si512(first_half, flip));
+    _mm512_storeu_si512(out + (j + 4) * kLanes * 4, _mm512_xor_si512(second_half, flip));
   }
 }
 
-// pack_panel for a q8_0 weight whose 16 columns all exist, with vector shuffles instead
-// of 4-byte copies (the int8 convolution's small levels pack more weight bytes than they
-// multiply). Per block, the 16 rows' 32 codes are 16 x 8 groups of 4: rows c and c + 8 share
-// a vector, an 8 x 8 transpose of 4-byte groups runs in each half, and a two-source permute
-// puts the four quarter rows of group j together; +128 makes the codes unsigned. The 16
-// scales are one gather.
+// Builds panel g of a tile whose first column is weight row `m0`: 16 weight rows decoded
+// to codes, then regrouped 4 codes at a time. Columns past M get zero codes, scales and
+// offsets.
+SD_INT8_TARGET void pack_panel(DType type, const char* w, size_t w_row_bytes, int64_t M, int64_t K,
+                               int64_t m0, int64_t g, bool offsets, uint8_t* codes, float* scale,
+                               float* offset, std::vector<uint8_t>& row_codes,
+                               std::vector<float>& row_floats) {
+  const int64_t nb = K / kCodeBlock;
+  row_codes.resize(static_cast<size_t>(kLanes * K));
+  row_floats.resize(static_cast<size_t>(kLanes * 2 * nb));
+  uint8_t* panel = codes + g * nb * kBlockBytes;
+  float* panel_scale = scale + g * nb * kLanes;
+  float* panel_offset = offsets ? offset + g * nb * kLanes : nullptr;
+  const int64_t first_row = m0 + g * kLanes;
+  const int rows = static_cast<int>(std::clamp<int64_t>(M - first_row, 0, kLanes));
+  for (int c = 0; c < kLanes; ++c) {
+    uint8_t* row = row_codes.data() + c * K;
+    float* row_scale = row_floats.data() + c * 2 * nb;
+    float* row_offset = row_scale + nb;
+    if (c < rows) {
+      decode_block_codes(type, w + (first_row + c) * w_row_bytes, K, row, row_scale,
+                         offsets ? row_offset : nullptr);
+    } else {
+      std::memset(row, 0, static_cast<size_t>(K));
+      std::fill(row_scale, row_scale + 2 * nb, 0.0f);
+    }
+    for (int64_t b = 0; b < nb; ++b) {
+      panel_scale[b * kLanes + c] = row_scale[b];
+      if (offsets) panel_offset[b * kLanes + c] = c < rows ? row_offset[b] : 0.0f;
+    }
+  }
+  const auto* first = reinterpret_cast<const char*>(row_codes.data());
+  for (int64_t b = 0; b < nb; ++b)
+    transpose_block(first + b * kCodeBlock, static_cast<size_t>(K), panel + b * kBlockBytes,
+                    _mm512_setzero_si512());
+}
+
+// pack_panel for a q8_0 weight whose 16 columns all exist, straight from the weight's
+// blocks (the int8 convolution's small levels pack more weight bytes than they multiply);
+// +128 makes the codes unsigned. The 16 scales are one gather.
 SD_INT8_TARGET void pack_panel_q8_0(const char* w, size_t w_row_bytes, int64_t first_row,
                                     int64_t nb, uint8_t* codes, float* scale) {
   const char* rows = w + first_row * static_cast<int64_t>(w_row_bytes);
   const __m512i row_offsets =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                          _mm512_set1_epi32(static_cast<int>(w_row_bytes)));
-  const __m512i low = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
-  const __m512i high = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
   const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   for (int64_t b = 0; b < nb; ++b) {
     const char* block = rows + b * static_cast<int64_t>(sizeof(quant::BlockQ8_0));
     const __m512i d16 = _mm512_i32gather_epi32(row_offsets, block, 1);
     _mm512_storeu_ps(scale + b * kLanes, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(d16)));
-    __m512i z[8];
-    for (int c = 0; c < 8; ++c) {
-      const auto* lo = reinterpret_cast<const __m256i*>(block + c * w_row_bytes + 2);
-      const auto* hi = reinterpret_cast<const __m256i*>(block + (c + 8) * w_row_bytes + 2);
-      z[c] = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_loadu_si256(lo)),
-                                _mm256_loadu_si256(hi), 1);
-    }
-    __m512i t[8], u[8];
-    for (int c = 0; c < 8; c += 2) {
-      t[c] = _mm512_unpacklo_epi32(z[c], z[c + 1]);
-      t[c + 1] = _mm512_unpackhi_epi32(z[c], z[c + 1]);
-    }
-    for (int h = 0; h < 8; h += 4) {  // rows 0-3 (with 8-11), then 4-7 (with 12-15)
-      u[h + 0] = _mm512_unpacklo_epi64(t[h], t[h + 2]);      // groups 0 and 4
-      u[h + 1] = _mm512_unpackhi_epi64(t[h], t[h + 2]);      // 1 and 5
-      u[h + 2] = _mm512_unpacklo_epi64(t[h + 1], t[h + 3]);  // 2 and 6
-      u[h + 3] = _mm512_unpackhi_epi64(t[h + 1], t[h + 3]);  // 3 and 7
-    }
-    uint8_t* out = codes + b * kBlockBytes;
-    for (int j = 0; j < 4; ++j) {
-      const __m512i first = _mm512_permutex2var_epi64(u[j], low, u[4 + j]);
-      const __m512i second = _mm512_permutex2var_epi64(u[j], high, u[4 + j]);
-      _mm512_storeu_si512(out + j * kLanes * 4, _mm512_xor_si512(first, bias));
-      _mm512_storeu_si512(out + (j + 4) * kLanes * 4, _mm512_xor_si512(second, bias));
-    }
+    transpose_block(block + 2, w_row_bytes, codes + b * kBlockBytes, bias);
   }
 }
 
