@@ -140,11 +140,11 @@ SD_INT8_TARGET void pack_panel(DType type, const char* w, size_t w_row_bytes, in
                          offsets ? row_offset : nullptr);
     } else {
       std::memset(row, 0, static_cast<size_t>(K));
-      std::fill(row_scale, row_scale + 2 * nb, 0.0f);
+      std::fill(row_scale, row_scale + 2 * nb, 0.0f);  // scales and offsets
     }
     for (int64_t b = 0; b < nb; ++b) {
       panel_scale[b * kLanes + c] = row_scale[b];
-      if (offsets) panel_offset[b * kLanes + c] = c < rows ? row_offset[b] : 0.0f;
+      if (offsets) panel_offset[b * kLanes + c] = row_offset[b];
     }
   }
   const auto* first = reinterpret_cast<const char*>(row_codes.data());
