@@ -27,17 +27,21 @@ Q4_K_BLOCK, Q4_K_BYTES = 256, 144
 Q4_K_CHUNK_BLOCKS = 1 << 16        # blocks drawn at a time when writing
 
 
+def _elements(shape):
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _random_q4_k(shape, seed, std):
     """The bytes of random q4_K blocks whose values spread about std around zero: scales,
     mins and 4-bit values uniform, dmin = 7.5 d so that the mean is zero; the spread of
     d * (scale * q - 7.5 * min) over uniform 6- and 4-bit integers is about 240 d."""
-    n = 1
-    for d in shape:
-        n *= d
     rng = np.random.default_rng(seed)
     d = np.float16(std / 240.0)
     head = np.array([d, np.float16(7.5 * float(d))], dtype="<f2").view(np.uint8)
-    blocks = n // Q4_K_BLOCK
+    blocks = _elements(shape) // Q4_K_BLOCK
     for b0 in range(0, blocks, Q4_K_CHUNK_BLOCKS):
         nb = min(Q4_K_CHUNK_BLOCKS, blocks - b0)
         chunk = rng.integers(0, 256, size=(nb, Q4_K_BYTES), dtype=np.uint8)
@@ -85,13 +89,6 @@ def _value(v):
     return kind, _scalar(kind, v)
 
 
-def _elements(shape):
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def write_gguf(path, metadata, tensors):
     """metadata: {key: value}; tensors: [(name, numpy array (rows first, as torch), "f32"
     or "f16")], [(name, shape, "zero_q4_0")] (zeros; the innermost dimension a multiple of
@@ -111,10 +108,7 @@ def write_gguf(path, metadata, tensors):
             shape = tuple(array)
             if shape[-1] % Q4_0_BLOCK:
                 raise ValueError(f"{name}: {shape} does not fill q4_0 blocks")
-            n = 1
-            for d in shape:
-                n *= d
-            data, kind = n // Q4_0_BLOCK * Q4_0_BYTES, GGML_Q4_0  # a hole of this size
+            data, kind = _elements(shape) // Q4_0_BLOCK * Q4_0_BYTES, GGML_Q4_0  # a hole
         elif dtype == "random_q4_K":
             shape, seed, std = array
             shape = tuple(shape)

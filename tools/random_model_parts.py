@@ -28,6 +28,8 @@ import zlib
 
 import numpy as np
 
+from gguf_writer import Q4_K_BLOCK, write_gguf
+
 HEAD_DIM = 128             # Z-Image, FLUX.2 and Qwen3 attention heads
 FREQ_DIM = 256             # sinusoidal timestep embedding width
 QWEN3_HEADS, QWEN3_KV_HEADS = 32, 8
@@ -428,7 +430,6 @@ def write_q4_k_gguf(path, specs, seed, metadata):
     fill 256-value blocks as random q4_K blocks of about the spec's spread (drawn while
     writing, so a 20B model needs no 40 GB of floats first), other matrices f16, vectors
     f32. Returns the data size in bytes."""
-    from gguf_writer import Q4_K_BLOCK, write_gguf
     tensors = []
     for name, shape, mean, std in sorted(specs, key=lambda t: t[0]):
         random = not isinstance(mean, np.ndarray) and std > 0.0

@@ -249,7 +249,7 @@ void StableDiffusion::Impl::pin_frames(const ImageRequest& r, Plan& p) {
 std::vector<ReferenceLatent> StableDiffusion::Impl::encode_references(const ImageRequest& r,
                                                                       sampling::Rng& rng) {
   const int f = static_cast<int>(vae->config().downscale());
-  const int multiple = f * diffusion->references()->reference_latent_multiple();
+  const int multiple = reference_unit();
   std::vector<ReferenceLatent> refs;
   for (const io::Image* image : r.ref_images) {
     std::vector<float> planes = image_to_planes(io::to_channels(*image, 3));

@@ -240,8 +240,7 @@ void StableDiffusion::Impl::check_references(ImageRequest& r) const {
     r.ref_images.clear();
     return;
   }
-  const int unit = static_cast<int>(vae->config().downscale()) *
-                   diffusion->references()->reference_latent_multiple();
+  const int unit = reference_unit();
   for (size_t i = 0; i < r.ref_images.size(); ++i) {
     const io::Image* image = r.ref_images[i];
     SD_CHECK(image && image->width > 0 && image->height > 0 && image->channels > 0 &&

@@ -109,6 +109,11 @@ struct StableDiffusion::Impl {
     // VAE's 8x make 64 pixels the unit (FLUX.1's 2x2 patches: 16).
     return static_cast<int>(vae->config().downscale() * diffusion->latent_multiple());
   }
+  // Reference images (-r) are resized to sides that are multiples of this many pixels.
+  int reference_unit() const {
+    return static_cast<int>(vae->config().downscale()) *
+           diffusion->references()->reference_latent_multiple();
+  }
 
   // request_checks.cpp
   ImageRequest validate(const ImageRequest& request) const;
