@@ -69,6 +69,18 @@ but not on the prompt. Those tensors are f32 and random. ``<out>/wan_vae.safeten
 Wan 2.2's autoencoder (random_model_parts.wan22_vae_specs; widths 160 and 256 and 48
 latent channels, fixed in stable-diffusion.cpp; about 0.7 G values). umT5 as for t2v.
 
+TAEHV (``<out>/taehv.safetensors``, every variant): the tiny video autoencoder for the
+variant's latents as madebyollin's ``taew2_1.safetensors`` (16 channels) or
+``taew2_2.safetensors`` (ti2v: 48 channels, 2x2 pixel patches) stores it, PyTorch
+Sequential names: ``decoder.1`` (conv, latent -> 256), per level L = 0, 1, 2 three memory
+blocks ``decoder.{3,4,5}+6L.conv.{0,2,4}`` (3x3 with bias, conv.0 reading 2 w channels), a
+TGrow ``decoder.7+6L.conv`` (1x1 to w x frames: 1, 2, 2) and ``decoder.8+6L`` (3x3, no bias;
+widths 256, 128, 64, 64), the output conv ``decoder.22`` (-> 3 patch^2); ``encoder.0`` (3
+patch^2 -> 64), per level a TPool ``encoder.2+5L.conv`` (1x1 from 64 x frames: 2, 2, 1), a
+stride-2 ``encoder.3+5L`` (no bias) and three memory blocks, then ``encoder.17`` (-> latent).
+The output conv's bias is 0.5 and its weights 20x weaker (frames around mid-grey, mostly
+in range, so that comparisons see the values, not the clipping).
+
 Weights: normal(0, 1/sqrt(fan_in)) for Linear and convolution weights, normal(0, 0.02) for
 biases and 1 + normal(0, 0.1) for norm scales (norm3's bias normal(0, 0.02)); the modulation
 tables normal(0, 1/sqrt(dim)), as Wan initialises them; umT5's token embedding and bias
@@ -88,7 +100,7 @@ Usage: make_random_wan.py --out DIR [--seed N] [--dtype f32|f16|bf16] [--dim 153
 [--layers 30] [--ffn 8960] [--t5-dim 4096] [--t5-layers 24] [--t5-ff 10240]
 [--t5-heads 64] [--t5-vocab 256384] [--vae-dim 96]
 [--variant t2v|i2v|flf2v|i2v-2.2|ti2v]
-[--clip-dim 1280] [--clip-layers 32] [--clip-ff 5120] [--parts wan,umt5,...] [--list]
+[--clip-dim 1280] [--clip-layers 32] [--clip-ff 5120] [--parts wan,umt5,taehv,...] [--list]
 """
 
 import os
@@ -189,6 +201,48 @@ def layer_norm(s, name, n):
     s.append((f"{name}.bias", (n,), 0.0, 0.02))
 
 
+TAEHV_DECODER_WIDTHS = (256, 128, 64, 64)
+TAEHV_TIME_UP = (1, 2, 2)
+TAEHV_ENCODER_WIDTH = 64
+TAEHV_TIME_DOWN = (2, 2, 1)
+TAEHV_BLOCKS = 3
+TAEHV_OUT_GAIN = 0.05  # the random decoder's frames mostly within [0, 1]
+
+
+def taehv_specs(z, patch):
+    """TAEHV's decoder and encoder (see the docstring) for z latent channels."""
+    s = []
+
+    def conv(name, n_out, n_in, k, bias=True, bias_mean=0.0, gain=1.0):
+        s.append((f"{name}.weight", (n_out, n_in, k, k), 0.0, gain * (n_in * k * k) ** -0.5))
+        if bias:
+            s.append((f"{name}.bias", (n_out,), bias_mean, 0.02))
+
+    def mem_block(name, w):
+        conv(f"{name}.conv.0", w, 2 * w, 3)
+        conv(f"{name}.conv.2", w, w, 3)
+        conv(f"{name}.conv.4", w, w, 3)
+
+    widths = TAEHV_DECODER_WIDTHS
+    conv("decoder.1", widths[0], z, 3)
+    for level in range(3):
+        w = widths[level]
+        for b in range(TAEHV_BLOCKS):
+            mem_block(f"decoder.{3 + 6 * level + b}", w)
+        conv(f"decoder.{7 + 6 * level}.conv", w * TAEHV_TIME_UP[level], w, 1, bias=False)
+        conv(f"decoder.{8 + 6 * level}", widths[level + 1], w, 3, bias=False)
+    conv("decoder.22", 3 * patch * patch, widths[3], 3, bias_mean=0.5, gain=TAEHV_OUT_GAIN)
+    w = TAEHV_ENCODER_WIDTH
+    conv("encoder.0", w, 3 * patch * patch, 3)
+    for level in range(3):
+        conv(f"encoder.{2 + 5 * level}.conv", w, w * TAEHV_TIME_DOWN[level], 1, bias=False)
+        conv(f"encoder.{3 + 5 * level}", w, w, 3, bias=False)
+        for b in range(TAEHV_BLOCKS):
+            mem_block(f"encoder.{4 + 5 * level + b}", w)
+    conv("encoder.17", z, w, 3)
+    return s
+
+
 def clip_vision_specs(width, n_layers, ff):
     """CLIP's vision tower in Hugging Face names (clip_vision_h.safetensors)."""
     s = []
@@ -239,7 +293,7 @@ def main(argv=None):
                     help="CLIP vision width, multiple of 16 (fixed 1280 in stable-diffusion.cpp)")
     ap.add_argument("--clip-layers", type=int, default=32, help="CLIP vision layers (32)")
     ap.add_argument("--clip-ff", type=int, default=5120, help="CLIP vision MLP width (5120)")
-    rw.add_parts_arg(ap, ("wan", "umt5", "wan_vae", "clip_vision (i2v, flf2v)"))
+    rw.add_parts_arg(ap, ("wan", "umt5", "wan_vae", "taehv", "clip_vision (i2v, flf2v)"))
     a = rw.parse_args(ap, argv)
     rw.check_hidden(ap, a.dim, "--dim")
     if min(a.layers, a.ffn, a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
@@ -254,11 +308,13 @@ def main(argv=None):
         "umt5": (rw.t5_specs(a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
                              bias_per_layer=True), "f16"),
         "wan_vae": (rw.wan_vae_specs(a.vae_dim, LATENT_CHANNELS), "bf16"),
+        "taehv": (taehv_specs(LATENT_CHANNELS, 1), "f16"),
     }
     if a.variant in ("i2v", "flf2v"):
         parts["clip_vision"] = (clip_vision_specs(a.clip_dim, a.clip_layers, a.clip_ff), "f16")
     if a.variant == "ti2v":
         parts["wan_vae"] = (rw.wan22_vae_specs(), "bf16")
+        parts["taehv"] = (taehv_specs(TI2V_LATENT_CHANNELS, 2), "f16")
     parts = rw.select_parts(ap, a, parts)
     if a.variant == "ti2v" and "wan" in parts:
         del parts["wan"]

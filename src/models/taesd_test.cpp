@@ -16,20 +16,20 @@
 namespace sd::models {
 namespace {
 
-constexpr const char* kRoot = "tae.";
+constexpr const char* kTaesdRoot = "tae.";
 
 std::vector<float> run_decode(nn::Weights& w, const std::vector<float>& z, int64_t lw, int64_t lh,
                               CpuKernels kernels) {
   nn::GraphRunner runner(sd::test::cpu_backend(kernels));
   nn::GraphCall call;
   Tensor* in = call.input_f32("z", make_shape({lw, lh, 4, 1}), z.data());
-  return runner.run(call, taesd_decode(nn::Scope(call.ctx(), w, kRoot), in));
+  return runner.run(call, taesd_decode(nn::Scope(call.ctx(), w, kTaesdRoot), in));
 }
 
 TEST(Taesd, ShapesAndParameterNames) {
   nn::RandomWeights w;
   Context ctx;
-  nn::Scope taesd(ctx, w, kRoot);
+  nn::Scope taesd(ctx, w, kTaesdRoot);
   Tensor* image = taesd_decode(taesd, ctx.new_tensor(DType::F32, {3, 2, 4, 1}));
   EXPECT_EQ(image->ne, make_shape({24, 16, 3, 1}));
   Tensor* latent = taesd_encode(taesd, ctx.new_tensor(DType::F32, {24, 16, 3, 1}));
@@ -76,7 +76,7 @@ TEST(Taesd, DecoderSoftClampsTheLatent) {
 TEST(Taesd, EncodeNeedsMultiplesOfEight) {
   nn::RandomWeights w;
   Context ctx;
-  EXPECT_THROW(taesd_encode(nn::Scope(ctx, w, kRoot), ctx.new_tensor(DType::F32, {20, 16, 3, 1})),
+  EXPECT_THROW(taesd_encode(nn::Scope(ctx, w, kTaesdRoot), ctx.new_tensor(DType::F32, {20, 16, 3, 1})),
                Error);
 }
 

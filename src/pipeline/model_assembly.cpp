@@ -7,6 +7,7 @@
 #include "backend/registry.h"
 #include "io/name_conversion.h"
 #include "pipeline/families/registry.h"
+#include "pipeline/model_shapes.h"
 #include "pipeline/stable_diffusion_impl.h"
 #include "tensor/error.h"
 
@@ -107,6 +108,7 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   }
   vae = std::make_unique<VaeRunner>(*weights, arch.vae, backends->backend(Module::Vae), tae,
                                     o.taesd_preview_only);
+  if (tae) check_tiny_autoencoder();
 
   // Every weight each network reads, checked against the files now: a wrong or
   // incomplete file fails here, naming every problem, not halfway through a generation.
@@ -134,6 +136,32 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   }
   default_flow_shift = family->default_flow_shift(version);
   schedule = sampling::DiscreteSchedule(prediction, {}, default_flow_shift);
+}
+
+void StableDiffusion::Impl::check_tiny_autoencoder() {
+  const std::string& file = options.taesd;
+  const bool video_tae = taesd_loader.contains("decoder.1.weight");
+  const bool image_tae = taesd_loader.contains("decoder.layers.0.weight");
+  if (!vae->decodes_video()) {
+    SD_CHECK(!video_tae || image_tae,
+             "--tae %s is a TAEHV, a tiny autoencoder for video latents; %s models need a TAESD "
+             "for their latents (taesd, taesdxl, taef1, ...)",
+             file.c_str(), family->name());
+    return;
+  }
+  SD_CHECK(!image_tae || video_tae,
+           "--tae %s is a TAESD, a tiny autoencoder for images; %s latents need a TAEHV "
+           "(taew2_1 for Wan 2.1 and Wan 2.2 A14B, taew2_2 for Wan 2.2 TI2V-5B)",
+           file.c_str(), family->name());
+  try {
+    vae->set_video_tae(taehv_config_from_shapes("", [&](const std::string& name) {
+      std::optional<std::array<int64_t, 4>> ne;
+      if (taesd_loader.contains(name)) ne = taesd_loader.find(name).ne;
+      return ne;
+    }));
+  } catch (const Error& e) {
+    fail("--tae %s: %s", file.c_str(), e.what());
+  }
 }
 
 Architecture StableDiffusion::Impl::open_architecture(const ModelFiles& files) {

@@ -182,6 +182,58 @@ models::VaeConfig wan_vae_config_from_shapes(models::VaeConfig c, std::string_vi
   return c;
 }
 
+models::TaehvConfig taehv_config_from_shapes(std::string_view scope, const ShapeOf& shape_of) {
+  const std::string root(scope);
+  auto need = [&](const std::string& name) {
+    const std::optional<std::array<int64_t, 4>> ne = shape_of(root + name);
+    SD_CHECK(ne.has_value(), "[taehv] the tiny video autoencoder has no tensor '%s%s'",
+             root.c_str(), name.c_str());
+    return *ne;
+  };
+  // The wide decoder (1x1 and grouped 3x3 convolutions in its memory blocks) is another
+  // architecture.
+  SD_CHECK(!shape_of(root + "decoder.3.conv.6.weight"),
+           "[taehv] this is a wide TAEHV (memory blocks with grouped convolutions), which this "
+           "build does not run; use taew2_1 (Wan 2.1 latents) or taew2_2 (Wan 2.2)");
+  models::TaehvConfig c;
+  // Conv2d weights in engine order: [kw, kh, in, out].
+  const std::array<int64_t, 4> first = need("decoder.1.weight");
+  c.latent_channels = first[2];
+  c.decoder_widths[0] = first[3];
+  for (int level = 0; level < models::TaehvConfig::kLevels; ++level) {
+    const std::string n = std::to_string(7 + 6 * level);
+    const std::array<int64_t, 4> grow = need("decoder." + n + ".conv.weight");
+    const auto l = static_cast<size_t>(level);
+    SD_CHECK(grow[2] == c.decoder_widths[l] && grow[3] % grow[2] == 0,
+             "[taehv] decoder.%s.conv.weight is not a frame-multiplying 1x1 convolution of %lld "
+             "channels",
+             n.c_str(), ll(c.decoder_widths[l]));
+    c.time_upscale[l] = grow[3] / grow[2];
+    c.decoder_widths[l + 1] = need("decoder." + std::to_string(8 + 6 * level) + ".weight")[3];
+  }
+  const int64_t out = need("decoder.22.weight")[3];
+  c.patch = out == 3 ? 1 : out == 12 ? 2 : 0;
+  SD_CHECK(c.patch > 0, "[taehv] the decoder gives %lld channels, not RGB (3) or RGB in 2x2 "
+           "patches (12)", ll(out));
+  if (const auto enc = shape_of(root + "encoder.0.weight")) {
+    c.has_encoder = true;
+    c.encoder_width = (*enc)[3];
+    for (int level = 0; level < models::TaehvConfig::kLevels; ++level) {
+      const std::string n = std::to_string(2 + 5 * level);
+      const std::array<int64_t, 4> pool = need("encoder." + n + ".conv.weight");
+      SD_CHECK(pool[3] == c.encoder_width && pool[2] % pool[3] == 0,
+               "[taehv] encoder.%s.conv.weight is not a frame-folding 1x1 convolution to %lld "
+               "channels",
+               n.c_str(), ll(c.encoder_width));
+      c.time_downscale[static_cast<size_t>(level)] = pool[2] / pool[3];
+    }
+    SD_CHECK(need("encoder.17.weight")[3] == c.latent_channels,
+             "[taehv] the encoder gives %lld latent channels, the decoder reads %lld",
+             ll(need("encoder.17.weight")[3]), ll(c.latent_channels));
+  }
+  return c;
+}
+
 models::FluxConfig flux_config_from_shapes(models::FluxConfig c, std::string_view scope,
                                            const ShapeOf& shape_of) {
   const std::string root(scope);

@@ -15,6 +15,7 @@
 #include "models/flux.h"
 #include "models/mmdit.h"
 #include "models/t5.h"
+#include "models/taehv.h"
 #include "models/unet.h"
 #include "models/vae.h"
 
@@ -46,6 +47,11 @@ models::VaeConfig vae_config_from_shapes(models::VaeConfig preset, std::string_v
 // from them).
 models::VaeConfig wan_vae_config_from_shapes(models::VaeConfig preset, std::string_view scope,
                                              const ShapeOf& shape_of);
+
+// A TAEHV under `scope` (a --tae file for Wan's latents): latent channels, pixel patch,
+// the decoder's widths and time strides, and the encoder's where the file has one. Throws
+// sd::Error naming the tensor when the file is no TAEHV, or one of a kind not built here.
+models::TaehvConfig taehv_config_from_shapes(std::string_view scope, const ShapeOf& shape_of);
 
 // FLUX.1's transformer under `scope` (io::kUnetRoot): input, output, hidden, MLP, context
 // and vector widths, head width (from the QK norm scales), double and single block counts,

@@ -72,16 +72,19 @@ std::vector<float> StableDiffusion::Impl::run_stage(const ImageRequest& r, const
     const auto f = static_cast<int>(vae->config().downscale());
     const int width = static_cast<int>(p.w) * f, height = static_cast<int>(p.h) * f;
     std::vector<io::Image> frames;
-    if (p.frames > 1 && pv.mode == Mode::Vae && vae->decodes_video()) {
-      // A clip's preview is the clip, decoded as the result will be.
-      for (const std::vector<float>& frame : vae->decode_video(latent, p.w, p.h, p.frames))
+    const bool tae = pv.mode == Mode::Tae;
+    if (p.frames > 1 && vae->decodes_video() && (pv.mode == Mode::Vae || vae->has_video_tae())) {
+      // A clip's preview is the clip: decoded as the result will be, or through its TAEHV.
+      for (const std::vector<float>& frame :
+           tae ? vae->decode_video_preview(latent, p.w, p.h, p.frames, true)
+               : vae->decode_video(latent, p.w, p.h, p.frames))
         frames.push_back(planes_to_image(frame.data(), width, height, 3));
     } else {
       // An image (or, through TAESD, a clip's first frame).
       std::vector<float> first;
       if (p.frames > 1) first = latent_frame(latent, p.w * p.h, p.frames, 0);
       const std::vector<float> planes =
-          vae->decode_preview(p.frames > 1 ? first : latent, p.w, p.h, pv.mode == Mode::Tae);
+          vae->decode_preview(p.frames > 1 ? first : latent, p.w, p.h, tae);
       frames.push_back(planes_to_image(planes.data(), width, height, 3));
     }
     pv.callback(step, frames, noisy);

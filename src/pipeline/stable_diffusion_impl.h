@@ -90,6 +90,9 @@ struct StableDiffusion::Impl {
   // A VAE of another family (a 16-channel autoencoder on SDXL) fails here, naming the
   // file, before anything is loaded.
   void check_vae_latent(const Architecture& arch) const;
+  // The --tae file against the VAE: a TAESD for image latents, a TAEHV (read into the VAE
+  // runner) for Wan's; the wrong kind fails naming the file and the right one.
+  void check_tiny_autoencoder();
   // A ControlNet guides a network that takes control (SD's UNets), of its own family;
   // checked from the files' metadata.
   void load_control_net(const std::string& path);

@@ -42,6 +42,7 @@ std::vector<float> VaeRunner::decode_whole(const std::vector<float>& sampler_lat
   nn::GraphCall call;
   Tensor* z =
       call.input_f32("latent", make_shape({w, h, config_.latent_channels(), 1}), latent.data());
+  if (use_taesd && taehv_) return decode_video_tae(latent, w, h, 1)[0];  // an image
   if (use_taesd) {
     // TAESD decodes to [0, 1] directly.
     std::vector<float> image =
@@ -111,76 +112,192 @@ std::vector<float> VaeRunner::run_clip_graph(nn::GraphCall& call, Tensor* out,
   return result;
 }
 
-std::vector<std::vector<float>> VaeRunner::decode_video_whole(
-    const std::vector<float>& sampler_latent, int64_t w, int64_t h, int64_t frames) {
-  const int64_t c = config_.latent_channels();
-  SD_CHECK(frames > 0 && sampler_latent.size() == static_cast<size_t>(w * h * frames * c),
-           "[vae] a video latent of %zu values is not %lld frames of %lldx%lldx%lld",
-           sampler_latent.size(), static_cast<long long>(frames), static_cast<long long>(w),
-           static_cast<long long>(h), static_cast<long long>(c));
-  const int64_t f = config_.downscale(), plane = w * h;
-  const int64_t pixels = plane * f * f;
-  models::WanClipCache clip;
-  const int stages = models::wan_vae_decode_stages(config_);
-  // One graph per frame and stage, so memory holds one frame's activations at a time.
-  auto run_stage = [&](int stage, const std::vector<float>& in, const std::array<int64_t, 3>& ne) {
+namespace {
+
+// A clip's decoder run one frame and stage per graph (a stage's graph reads one frame and
+// gives one or more), depth first: each frame a stage gives goes through every later stage
+// before its sibling does (each layer still meets the clip's frames in order), so only one
+// frame is held per stage, not all of a latent frame's at full resolution.
+struct StagedClipDecoder {
+  nn::GraphRunner& runner;
+  nn::Weights& weights;
+  models::WanClipCache& clip;
+  int stages;
+  // Builds stage `stage` on the frame x [W, H, C, 1].
+  std::function<Tensor*(nn::GraphCall& call, int stage, Tensor* x)> build;
+  // Takes each video frame the last stage gives, in order.
+  std::function<void(std::vector<float> frame)> emit;
+
+  void feed(int stage, std::vector<float> in, const std::array<int64_t, 3>& ne) {
     nn::GraphCall call;
     clip.begin(call);
     Tensor* x = call.input_f32("x", make_shape({ne[0], ne[1], ne[2], 1}), in.data());
-    Tensor* out = models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_,
-                                               stage, x, clip);
-    const std::array<int64_t, 4> shape = {out->ne[0], out->ne[1], out->ne[2], out->ne[3]};
-    std::vector<float> result = run_clip_graph(call, out, clip);
-    // The frames it gave, each on its own.
-    struct Frame {
-      std::vector<float> values;
-      std::array<int64_t, 3> ne;
-    };
-    std::vector<Frame> frames_out;
-    if (shape[3] == 1) {
-      frames_out.push_back({std::move(result), {shape[0], shape[1], shape[2]}});
-      return frames_out;
+    Tensor* out = build(call, stage, x);
+    const std::array<int64_t, 3> frame_ne = {out->ne[0], out->ne[1], out->ne[2]};
+    const int64_t count = out->ne[3];
+    std::vector<float> result = clip.run(runner, call, out);
+    weights.after_compute();
+    in = std::vector<float>();
+    const auto size = static_cast<size_t>(frame_ne[0] * frame_ne[1] * frame_ne[2]);
+    for (int64_t i = 0; i < count; ++i) {
+      std::vector<float> frame =
+          count == 1 ? std::move(result)
+                     : std::vector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
+                                          result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size));
+      if (stage + 1 < stages)
+        feed(stage + 1, std::move(frame), frame_ne);
+      else
+        emit(std::move(frame));
     }
-    const size_t size = static_cast<size_t>(shape[0] * shape[1] * shape[2]);
-    for (int64_t i = 0; i < shape[3]; ++i)
-      frames_out.push_back(
-          {std::vector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
-                              result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size)),
-           {shape[0], shape[1], shape[2]}});
-    return frames_out;
-  };
+  }
+};
+
+void check_clip_latent(const std::vector<float>& latent, int64_t w, int64_t h, int64_t frames,
+                       int64_t c) {
+  SD_CHECK(frames > 0 && latent.size() == static_cast<size_t>(w * h * frames * c),
+           "[vae] a video latent of %zu values is not %lld frames of %lldx%lldx%lld",
+           latent.size(), static_cast<long long>(frames), static_cast<long long>(w),
+           static_cast<long long>(h), static_cast<long long>(c));
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> VaeRunner::decode_video_whole(
+    const std::vector<float>& sampler_latent, int64_t w, int64_t h, int64_t frames) {
+  if (uses_video_tae()) return decode_video_tae(sampler_latent, w, h, frames);
+  const int64_t c = config_.latent_channels();
+  check_clip_latent(sampler_latent, w, h, frames, c);
+  const int64_t f = config_.downscale(), plane = w * h;
+  const int64_t pixels = plane * f * f;
+  models::WanClipCache clip;
   std::vector<std::vector<float>> video;
-  // Depth first: each frame a stage gives goes through every later stage before its
-  // sibling does (each layer still meets the clip's frames in order), so only one frame is
-  // held per stage, not all four of a latent frame at full resolution.
-  std::function<void(int, std::vector<float>, const std::array<int64_t, 3>&)> decode =
-      [&](int stage, std::vector<float> in, const std::array<int64_t, 3>& ne) {
-        auto out = run_stage(stage, in, ne);
-        in = std::vector<float>();
-        for (auto& g : out) {
-          if (stage + 1 < stages) {
-            decode(stage + 1, std::move(g.values), g.ne);
-            continue;
-          }
-          SD_CHECK(g.values.size() == static_cast<size_t>(3 * pixels),
-                   "[vae] a decoded frame of %zu values, expected %lldx%lld RGB", g.values.size(),
-                   static_cast<long long>(w * config_.downscale()),
-                   static_cast<long long>(h * config_.downscale()));
-          for (float& v : g.values) v = (v + 1.0f) * 0.5f;
-          video.push_back(std::move(g.values));
-        }
-      };
+  StagedClipDecoder decoder{
+      runner_, weights_, clip, models::wan_vae_decode_stages(config_),
+      [&](nn::GraphCall& call, int stage, Tensor* x) {
+        return models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_,
+                                            stage, x, clip);
+      },
+      [&](std::vector<float> frame) {
+        SD_CHECK(frame.size() == static_cast<size_t>(3 * pixels),
+                 "[vae] a decoded frame of %zu values, expected %lldx%lld RGB", frame.size(),
+                 static_cast<long long>(w * f), static_cast<long long>(h * f));
+        for (float& v : frame) v = (v + 1.0f) * 0.5f;
+        video.push_back(std::move(frame));
+      }};
   for (int64_t t = 0; t < frames; ++t) {
     // Latent frame t with the VAE's statistics undone.
     std::vector<float> z = latent_frame(sampler_latent, plane, frames, t);
     normalize_latent(z, config_, true);
-    decode(0, std::move(z), {w, h, c});
+    decoder.feed(0, std::move(z), {w, h, c});
   }
   return video;
 }
 
+void VaeRunner::set_video_tae(const models::TaehvConfig& tae) {
+  SD_CHECK(taesd_ && config_.causal_3d(),
+           "[vae] a TAEHV decodes Wan's video latents; this model's autoencoder is not Wan's");
+  SD_CHECK(tae.latent_channels == config_.latent_channels() &&
+               tae.downscale() == config_.downscale(),
+           "--tae: this TAEHV decodes %lld-channel latents at %lldx (%s), the model's are "
+           "%lld-channel at %lldx: use taew2_1 for Wan 2.1 and Wan 2.2 A14B latents, taew2_2 "
+           "for Wan 2.2 TI2V-5B's",
+           static_cast<long long>(tae.latent_channels), static_cast<long long>(tae.downscale()),
+           tae.latent_channels == 48 ? "taew2_2" : "taew2_1",
+           static_cast<long long>(config_.latent_channels()),
+           static_cast<long long>(config_.downscale()));
+  const int64_t down = tae.time_downscale[0] * tae.time_downscale[1] * tae.time_downscale[2];
+  SD_CHECK(tae.time_factor() == 4 && (!tae.has_encoder || down == 4),
+           "--tae: this TAEHV makes %lld video frames of a latent frame; Wan's latents hold 4",
+           static_cast<long long>(tae.time_factor()));
+  taehv_ = tae;
+}
+
+std::vector<std::vector<float>> VaeRunner::decode_video_tae(const std::vector<float>& latent,
+                                                            int64_t w, int64_t h,
+                                                            int64_t frames) {
+  const models::TaehvConfig& tae = *taehv_;
+  check_clip_latent(latent, w, h, frames, tae.latent_channels);
+  const int64_t plane = w * h, pixels = plane * tae.downscale() * tae.downscale();
+  models::WanClipCache clip;
+  std::vector<std::vector<float>> video;
+  // The clip's first time_factor() - 1 frames come before its first (the reference drops
+  // them too).
+  int64_t skip = tae.time_factor() - 1;
+  StagedClipDecoder decoder{
+      runner_, *taesd_, clip, models::TaehvConfig::kLevels,
+      [&](nn::GraphCall& call, int stage, Tensor* x) {
+        return models::taehv_decode_stage(nn::Scope(call.ctx(), *taesd_, kTaesdScope), tae,
+                                          stage, x, clip);
+      },
+      [&](std::vector<float> frame) {
+        SD_CHECK(frame.size() == static_cast<size_t>(3 * pixels),
+                 "[taehv] a decoded frame of %zu values, expected %lld pixels RGB", frame.size(),
+                 static_cast<long long>(pixels));
+        if (skip > 0) {
+          --skip;
+          return;
+        }
+        video.push_back(std::move(frame));
+      }};
+  for (int64_t t = 0; t < frames; ++t)
+    decoder.feed(0, latent_frame(latent, plane, frames, t), {w, h, tae.latent_channels});
+  return video;
+}
+
+std::vector<float> VaeRunner::encode_video_tae(const std::vector<std::vector<float>>& frames,
+                                               int64_t width, int64_t height) {
+  const models::TaehvConfig& tae = *taehv_;
+  const int64_t f = tae.downscale(), c = tae.latent_channels;
+  SD_CHECK(tae.has_encoder, "--tae: this TAEHV file has no encoder, which encoding the "
+           "conditioning frames needs; pass --taesd-preview-only to encode with the VAE");
+  SD_CHECK(!frames.empty() && width % f == 0 && height % f == 0,
+           "[taehv] a clip to encode has sides multiples of %lld: got %zu frames of %lldx%lld",
+           static_cast<long long>(f), frames.size(), static_cast<long long>(width),
+           static_cast<long long>(height));
+  const size_t frame_size = static_cast<size_t>(width * height * 3);
+  // Chunks of four frames, the last padded with copies of the clip's last frame.
+  const int64_t chunk = 4;
+  const auto count = static_cast<int64_t>(frames.size());
+  const int64_t latent_frames = (count + chunk - 1) / chunk;
+  const int64_t plane = (width / f) * (height / f);
+  std::vector<float> latent(static_cast<size_t>(plane * latent_frames * c));
+  models::WanClipCache clip;
+  std::vector<float> pixels(frame_size * static_cast<size_t>(chunk));
+  for (int64_t t = 0; t < latent_frames; ++t) {
+    for (int64_t i = 0; i < chunk; ++i) {
+      const std::vector<float>& frame =
+          frames[static_cast<size_t>(std::min(t * chunk + i, count - 1))];
+      SD_CHECK(frame.size() == frame_size, "[taehv] a frame of %zu values, not %lldx%lld RGB",
+               frame.size(), static_cast<long long>(width), static_cast<long long>(height));
+      std::copy(frame.begin(), frame.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i) *
+                                                                static_cast<std::ptrdiff_t>(frame_size));
+    }
+    nn::GraphCall call;
+    clip.begin(call);
+    Tensor* x = call.input_f32("frames", make_shape({width, height, 3, chunk}), pixels.data());
+    Tensor* out =
+        models::taehv_encode_chunk(nn::Scope(call.ctx(), *taesd_, kTaesdScope), tae, x, clip);
+    const std::vector<float> z = clip.run(runner_, call, out);
+    taesd_->after_compute();
+    for (int64_t ch = 0; ch < c; ++ch)
+      std::copy_n(z.begin() + ch * plane, plane, latent.begin() + (ch * latent_frames + t) * plane);
+  }
+  return latent;
+}
+
+std::vector<std::vector<float>> VaeRunner::decode_video_preview(const std::vector<float>& latent,
+                                                                int64_t w, int64_t h,
+                                                                int64_t frames, bool use_tae) {
+  if (use_tae) {
+    SD_CHECK(taehv_, "--preview tae of a clip needs a TAEHV model (--tae)");
+    return decode_video_tae(latent, w, h, frames);
+  }
+  return decode_video_whole(latent, w, h, frames);
+}
+
 std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int64_t width,
                                            int64_t height) {
+  if (uses_video_tae() && taehv_->has_encoder) return encode_video_tae({image}, width, height);
   nn::GraphCall call;
   if (taesd_ && !taesd_preview_only_) {
     Tensor* x = call.input_f32("image", make_shape({width, height, 3, 1}), image.data());
@@ -203,6 +320,8 @@ std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int6
 std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>& frames,
                                            int64_t width, int64_t height) {
   SD_CHECK(decodes_video(), "[vae] this autoencoder encodes images, not video clips");
+  // (A TAEHV file without an encoder leaves encoding to the VAE.)
+  if (uses_video_tae() && taehv_->has_encoder) return encode_video_tae(frames, width, height);
   const int64_t f = config_.downscale(), c = config_.latent_channels();
   const size_t frame_size = static_cast<size_t>(width * height * 3);
   SD_CHECK(!frames.empty() && (frames.size() - 1) % 4 == 0 && width % f == 0 && height % f == 0,
@@ -257,6 +376,7 @@ std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>
 std::vector<float> VaeRunner::decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
                                              bool use_taesd) {
   SD_CHECK(!use_taesd || taesd_, "--preview tae needs a TAESD model (--taesd)");
+  if (use_taesd && taehv_) return decode_video_tae(latent, w, h, 1)[0];
   return decode_whole(latent, w, h, use_taesd);
 }
 
@@ -322,6 +442,25 @@ std::vector<nn::ParamDecl> VaeRunner::taesd_parameters() const {
   nn::ParamRecorder recorder(*taesd_);
   Context ctx;
   const nn::Scope scope(ctx, recorder, kTaesdScope);
+  if (taehv_) {
+    // Each stage once (a frame after the first reads no other weights), and the encoder.
+    const models::TaehvConfig& tae = *taehv_;
+    models::WanClipCache clip;
+    nn::GraphCall call;
+    clip.begin(call);
+    const nn::Scope s(call.ctx(), recorder, kTaesdScope);
+    Tensor* x = call.ctx().new_tensor(DType::F32, {8, 8, tae.latent_channels, 1});
+    for (int stage = 0; stage < models::TaehvConfig::kLevels; ++stage) {
+      Tensor* out = models::taehv_decode_stage(s, tae, stage, x, clip);
+      x = call.ctx().new_tensor(DType::F32, {out->ne[0], out->ne[1], out->ne[2], 1});
+    }
+    if (tae.has_encoder) {
+      const int64_t side = 8 * tae.downscale();
+      models::taehv_encode_chunk(s, tae, call.ctx().new_tensor(DType::F32, {side, side, 3, 4}),
+                                 clip);
+    }
+    return recorder.params();
+  }
   models::taesd_decode(scope, ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
   if (scope["encoder"]["layers"]["0"].has("weight"))
     models::taesd_encode(scope, ctx.new_tensor(DType::F32, {64, 64, 3, 1}),

@@ -8,6 +8,7 @@
 
 #include "backend/backend.h"
 #include "io/name_conversion.h"
+#include "models/taehv.h"
 #include "models/tiling.h"
 #include "models/vae.h"
 #include "models/wan_vae.h"
@@ -27,6 +28,11 @@ class VaeRunner {
   // (and encoding), or null.
   VaeRunner(nn::Weights& weights, models::VaeConfig config, Backend& backend,
             nn::Weights* taesd = nullptr, bool taesd_for_previews_only = false);
+
+  // The tiny autoencoder given (`taesd`) is a TAEHV of this configuration: a clip's, for
+  // Wan's latents (the VAE decodes video).
+  void set_video_tae(const models::TaehvConfig& config);
+  bool has_video_tae() const { return taehv_.has_value(); }
 
   // Tiling for both directions; nullopt decodes and encodes whole images.
   void set_tiling(std::optional<models::TilingParams> tiling) { tiling_ = tiling; }
@@ -60,6 +66,10 @@ class VaeRunner {
   // A preview of a latent: through TAESD (when given) or the VAE, whole, untiled.
   std::vector<float> decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
                                     bool use_taesd);
+  // A preview of a clip's latent: through its TAEHV (has_video_tae) or the VAE, untiled.
+  std::vector<std::vector<float>> decode_video_preview(const std::vector<float>& latent,
+                                                       int64_t w, int64_t h, int64_t frames,
+                                                       bool use_tae);
   bool has_taesd() const { return taesd_ != nullptr; }
 
   const models::VaeConfig& config() const { return config_; }
@@ -82,11 +92,20 @@ class VaeRunner {
   std::vector<float> run_clip_graph(nn::GraphCall& call, Tensor* out, models::WanClipCache& clip);
   std::vector<std::vector<float>> decode_video_whole(const std::vector<float>& latent, int64_t w,
                                                      int64_t h, int64_t frames);
+  // Through the TAEHV: a clip of `frames` latent frames -> its video frames in [0, 1]; and
+  // video frames in [0, 1] -> the clip's latent.
+  std::vector<std::vector<float>> decode_video_tae(const std::vector<float>& latent, int64_t w,
+                                                   int64_t h, int64_t frames);
+  std::vector<float> encode_video_tae(const std::vector<std::vector<float>>& frames,
+                                      int64_t width, int64_t height);
+  // Whether decoding and encoding go through the TAEHV.
+  bool uses_video_tae() const { return taehv_ && !taesd_preview_only_; }
 
   nn::Weights& weights_;
   models::VaeConfig config_;
   nn::Weights* taesd_;
   bool taesd_preview_only_;
+  std::optional<models::TaehvConfig> taehv_;
   nn::GraphRunner runner_;
   std::optional<models::TilingParams> tiling_;
 };

@@ -38,6 +38,8 @@ struct WanCase {
   // Wan 2.2 TI2V-5B (its transformer and autoencoder; the first and last frames, when
   // given, are pinned in the latent).
   bool ti2v = false;
+  // Decoded (and encoded) by the model folder's TAEHV, taehv.safetensors (--tae).
+  bool tae = false;
 };
 
 void run_wan_case(const WanCase& c) {
@@ -60,6 +62,7 @@ void run_wan_case(const WanCase& c) {
     options.diffusion_model = std::string(ti2v_dir) + "/wan.gguf";
     options.vae = std::string(ti2v_dir) + "/wan_vae.safetensors";
   }
+  if (c.tae) options.taesd = (c.ti2v ? std::string(ti2v_dir) : d) + "/taehv.safetensors";
   options.t5_tokenizer = shared + "/data/t5/tokenizer.json";
   options.threads = 2;
   StableDiffusion sd(options);
@@ -172,6 +175,27 @@ TEST(GoldenWan, Wan22FromAFirstAndALastFrame) {
   c.first = "i2v_first.png";
   c.last = "i2v_last.png";
   c.ti2v = true;
+  run_wan_case(c);
+}
+
+// The tiny video autoencoder (TAEHV, as taew2_1) decoding a three-latent-frame clip, its
+// memory blocks carrying each frame into the next.
+TEST(GoldenWan, TinyAutoencoderDecodes) {
+  WanCase c{"taehv_cat_9f"};
+  c.cfg = 1.0f;
+  c.tae = true;
+  run_wan_case(c);
+}
+
+// Wan 2.2 TI2V-5B with its TAEHV (as taew2_2: 48 channels, 2x2 pixel patches), which also
+// encodes the first frame (four copies of it make its latent frame).
+TEST(GoldenWan, Wan22TinyAutoencoderFromAFirstFrame) {
+  WanCase c{"taehv_ti2v_5f"};
+  c.frames = 5;
+  c.cfg = 1.0f;
+  c.first = "i2v_first.png";
+  c.ti2v = true;
+  c.tae = true;
   run_wan_case(c);
 }
 
