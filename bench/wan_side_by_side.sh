@@ -17,7 +17,9 @@
 # (make_random_wan.py --out X --seed 3 --parts wan) run as Wan 2.2 A14B's high-noise expert,
 # with the weights in memory and kept on disk (--params-backend disk). SKIP_T2V=1 leaves
 # out the text-to-video rows; LARGE=1 adds 832x480 (5 frames, 1 step, with and without
-# --vae-tiling), where the autoencoder's memory is the run's peak.
+# --vae-tiling), where the autoencoder's memory is the run's peak; TAE=1 adds 832x480
+# decoded by MODEL_DIR/taehv.safetensors (--tae; make_random_wan.py writes it), 5 and 17
+# frames, one step without guidance (the decoding is what these rows measure).
 set -euo pipefail
 ours=$1 ref=$2 dir=$3 i2v_dir=${4:-} expert=${5:-}
 [ "$i2v_dir" = - ] && i2v_dir=
@@ -88,6 +90,11 @@ fi
 if [ "${LARGE:-0}" = 1 ]; then
   row "832x480, 5 frames, 1 step" -W 832 -H 480 --video-frames 5 --steps 1
   row "the same, --vae-tiling" -W 832 -H 480 --video-frames 5 --steps 1 --vae-tiling
+fi
+if [ "${TAE:-0}" = 1 ]; then
+  tae=(-W 832 -H 480 --steps 1 --cfg-scale 1 --tae "$dir/taehv.safetensors")
+  row "--tae, 832x480, 5 frames, 1 step, CFG 1" "${tae[@]}" --video-frames 5
+  row "--tae, 832x480, 17 frames, 1 step, CFG 1" "${tae[@]}" --video-frames 17
 fi
 if [ -n "$expert" ]; then
   a14b=(--high-noise-diffusion-model "$expert" --high-noise-steps 2 --high-noise-cfg-scale 6

@@ -83,6 +83,8 @@ make_models() {
     echo "making $wan_dir (random weights)"
     /usr/bin/python3 tools/make_random_wan.py --out "$wan_dir.tmp" --t5-layers 2 --t5-ff 128
     rm -rf "$wan_dir" && mv "$wan_dir.tmp" "$wan_dir"
+  elif [ ! -f "$wan_dir/taehv.safetensors" ]; then  # a folder made before TAEHV was
+    /usr/bin/python3 tools/make_random_wan.py --out "$wan_dir" --parts taehv
   fi
   local wan_i2v_dir=build/fidelity/wan_i2v_tiny
   if [ ! -f "$wan_i2v_dir/clip_vision.safetensors" ]; then
@@ -92,13 +94,16 @@ make_models() {
     rm -rf "$wan_i2v_dir" && mv "$wan_i2v_dir.tmp" "$wan_i2v_dir"
   fi
   # Wan 2.2 TI2V-5B's transformer layout, its blocks zero and stored as holes (2.8 GB as
-  # mapped, next to nothing on disk), and Wan 2.2's autoencoder (1.4 GB); umT5 is wan_tiny's.
+  # mapped, next to nothing on disk), Wan 2.2's autoencoder (1.4 GB) and its TAEHV; umT5 is
+  # wan_tiny's.
   local wan_ti2v_dir=build/fidelity/wan_ti2v_tiny
   if [ ! -f "$wan_ti2v_dir/wan_vae.safetensors" ]; then
     echo "making $wan_ti2v_dir (random weights)"
     /usr/bin/python3 tools/make_random_wan.py --out "$wan_ti2v_dir.tmp" --variant ti2v \
-      --parts wan,wan_vae
+      --parts wan,wan_vae,taehv
     rm -rf "$wan_ti2v_dir" && mv "$wan_ti2v_dir.tmp" "$wan_ti2v_dir"
+  elif [ ! -f "$wan_ti2v_dir/taehv.safetensors" ]; then
+    /usr/bin/python3 tools/make_random_wan.py --out "$wan_ti2v_dir" --variant ti2v --parts taehv
   fi
   local flux2_dir=build/fidelity/flux2_tiny
   if [ ! -f "$flux2_dir/ae.safetensors" ]; then

@@ -16,7 +16,7 @@ namespace sd::models {
 namespace {
 
 Tensor* tae_conv3x3(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int stride = 1,
-                bool bias = true) {
+                    bool bias = true) {
   return nn::conv2d(s, x, in, out, 3, stride, 1, bias);
 }
 
@@ -39,9 +39,9 @@ Tensor* mem_block(const nn::Scope& s, Tensor* x, int64_t width, WanClipCache& cl
   return relu(ctx, add(ctx, h, skip));
 }
 
-Tensor* mem_blocks(const nn::Scope& seq, int& index, Tensor* x, int64_t width,
-                   WanClipCache& clip) {
-  for (int b = 0; b < TaehvConfig::kBlocksPerLevel; ++b) x = mem_block(seq[index++], x, width, clip);
+Tensor* mem_blocks(const nn::Scope& seq, int& index, Tensor* x, int64_t width, WanClipCache& clip) {
+  for (int b = 0; b < TaehvConfig::kBlocksPerLevel; ++b)
+    x = mem_block(seq[index++], x, width, clip);
   return x;
 }
 
@@ -84,8 +84,8 @@ Tensor* taehv_decode_stage(const nn::Scope& tae, const TaehvConfig& c, int stage
 Tensor* taehv_encode_chunk(const nn::Scope& tae, const TaehvConfig& c, Tensor* frames,
                            WanClipCache& clip) {
   Context& ctx = tae.ctx();
-  const int64_t f = c.downscale(), chunk = c.time_downscale[0] * c.time_downscale[1] *
-                                           c.time_downscale[2];
+  const int64_t f = c.downscale(),
+                chunk = c.time_downscale[0] * c.time_downscale[1] * c.time_downscale[2];
   SD_CHECK(c.has_encoder, "[taehv] this file has no encoder");
   SD_CHECK(frames->ne[2] == 3 && frames->ne[3] % chunk == 0 && frames->ne[0] % f == 0 &&
                frames->ne[1] % f == 0,

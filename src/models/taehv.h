@@ -55,9 +55,7 @@ struct TaehvConfig {
   // Pixels per latent pixel along a side.
   int64_t downscale() const { return 8 * patch; }
   // Video frames per latent frame.
-  int64_t time_factor() const {
-    return time_upscale[0] * time_upscale[1] * time_upscale[2];
-  }
+  int64_t time_factor() const { return time_upscale[0] * time_upscale[1] * time_upscale[2]; }
 };
 
 // The decoder in stages (each a level), run one graph per frame and stage: stage 0 reads

@@ -62,9 +62,10 @@ TEST(Taehv, ParameterNamesFollowTheSequential) {
         "tae.encoder.16.conv.2.bias", "tae.encoder.17.bias"})
     EXPECT_TRUE(names.count(present)) << present;
   // Clamp, ReLU and Upsample hold nothing; TGrow, TPool and the level convs no bias.
-  for (const char* absent : {"tae.decoder.0.weight", "tae.decoder.2.weight", "tae.decoder.6.weight",
-                             "tae.decoder.7.conv.bias", "tae.decoder.8.bias", "tae.decoder.21.weight",
-                             "tae.encoder.1.weight", "tae.encoder.3.bias", "tae.encoder.2.conv.bias"})
+  for (const char* absent :
+       {"tae.decoder.0.weight", "tae.decoder.2.weight", "tae.decoder.6.weight",
+        "tae.decoder.7.conv.bias", "tae.decoder.8.bias", "tae.decoder.21.weight",
+        "tae.encoder.1.weight", "tae.encoder.3.bias", "tae.encoder.2.conv.bias"})
     EXPECT_FALSE(names.count(absent)) << absent;
   // Decoder: 2 convs with bias, 3 TGrows, 3 level convs, 9 blocks of 3 biased convs;
   // encoder: 2 convs with bias, 3 TPools, 3 stride-2 convs, 9 blocks.
@@ -156,9 +157,13 @@ void expect_decodes_frame_by_frame(int64_t latent_channels, int64_t patch) {
   EXPECT_GT(max_difference(history[8], staged[8]), 1e-3);
 }
 
-TEST(Taehv, DecodesFrameByFrameAsTheWholeClip) { expect_decodes_frame_by_frame(4, 1); }
+TEST(Taehv, DecodesFrameByFrameAsTheWholeClip) {
+  expect_decodes_frame_by_frame(4, 1);
+}
 
-TEST(Taehv, PatchedFramesDecodeAsTheWholeClip) { expect_decodes_frame_by_frame(6, 2); }
+TEST(Taehv, PatchedFramesDecodeAsTheWholeClip) {
+  expect_decodes_frame_by_frame(6, 2);
+}
 
 TEST(Taehv, EncodesChunkByChunkAsTheWholeClip) {
   const TaehvConfig c = tiny_taehv();
@@ -180,8 +185,8 @@ TEST(Taehv, EncodesChunkByChunkAsTheWholeClip) {
       clip.begin(call);
       Tensor* x = call.input_f32("frames", make_shape({side, side, 3, frames_per_graph}),
                                  clip_frames.data() + static_cast<size_t>(start) * frame);
-      const Values z = clip.run(
-          runner, call, taehv_encode_chunk(nn::Scope(call.ctx(), w, ""), c, x, clip));
+      const Values z =
+          clip.run(runner, call, taehv_encode_chunk(nn::Scope(call.ctx(), w, ""), c, x, clip));
       EXPECT_EQ(z.size(), static_cast<size_t>(2 * 2 * c.latent_channels * frames_per_graph / 4));
       latent.insert(latent.end(), z.begin(), z.end());
     }
@@ -192,8 +197,9 @@ TEST(Taehv, EncodesChunkByChunkAsTheWholeClip) {
   // [2, 2, C, 2] against two [2, 2, C, 1]: the same order (frame outermost).
   EXPECT_LT(max_difference(whole, chunked), 2e-3);
   const Values first_alone = Values(chunked.begin(), chunked.begin() + chunked.size() / 2);
-  EXPECT_GT(max_difference(first_alone, Values(chunked.begin() + chunked.size() / 2, chunked.end())),
-            1e-3);
+  EXPECT_GT(
+      max_difference(first_alone, Values(chunked.begin() + chunked.size() / 2, chunked.end())),
+      1e-3);
 }
 
 }  // namespace

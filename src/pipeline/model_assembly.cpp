@@ -149,10 +149,14 @@ void StableDiffusion::Impl::check_tiny_autoencoder() {
              file.c_str(), family->name());
     return;
   }
+  const char* needed = "taew2_1 for Wan 2.1 and Wan 2.2 A14B, taew2_2 for Wan 2.2 TI2V-5B";
   SD_CHECK(!image_tae || video_tae,
-           "--tae %s is a TAESD, a tiny autoencoder for images; %s latents need a TAEHV "
-           "(taew2_1 for Wan 2.1 and Wan 2.2 A14B, taew2_2 for Wan 2.2 TI2V-5B)",
-           file.c_str(), family->name());
+           "--tae %s is a TAESD, a tiny autoencoder for images; %s latents need a TAEHV (%s)",
+           file.c_str(), family->name(), needed);
+  SD_CHECK(video_tae,
+           "--tae %s is no tiny autoencoder (it has no decoder.1.weight); %s latents need a "
+           "TAEHV (%s)",
+           file.c_str(), family->name(), needed);
   try {
     vae->set_video_tae(taehv_config_from_shapes("", [&](const std::string& name) {
       std::optional<std::array<int64_t, 4>> ne;

@@ -213,8 +213,10 @@ models::TaehvConfig taehv_config_from_shapes(std::string_view scope, const Shape
   }
   const int64_t out = need("decoder.22.weight")[3];
   c.patch = out == 3 ? 1 : out == 12 ? 2 : 0;
-  SD_CHECK(c.patch > 0, "[taehv] the decoder gives %lld channels, not RGB (3) or RGB in 2x2 "
-           "patches (12)", ll(out));
+  SD_CHECK(c.patch > 0,
+           "[taehv] the decoder gives %lld channels, not RGB (3) or RGB in 2x2 "
+           "patches (12)",
+           ll(out));
   if (const auto enc = shape_of(root + "encoder.0.weight")) {
     c.has_encoder = true;
     c.encoder_width = (*enc)[3];

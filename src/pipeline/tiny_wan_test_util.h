@@ -11,6 +11,7 @@
 
 #include "models/clip_vision.h"
 #include "models/t5.h"
+#include "models/taehv.h"
 #include "models/wan.h"
 #include "models/wan_vae.h"
 #include "nn/graph_runner.h"
@@ -84,6 +85,31 @@ inline void write_tiny_wan_video_vae(const std::string& path, uint32_t seed,
     models::wan_vae_decode_stage(s, vc, stage, x, clip);  // a clip's first frame
     Tensor* out = models::wan_vae_decode_stage(s, vc, stage, x, clip);
     x = ctx.new_tensor(DType::F32, {out->ne[0], out->ne[1], out->ne[2], 1});
+  }
+  w.save_safetensors(path);
+}
+
+// A TAEHV at small widths for `latent_channels` (16: taew2_1's, 48 with `patch` 2:
+// taew2_2's), with its encoder or as a decoder-only file.
+inline void write_tiny_taehv(const std::string& path, int64_t latent_channels, int64_t patch,
+                             bool encoder, uint32_t seed) {
+  models::TaehvConfig c;
+  c.latent_channels = latent_channels;
+  c.patch = patch;
+  c.decoder_widths = {16, 12, 8, 8};
+  c.encoder_width = 8;
+  c.has_encoder = encoder;
+  nn::RandomWeights w(DType::F16, seed);
+  models::WanClipCache clip;
+  nn::GraphCall call;
+  clip.begin(call);
+  const nn::Scope s(call.ctx(), w, "");
+  Tensor* x = call.ctx().new_tensor(DType::F32, {2, 2, latent_channels, 1});
+  for (int stage = 0; stage < models::TaehvConfig::kLevels; ++stage)
+    x = models::taehv_decode_stage(s, c, stage, x, clip);
+  if (encoder) {
+    const int64_t side = 2 * c.downscale();
+    models::taehv_encode_chunk(s, c, call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip);
   }
   w.save_safetensors(path);
 }

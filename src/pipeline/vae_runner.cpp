@@ -141,9 +141,10 @@ struct StagedClipDecoder {
     const auto size = static_cast<size_t>(frame_ne[0] * frame_ne[1] * frame_ne[2]);
     for (int64_t i = 0; i < count; ++i) {
       std::vector<float> frame =
-          count == 1 ? std::move(result)
-                     : std::vector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
-                                          result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size));
+          count == 1
+              ? std::move(result)
+              : std::vector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
+                                   result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size));
       if (stage + 1 < stages)
         feed(stage + 1, std::move(frame), frame_ne);
       else
@@ -155,9 +156,9 @@ struct StagedClipDecoder {
 void check_clip_latent(const std::vector<float>& latent, int64_t w, int64_t h, int64_t frames,
                        int64_t c) {
   SD_CHECK(frames > 0 && latent.size() == static_cast<size_t>(w * h * frames * c),
-           "[vae] a video latent of %zu values is not %lld frames of %lldx%lldx%lld",
-           latent.size(), static_cast<long long>(frames), static_cast<long long>(w),
-           static_cast<long long>(h), static_cast<long long>(c));
+           "[vae] a video latent of %zu values is not %lld frames of %lldx%lldx%lld", latent.size(),
+           static_cast<long long>(frames), static_cast<long long>(w), static_cast<long long>(h),
+           static_cast<long long>(c));
 }
 
 }  // namespace
@@ -172,10 +173,13 @@ std::vector<std::vector<float>> VaeRunner::decode_video_whole(
   models::WanClipCache clip;
   std::vector<std::vector<float>> video;
   StagedClipDecoder decoder{
-      runner_, weights_, clip, models::wan_vae_decode_stages(config_),
+      runner_,
+      weights_,
+      clip,
+      models::wan_vae_decode_stages(config_),
       [&](nn::GraphCall& call, int stage, Tensor* x) {
-        return models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_,
-                                            stage, x, clip);
+        return models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_, stage,
+                                            x, clip);
       },
       [&](std::vector<float> frame) {
         SD_CHECK(frame.size() == static_cast<size_t>(3 * pixels),
@@ -196,25 +200,24 @@ std::vector<std::vector<float>> VaeRunner::decode_video_whole(
 void VaeRunner::set_video_tae(const models::TaehvConfig& tae) {
   SD_CHECK(taesd_ && config_.causal_3d(),
            "[vae] a TAEHV decodes Wan's video latents; this model's autoencoder is not Wan's");
-  SD_CHECK(tae.latent_channels == config_.latent_channels() &&
-               tae.downscale() == config_.downscale(),
-           "--tae: this TAEHV decodes %lld-channel latents at %lldx (%s), the model's are "
-           "%lld-channel at %lldx: use taew2_1 for Wan 2.1 and Wan 2.2 A14B latents, taew2_2 "
-           "for Wan 2.2 TI2V-5B's",
-           static_cast<long long>(tae.latent_channels), static_cast<long long>(tae.downscale()),
-           tae.latent_channels == 48 ? "taew2_2" : "taew2_1",
-           static_cast<long long>(config_.latent_channels()),
-           static_cast<long long>(config_.downscale()));
+  SD_CHECK(
+      tae.latent_channels == config_.latent_channels() && tae.downscale() == config_.downscale(),
+      "this TAEHV decodes %lld-channel latents at %lldx (%s), the model's are "
+      "%lld-channel at %lldx: use taew2_1 for Wan 2.1 and Wan 2.2 A14B latents, taew2_2 "
+      "for Wan 2.2 TI2V-5B's",
+      static_cast<long long>(tae.latent_channels), static_cast<long long>(tae.downscale()),
+      tae.latent_channels == 48 ? "taew2_2" : "taew2_1",
+      static_cast<long long>(config_.latent_channels()),
+      static_cast<long long>(config_.downscale()));
   const int64_t down = tae.time_downscale[0] * tae.time_downscale[1] * tae.time_downscale[2];
   SD_CHECK(tae.time_factor() == 4 && (!tae.has_encoder || down == 4),
-           "--tae: this TAEHV makes %lld video frames of a latent frame; Wan's latents hold 4",
+           "this TAEHV makes %lld video frames of a latent frame; Wan's latents hold 4",
            static_cast<long long>(tae.time_factor()));
   taehv_ = tae;
 }
 
 std::vector<std::vector<float>> VaeRunner::decode_video_tae(const std::vector<float>& latent,
-                                                            int64_t w, int64_t h,
-                                                            int64_t frames) {
+                                                            int64_t w, int64_t h, int64_t frames) {
   const models::TaehvConfig& tae = *taehv_;
   check_clip_latent(latent, w, h, frames, tae.latent_channels);
   const int64_t plane = w * h, pixels = plane * tae.downscale() * tae.downscale();
@@ -223,22 +226,25 @@ std::vector<std::vector<float>> VaeRunner::decode_video_tae(const std::vector<fl
   // The clip's first time_factor() - 1 frames come before its first (the reference drops
   // them too).
   int64_t skip = tae.time_factor() - 1;
-  StagedClipDecoder decoder{
-      runner_, *taesd_, clip, models::TaehvConfig::kLevels,
-      [&](nn::GraphCall& call, int stage, Tensor* x) {
-        return models::taehv_decode_stage(nn::Scope(call.ctx(), *taesd_, kTaesdScope), tae,
-                                          stage, x, clip);
-      },
-      [&](std::vector<float> frame) {
-        SD_CHECK(frame.size() == static_cast<size_t>(3 * pixels),
-                 "[taehv] a decoded frame of %zu values, expected %lld pixels RGB", frame.size(),
-                 static_cast<long long>(pixels));
-        if (skip > 0) {
-          --skip;
-          return;
-        }
-        video.push_back(std::move(frame));
-      }};
+  StagedClipDecoder decoder{runner_,
+                            *taesd_,
+                            clip,
+                            models::TaehvConfig::kLevels,
+                            [&](nn::GraphCall& call, int stage, Tensor* x) {
+                              return models::taehv_decode_stage(
+                                  nn::Scope(call.ctx(), *taesd_, kTaesdScope), tae, stage, x, clip);
+                            },
+                            [&](std::vector<float> frame) {
+                              SD_CHECK(
+                                  frame.size() == static_cast<size_t>(3 * pixels),
+                                  "[taehv] a decoded frame of %zu values, expected %lld pixels RGB",
+                                  frame.size(), static_cast<long long>(pixels));
+                              if (skip > 0) {
+                                --skip;
+                                return;
+                              }
+                              video.push_back(std::move(frame));
+                            }};
   for (int64_t t = 0; t < frames; ++t)
     decoder.feed(0, latent_frame(latent, plane, frames, t), {w, h, tae.latent_channels});
   return video;
@@ -248,7 +254,8 @@ std::vector<float> VaeRunner::encode_video_tae(const std::vector<std::vector<flo
                                                int64_t width, int64_t height) {
   const models::TaehvConfig& tae = *taehv_;
   const int64_t f = tae.downscale(), c = tae.latent_channels;
-  SD_CHECK(tae.has_encoder, "--tae: this TAEHV file has no encoder, which encoding the "
+  SD_CHECK(tae.has_encoder,
+           "--tae: this TAEHV file has no encoder, which encoding the "
            "conditioning frames needs; pass --taesd-preview-only to encode with the VAE");
   SD_CHECK(!frames.empty() && width % f == 0 && height % f == 0,
            "[taehv] a clip to encode has sides multiples of %lld: got %zu frames of %lldx%lld",
@@ -269,8 +276,9 @@ std::vector<float> VaeRunner::encode_video_tae(const std::vector<std::vector<flo
           frames[static_cast<size_t>(std::min(t * chunk + i, count - 1))];
       SD_CHECK(frame.size() == frame_size, "[taehv] a frame of %zu values, not %lldx%lld RGB",
                frame.size(), static_cast<long long>(width), static_cast<long long>(height));
-      std::copy(frame.begin(), frame.end(), pixels.begin() + static_cast<std::ptrdiff_t>(i) *
-                                                                static_cast<std::ptrdiff_t>(frame_size));
+      std::copy(frame.begin(), frame.end(),
+                pixels.begin() +
+                    static_cast<std::ptrdiff_t>(i) * static_cast<std::ptrdiff_t>(frame_size));
     }
     nn::GraphCall call;
     clip.begin(call);

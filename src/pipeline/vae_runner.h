@@ -67,9 +67,8 @@ class VaeRunner {
   std::vector<float> decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
                                     bool use_taesd);
   // A preview of a clip's latent: through its TAEHV (has_video_tae) or the VAE, untiled.
-  std::vector<std::vector<float>> decode_video_preview(const std::vector<float>& latent,
-                                                       int64_t w, int64_t h, int64_t frames,
-                                                       bool use_tae);
+  std::vector<std::vector<float>> decode_video_preview(const std::vector<float>& latent, int64_t w,
+                                                       int64_t h, int64_t frames, bool use_tae);
   bool has_taesd() const { return taesd_ != nullptr; }
 
   const models::VaeConfig& config() const { return config_; }
@@ -96,8 +95,8 @@ class VaeRunner {
   // video frames in [0, 1] -> the clip's latent.
   std::vector<std::vector<float>> decode_video_tae(const std::vector<float>& latent, int64_t w,
                                                    int64_t h, int64_t frames);
-  std::vector<float> encode_video_tae(const std::vector<std::vector<float>>& frames,
-                                      int64_t width, int64_t height);
+  std::vector<float> encode_video_tae(const std::vector<std::vector<float>>& frames, int64_t width,
+                                      int64_t height);
   // Whether decoding and encoding go through the TAEHV.
   bool uses_video_tae() const { return taehv_ && !taesd_preview_only_; }
 
