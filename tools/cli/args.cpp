@@ -157,7 +157,8 @@ Section context_section(ContextOptions& o, CliOptions& cli) {
   v.push_back(
       text_option("", "--audio-vae", "path to a standalone LTX audio VAE", &o.audio_vae_path));
   v.push_back(text_option("", "--taesd",
-                          "path to a tiny autoencoder (TAESD): fast, low-quality decoding",
+                          "path to a tiny autoencoder (TAESD; TAEHV for Wan's video latents): "
+                          "fast, low-quality decoding",
                           &o.taesd_path));
   v.push_back(text_option("", "--tae", "alias of --taesd", &o.taesd_path));
   v.push_back(text_option("", "--control-net", "path to a ControlNet model", &o.control_net_path));
