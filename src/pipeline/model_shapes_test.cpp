@@ -238,3 +238,63 @@ TEST(ModelShapes, FluxAndT5ReadBackFromTheirTensors) {
 
 }  // namespace
 }  // namespace sd::pipeline
+
+namespace sd::pipeline {
+namespace {
+
+Shapes taehv_shapes(const models::TaehvConfig& c) {
+  AnyWeights any;
+  nn::ParamRecorder rec(any);
+  models::WanClipCache clip;
+  nn::GraphCall call;
+  clip.begin(call);
+  const nn::Scope s(call.ctx(), rec, "");
+  Tensor* x = call.ctx().new_tensor(DType::F32, {2, 2, c.latent_channels, 1});
+  for (int stage = 0; stage < models::TaehvConfig::kLevels; ++stage)
+    x = models::taehv_decode_stage(s, c, stage, x, clip);
+  if (c.has_encoder) {
+    const int64_t side = 2 * c.downscale();
+    models::taehv_encode_chunk(s, c, call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip);
+  }
+  Shapes shapes;
+  for (const nn::ParamDecl& p : rec.params()) shapes[p.name] = p.ne;
+  return shapes;
+}
+
+// A TAEHV's widths, time strides and patch come back from its tensors; the wide variant and
+// a file without the decoder's first conv are named.
+TEST(ModelShapes, TaehvReadsBackFromItsTensors) {
+  models::TaehvConfig c;
+  c.latent_channels = 48;
+  c.patch = 2;
+  c.decoder_widths = {40, 24, 16, 8};
+  c.time_upscale = {1, 2, 2};
+  c.has_encoder = true;
+  c.encoder_width = 12;
+  Shapes shapes = taehv_shapes(c);
+  const models::TaehvConfig read = taehv_config_from_shapes("", lookup(shapes));
+  EXPECT_EQ(read.latent_channels, 48);
+  EXPECT_EQ(read.patch, 2);
+  EXPECT_EQ(read.decoder_widths, c.decoder_widths);
+  EXPECT_EQ(read.time_upscale, c.time_upscale);
+  EXPECT_TRUE(read.has_encoder);
+  EXPECT_EQ(read.encoder_width, 12);
+  EXPECT_EQ(read.time_downscale, c.time_downscale);
+
+  c.has_encoder = false;
+  EXPECT_FALSE(taehv_config_from_shapes("", lookup(taehv_shapes(c))).has_encoder);
+
+  shapes["decoder.3.conv.6.weight"] = {3, 3, 1, 40};
+  EXPECT_THROW(
+      try { taehv_config_from_shapes("", lookup(shapes)); } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("wide TAEHV"), std::string::npos) << e.what();
+        throw;
+      },
+      Error);
+  shapes = taehv_shapes(c);
+  shapes.erase("decoder.1.weight");
+  EXPECT_THROW(taehv_config_from_shapes("", lookup(shapes)), Error);
+}
+
+}  // namespace
+}  // namespace sd::pipeline
