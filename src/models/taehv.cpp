@@ -111,4 +111,20 @@ Tensor* taehv_encode_chunk(const nn::Scope& tae, const TaehvConfig& c, Tensor* f
   return set_name(tae_conv3x3(seq[index], x, width, c.latent_channels), "taehv_latent");
 }
 
+void taehv_record_parameters(nn::Weights& weights, const std::string& prefix,
+                             const TaehvConfig& c) {
+  WanClipCache clip;
+  nn::GraphCall call;
+  clip.begin(call);
+  const nn::Scope s(call.ctx(), weights, prefix);
+  Tensor* x = call.ctx().new_tensor(DType::F32, {2, 2, c.latent_channels, 1});
+  // A frame after the first reads no other weights.
+  for (int stage = 0; stage < TaehvConfig::kLevels; ++stage)
+    x = taehv_decode_stage(s, c, stage, x, clip);
+  if (c.has_encoder) {
+    const int64_t side = 2 * c.downscale();
+    taehv_encode_chunk(s, c, call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip);
+  }
+}
+
 }  // namespace sd::models

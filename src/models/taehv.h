@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "models/wan_vae.h"
 #include "nn/weights.h"
@@ -72,5 +73,10 @@ Tensor* taehv_decode_stage(const nn::Scope& tae, const TaehvConfig& config, int 
 // clip order.
 Tensor* taehv_encode_chunk(const nn::Scope& tae, const TaehvConfig& config, Tensor* frames,
                            WanClipCache& clip);
+
+// Builds one of each graph a clip's decoding (and, where config.has_encoder, encoding)
+// builds, on small frames: every weight they read, for a recorder (nothing is computed).
+void taehv_record_parameters(nn::Weights& weights, const std::string& prefix,
+                             const TaehvConfig& config);
 
 }  // namespace sd::models

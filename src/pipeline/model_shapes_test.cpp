@@ -245,17 +245,7 @@ namespace {
 Shapes taehv_shapes(const models::TaehvConfig& c) {
   AnyWeights any;
   nn::ParamRecorder rec(any);
-  models::WanClipCache clip;
-  nn::GraphCall call;
-  clip.begin(call);
-  const nn::Scope s(call.ctx(), rec, "");
-  Tensor* x = call.ctx().new_tensor(DType::F32, {2, 2, c.latent_channels, 1});
-  for (int stage = 0; stage < models::TaehvConfig::kLevels; ++stage)
-    x = models::taehv_decode_stage(s, c, stage, x, clip);
-  if (c.has_encoder) {
-    const int64_t side = 2 * c.downscale();
-    models::taehv_encode_chunk(s, c, call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip);
-  }
+  models::taehv_record_parameters(rec, "", c);
   Shapes shapes;
   for (const nn::ParamDecl& p : rec.params()) shapes[p.name] = p.ne;
   return shapes;

@@ -100,17 +100,7 @@ inline void write_tiny_taehv(const std::string& path, int64_t latent_channels, i
   c.encoder_width = 8;
   c.has_encoder = encoder;
   nn::RandomWeights w(DType::F16, seed);
-  models::WanClipCache clip;
-  nn::GraphCall call;
-  clip.begin(call);
-  const nn::Scope s(call.ctx(), w, "");
-  Tensor* x = call.ctx().new_tensor(DType::F32, {2, 2, latent_channels, 1});
-  for (int stage = 0; stage < models::TaehvConfig::kLevels; ++stage)
-    x = models::taehv_decode_stage(s, c, stage, x, clip);
-  if (encoder) {
-    const int64_t side = 2 * c.downscale();
-    models::taehv_encode_chunk(s, c, call.ctx().new_tensor(DType::F32, {side, side, 3, 4}), clip);
-  }
+  models::taehv_record_parameters(w, "", c);
   w.save_safetensors(path);
 }
 

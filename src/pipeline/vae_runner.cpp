@@ -451,22 +451,7 @@ std::vector<nn::ParamDecl> VaeRunner::taesd_parameters() const {
   Context ctx;
   const nn::Scope scope(ctx, recorder, kTaesdScope);
   if (taehv_) {
-    // Each stage once (a frame after the first reads no other weights), and the encoder.
-    const models::TaehvConfig& tae = *taehv_;
-    models::WanClipCache clip;
-    nn::GraphCall call;
-    clip.begin(call);
-    const nn::Scope s(call.ctx(), recorder, kTaesdScope);
-    Tensor* x = call.ctx().new_tensor(DType::F32, {8, 8, tae.latent_channels, 1});
-    for (int stage = 0; stage < models::TaehvConfig::kLevels; ++stage) {
-      Tensor* out = models::taehv_decode_stage(s, tae, stage, x, clip);
-      x = call.ctx().new_tensor(DType::F32, {out->ne[0], out->ne[1], out->ne[2], 1});
-    }
-    if (tae.has_encoder) {
-      const int64_t side = 8 * tae.downscale();
-      models::taehv_encode_chunk(s, tae, call.ctx().new_tensor(DType::F32, {side, side, 3, 4}),
-                                 clip);
-    }
+    models::taehv_record_parameters(recorder, kTaesdScope, *taehv_);
     return recorder.params();
   }
   models::taesd_decode(scope, ctx.new_tensor(DType::F32, {8, 8, config_.latent_channels(), 1}));
