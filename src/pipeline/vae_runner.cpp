@@ -39,10 +39,10 @@ std::vector<float> VaeRunner::decode_whole(const std::vector<float>& sampler_lat
                                            int64_t h, bool use_taesd) {
   std::vector<float> latent = sampler_latent;
   if (!use_taesd) normalize_latent(latent, config_, true);
+  if (use_taesd && taehv_) return decode_video_tae(latent, w, h, 1)[0];  // an image
   nn::GraphCall call;
   Tensor* z =
       call.input_f32("latent", make_shape({w, h, config_.latent_channels(), 1}), latent.data());
-  if (use_taesd && taehv_) return decode_video_tae(latent, w, h, 1)[0];  // an image
   if (use_taesd) {
     // TAESD decodes to [0, 1] directly.
     std::vector<float> image =
