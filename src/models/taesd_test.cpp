@@ -76,8 +76,9 @@ TEST(Taesd, DecoderSoftClampsTheLatent) {
 TEST(Taesd, EncodeNeedsMultiplesOfEight) {
   nn::RandomWeights w;
   Context ctx;
-  EXPECT_THROW(taesd_encode(nn::Scope(ctx, w, kTaesdRoot), ctx.new_tensor(DType::F32, {20, 16, 3, 1})),
-               Error);
+  EXPECT_THROW(
+      taesd_encode(nn::Scope(ctx, w, kTaesdRoot), ctx.new_tensor(DType::F32, {20, 16, 3, 1})),
+      Error);
 }
 
 }  // namespace

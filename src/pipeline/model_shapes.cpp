@@ -229,9 +229,10 @@ models::TaehvConfig taehv_config_from_shapes(std::string_view scope, const Shape
                n.c_str(), ll(c.encoder_width));
       c.time_downscale[static_cast<size_t>(level)] = pool[2] / pool[3];
     }
-    SD_CHECK(need("encoder.17.weight")[3] == c.latent_channels,
-             "[taehv] the encoder gives %lld latent channels, the decoder reads %lld",
-             ll(need("encoder.17.weight")[3]), ll(c.latent_channels));
+    const int64_t encoded = need("encoder.17.weight")[3];
+    SD_CHECK(encoded == c.latent_channels,
+             "[taehv] the encoder gives %lld latent channels, the decoder reads %lld", ll(encoded),
+             ll(c.latent_channels));
   }
   return c;
 }

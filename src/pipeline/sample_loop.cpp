@@ -76,7 +76,7 @@ std::vector<float> StableDiffusion::Impl::run_stage(const ImageRequest& r, const
     if (p.frames > 1 && vae->decodes_video() && (pv.mode == Mode::Vae || vae->has_video_tae())) {
       // A clip's preview is the clip: decoded as the result will be, or through its TAEHV.
       for (const std::vector<float>& frame :
-           tae ? vae->decode_video_preview(latent, p.w, p.h, p.frames, true)
+           tae ? vae->decode_video_preview(latent, p.w, p.h, p.frames)
                : vae->decode_video(latent, p.w, p.h, p.frames))
         frames.push_back(planes_to_image(frame.data(), width, height, 3));
     } else {

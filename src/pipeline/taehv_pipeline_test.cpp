@@ -29,15 +29,8 @@ class TinyWanTae : public ::testing::Test {
     }();
     (void)written;
     dir_ = &dir;
-    options_.diffusion_model = files.dit;
-    options_.t5xxl = files.umt5;
-    options_.vae = files.vae;
-    options_.threads = 2;
-    request_.prompt = "a cat";
-    request_.width = request_.height = 16;
-    request_.steps = 2;
-    request_.cfg_scale = 1.0f;
-    request_.video_frames = 5;
+    options_ = test::tiny_wan_options(files);
+    request_ = test::tiny_wan_request();
   }
   std::string file(const char* name) const { return dir_->file(name); }
   static std::string load_error(const ModelOptions& o) {

@@ -136,6 +136,26 @@ inline TinyWanFiles write_tiny_wan(const std::string& dir) {
   return f;
 }
 
+// The tiny T2V model's files as options, and the small clip the pipeline tests ask of it:
+// 16x16, five frames (two latent frames), two steps without guidance.
+inline ModelOptions tiny_wan_options(const TinyWanFiles& f) {
+  ModelOptions o;
+  o.diffusion_model = f.dit;
+  o.t5xxl = f.umt5;
+  o.vae = f.vae;
+  o.threads = 2;
+  return o;
+}
+inline ImageRequest tiny_wan_request() {
+  ImageRequest r;
+  r.prompt = "a cat";
+  r.width = r.height = 16;
+  r.steps = 2;
+  r.cfg_scale = 1.0f;
+  r.video_frames = 5;
+  return r;
+}
+
 // Wan 2.2 TI2V-5B in small: a transformer reading and predicting Wan 2.2's 48 channels and
 // Wan 2.2's autoencoder, beside write_tiny_wan's umT5.
 inline TinyWanFiles write_tiny_wan_ti2v(const std::string& dir) {

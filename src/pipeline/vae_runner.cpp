@@ -295,12 +295,9 @@ std::vector<float> VaeRunner::encode_video_tae(const std::vector<std::vector<flo
 
 std::vector<std::vector<float>> VaeRunner::decode_video_preview(const std::vector<float>& latent,
                                                                 int64_t w, int64_t h,
-                                                                int64_t frames, bool use_tae) {
-  if (use_tae) {
-    SD_CHECK(taehv_, "--preview tae of a clip needs a TAEHV model (--tae)");
-    return decode_video_tae(latent, w, h, frames);
-  }
-  return decode_video_whole(latent, w, h, frames);
+                                                                int64_t frames) {
+  SD_CHECK(taehv_, "--preview tae of a clip needs a TAEHV model (--tae)");
+  return decode_video_tae(latent, w, h, frames);
 }
 
 std::vector<float> VaeRunner::encode_whole(const std::vector<float>& image, int64_t width,
@@ -384,7 +381,6 @@ std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>
 std::vector<float> VaeRunner::decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
                                              bool use_taesd) {
   SD_CHECK(!use_taesd || taesd_, "--preview tae needs a TAESD model (--taesd)");
-  if (use_taesd && taehv_) return decode_video_tae(latent, w, h, 1)[0];
   return decode_whole(latent, w, h, use_taesd);
 }
 

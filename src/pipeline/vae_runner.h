@@ -66,9 +66,9 @@ class VaeRunner {
   // A preview of a latent: through TAESD (when given) or the VAE, whole, untiled.
   std::vector<float> decode_preview(const std::vector<float>& latent, int64_t w, int64_t h,
                                     bool use_taesd);
-  // A preview of a clip's latent: through its TAEHV (has_video_tae) or the VAE, untiled.
+  // A preview of a clip's latent, every frame, through its TAEHV (has_video_tae), untiled.
   std::vector<std::vector<float>> decode_video_preview(const std::vector<float>& latent, int64_t w,
-                                                       int64_t h, int64_t frames, bool use_tae);
+                                                       int64_t h, int64_t frames);
   bool has_taesd() const { return taesd_ != nullptr; }
 
   const models::VaeConfig& config() const { return config_; }

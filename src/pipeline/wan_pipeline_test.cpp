@@ -27,15 +27,8 @@ class TinyWan : public ::testing::Test {
     static const test::TinyWanFiles files = test::write_tiny_wan(dir.file("wan"));
     files_ = files;
     temp_ = dir.file("");
-    options_.diffusion_model = files_.dit;
-    options_.t5xxl = files_.umt5;
-    options_.vae = files_.vae;
-    options_.threads = 2;
-    request_.prompt = "a cat";
-    request_.width = request_.height = 16;
-    request_.steps = 2;
-    request_.cfg_scale = 1.0f;
-    request_.video_frames = 5;
+    options_ = test::tiny_wan_options(files_);
+    request_ = test::tiny_wan_request();
     request_.warn = [this](const std::string& w) { warnings_.push_back(w); };
     // The tokenizer is found next to the umT5 file, not through the environment.
     const char* env = std::getenv("SD_UMT5_TOKENIZER");
