@@ -105,6 +105,15 @@ make_models() {
   elif [ ! -f "$wan_ti2v_dir/taehv.safetensors" ]; then
     /usr/bin/python3 tools/make_random_wan.py --out "$wan_ti2v_dir" --variant ti2v --parts taehv
   fi
+  # Wan 2.1 VACE: the 1.3B-shaped transformer with two VACE blocks, its main blocks zero
+  # (q4_0 holes); umT5 and the autoencoder are wan_tiny's.
+  local wan_vace_dir=build/fidelity/wan_vace_tiny
+  if [ ! -f "$wan_vace_dir/wan.gguf" ]; then
+    echo "making $wan_vace_dir (random weights)"
+    /usr/bin/python3 tools/make_random_wan.py --out "$wan_vace_dir.tmp" --variant vace \
+      --vace-layers 2 --parts wan
+    rm -rf "$wan_vace_dir" && mv "$wan_vace_dir.tmp" "$wan_vace_dir"
+  fi
   local flux2_dir=build/fidelity/flux2_tiny
   if [ ! -f "$flux2_dir/ae.safetensors" ]; then
     echo "making $flux2_dir (random weights)"
@@ -138,6 +147,7 @@ export SD_TEST_QWEN_IMAGE_DIR=$PWD/build/fidelity/qwen_image_tiny
 export SD_TEST_WAN_DIR=$PWD/build/fidelity/wan_tiny
 export SD_TEST_WAN_I2V_DIR=$PWD/build/fidelity/wan_i2v_tiny
 export SD_TEST_WAN_TI2V_DIR=$PWD/build/fidelity/wan_ti2v_tiny
+export SD_TEST_WAN_VACE_DIR=$PWD/build/fidelity/wan_vace_tiny
 
 # Tests run side by side, each with two OpenMP threads, on as few cores: threads that wait
 # sleep instead of spinning while the thread they wait for is preempted (the programs of
@@ -158,7 +168,7 @@ phase_done "Release tests"
 # The sanitizer pass runs the small tests only: full-size models there would take hours.
 unset SD_TEST_SD15_MODEL SD_TEST_SD2_MODEL SD_TEST_SDXL_MODEL SD_TEST_FLUX_DIR SD_TEST_Z_IMAGE_DIR \
   SD_TEST_FLUX2_DIR SD_TEST_FLUX2_DEV_DIR SD_TEST_QWEN_IMAGE_DIR SD_TEST_WAN_DIR \
-  SD_TEST_WAN_I2V_DIR SD_TEST_WAN_TI2V_DIR
+  SD_TEST_WAN_I2V_DIR SD_TEST_WAN_TI2V_DIR SD_TEST_WAN_VACE_DIR
 
 if [ "$sanitize" = 1 ]; then
   cmake --preset debug-sanitize >/dev/null

@@ -69,6 +69,15 @@ but not on the prompt. Those tensors are f32 and random. ``<out>/wan_vae.safeten
 Wan 2.2's autoencoder (random_model_parts.wan22_vae_specs; widths 160 and 256 and 48
 latent channels, fixed in stable-diffusion.cpp; about 0.7 G values). umT5 as for t2v.
 
+Wan 2.1 VACE (``--variant vace``): ``<out>/wan.gguf`` is the T2V transformer plus
+``vace_patch_embedding`` (weight [dim, 96, 1, 2, 2]: the control video's two 16-channel
+latents and the 64-value mask of a latent pixel) and ``--vace-layers`` VACE blocks
+``vace_blocks.N`` (a block's tensors, ``after_proj`` [dim, dim] and, in block 0,
+``before_proj`` [dim, dim], with biases), as ``Wan2.1_VACE_1.3B``'s layout. Its main blocks
+are zero (q4_0 holes, as TI2V's), so the velocity comes through the patch embedding, the VACE
+blocks' hints and the head: a test model of the VACE path that costs no disk space. umT5 and
+the autoencoder as for t2v.
+
 TAEHV (``<out>/taehv.safetensors``, every variant): the tiny video autoencoder for the
 variant's latents as madebyollin's ``taew2_1.safetensors`` (16 channels) or
 ``taew2_2.safetensors`` (ti2v: 48 channels, 2x2 pixel patches) stores it, PyTorch
@@ -99,7 +108,7 @@ and 0.13 G (autoencoder) values.
 Usage: make_random_wan.py --out DIR [--seed N] [--dtype f32|f16|bf16] [--dim 1536]
 [--layers 30] [--ffn 8960] [--t5-dim 4096] [--t5-layers 24] [--t5-ff 10240]
 [--t5-heads 64] [--t5-vocab 256384] [--vae-dim 96]
-[--variant t2v|i2v|flf2v|i2v-2.2|ti2v]
+[--variant t2v|i2v|flf2v|i2v-2.2|ti2v|vace] [--vace-layers 15]
 [--clip-dim 1280] [--clip-layers 32] [--clip-ff 5120] [--parts wan,umt5,taehv,...] [--list]
 """
 
@@ -119,6 +128,10 @@ TI2V_DIM, TI2V_LAYERS, TI2V_FFN = 3072, 30, 14336
 # The tensors a TI2V test transformer holds as zeros (see the docstring).
 TI2V_ZERO = ("blocks.", "text_embedding.", "time_projection.")
 MASK_CHANNELS = 4          # image to video: the given frames, 4 video frames per latent one
+# VACE's context: the control video's two latents and the mask of a latent pixel's 8 x 8.
+VACE_CONTEXT_CHANNELS = 2 * LATENT_CHANNELS + 64
+# The blocks a VACE test transformer holds as zeros (see the docstring).
+VACE_ZERO = ("blocks.",)
 CLIP_PATCH = 14
 CLIP_POSITIONS = 257       # 16 x 16 patches of 224 pixels and the class token
 CLIP_PROJECTION = 1024
@@ -127,11 +140,29 @@ UMT5_VOCAB = 256384
 # Each spec is (name, shape, mean, std): the values are mean + std * normal(0, 1).
 
 
-def dit_specs(dim, n_layers, ffn, text_dim, variant="t2v", clip_dim=1280):
+def block_specs(s, p, dim, ffn, image_attention=False):
+    """One transformer block under prefix p (also a VACE block's, which adds projections)."""
+    s.append((f"{p}.modulation", (1, 6, dim), 0.0, dim ** -0.5))
+    for attn in ("self_attn", "cross_attn"):
+        for proj in ("q", "k", "v", "o"):
+            linear(s, f"{p}.{attn}.{proj}", dim, dim, bias=True)
+        norm(s, f"{p}.{attn}.norm_q", dim, scale=1.5)
+        norm(s, f"{p}.{attn}.norm_k", dim, scale=1.5)
+    if image_attention:
+        linear(s, f"{p}.cross_attn.k_img", dim, dim, bias=True)
+        linear(s, f"{p}.cross_attn.v_img", dim, dim, bias=True)
+        norm(s, f"{p}.cross_attn.norm_k_img", dim, scale=1.5)
+    norm(s, f"{p}.norm3", dim)
+    s.append((f"{p}.norm3.bias", (dim,), 0.0, 0.02))
+    linear(s, f"{p}.ffn.0", ffn, dim, bias=True)
+    linear(s, f"{p}.ffn.2", dim, ffn, bias=True)
+
+
+def dit_specs(dim, n_layers, ffn, text_dim, variant="t2v", clip_dim=1280, vace_layers=0):
     s = []
     latent = TI2V_LATENT_CHANNELS if variant == "ti2v" else LATENT_CHANNELS
     patch_out = latent * PATCH[0] * PATCH[1] * PATCH[2]
-    in_channels = latent if variant in ("t2v", "ti2v") else 2 * latent + MASK_CHANNELS
+    in_channels = latent if variant in ("t2v", "ti2v", "vace") else 2 * latent + MASK_CHANNELS
     patch_in = in_channels * PATCH[0] * PATCH[1] * PATCH[2]
     image_attention = variant in ("i2v", "flf2v")
     # A weak patch embedding and sharper attention (q/k norm scales 1.5) make the video
@@ -145,21 +176,7 @@ def dit_specs(dim, n_layers, ffn, text_dim, variant="t2v", clip_dim=1280):
     linear(s, "time_embedding.2", dim, dim, bias=True)
     linear(s, "time_projection.1", 6 * dim, dim, bias=True)
     for i in range(n_layers):
-        p = f"blocks.{i}"
-        s.append((f"{p}.modulation", (1, 6, dim), 0.0, dim ** -0.5))
-        for attn in ("self_attn", "cross_attn"):
-            for proj in ("q", "k", "v", "o"):
-                linear(s, f"{p}.{attn}.{proj}", dim, dim, bias=True)
-            norm(s, f"{p}.{attn}.norm_q", dim, scale=1.5)
-            norm(s, f"{p}.{attn}.norm_k", dim, scale=1.5)
-        if image_attention:
-            linear(s, f"{p}.cross_attn.k_img", dim, dim, bias=True)
-            linear(s, f"{p}.cross_attn.v_img", dim, dim, bias=True)
-            norm(s, f"{p}.cross_attn.norm_k_img", dim, scale=1.5)
-        norm(s, f"{p}.norm3", dim)
-        s.append((f"{p}.norm3.bias", (dim,), 0.0, 0.02))
-        linear(s, f"{p}.ffn.0", ffn, dim, bias=True)
-        linear(s, f"{p}.ffn.2", dim, ffn, bias=True)
+        block_specs(s, f"blocks.{i}", dim, ffn, image_attention)
     s.append(("head.modulation", (1, 2, dim), 0.0, dim ** -0.5))
     linear(s, "head.head", patch_out, dim, bias=True)
     if image_attention:
@@ -169,30 +186,39 @@ def dit_specs(dim, n_layers, ffn, text_dim, variant="t2v", clip_dim=1280):
         layer_norm(s, "img_emb.proj.4", dim)
         if variant == "flf2v":
             s.append(("img_emb.emb_pos", (1, 2 * CLIP_POSITIONS, clip_dim), 0.0, 0.02))
+    if variant == "vace":
+        vace_in = VACE_CONTEXT_CHANNELS * PATCH[0] * PATCH[1] * PATCH[2]
+        s.append(("vace_patch_embedding.weight", (dim, VACE_CONTEXT_CHANNELS) + PATCH, 0.0,
+                  0.2 / vace_in ** 0.5))
+        s.append(("vace_patch_embedding.bias", (dim,), 0.0, 0.02))
+        for i in range(vace_layers):
+            p = f"vace_blocks.{i}"
+            block_specs(s, p, dim, ffn)
+            if i == 0:
+                linear(s, f"{p}.before_proj", dim, dim, bias=True)
+            linear(s, f"{p}.after_proj", dim, dim, bias=True)
     return s
 
 
-def write_ti2v_dit(a, text_dim):
-    """The TI2V-5B layout as wan.gguf, its TI2V_ZERO tensors zero (q4_0 holes where they
-    fill q4_0 blocks, else f32), the rest random f32. The patch embedding's 5-d kernel is
-    stored as ggml keeps it, [dim * 48, 1, 2, 2]."""
+def write_zero_block_dit(a, specs, zero, name):
+    """The transformer as wan.gguf, its `zero` tensors zero (q4_0 holes where they fill q4_0
+    blocks, else f32), the rest random f32. 5-d kernels (the patch embeddings) are stored as
+    ggml keeps them, [dim * C, 1, 2, 2]."""
     tensors = []
-    for name, shape, mean, std in sorted(dit_specs(TI2V_DIM, TI2V_LAYERS, TI2V_FFN, text_dim,
-                                                   "ti2v"), key=lambda t: t[0]):
-        if name.startswith(TI2V_ZERO):
+    for tname, shape, mean, std in sorted(specs, key=lambda t: t[0]):
+        if tname.startswith(zero):
             if len(shape) >= 2 and shape[-1] % 32 == 0:
-                tensors.append((name, shape, "zero_q4_0"))
+                tensors.append((tname, shape, "zero_q4_0"))
             else:
-                tensors.append((name, np.zeros(shape, np.float32), "f32"))
+                tensors.append((tname, np.zeros(shape, np.float32), "f32"))
             continue
-        x = rw.values(name, shape, mean, std, a.seed)
+        x = rw.values(tname, shape, mean, std, a.seed)
         if len(shape) == 5:
             x = x.reshape((shape[0] * shape[1],) + tuple(shape[2:]))
-        tensors.append((name, x, "f32"))
+        tensors.append((tname, x, "f32"))
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, "wan.gguf")
-    n = write_gguf(path, {"general.architecture": "wan", "general.name": "random TI2V-5B"},
-                   tensors)
+    n = write_gguf(path, {"general.architecture": "wan", "general.name": name}, tensors)
     print(f"wrote {path}: {len(tensors)} tensors, {n / 2**20:.1f} MiB (mostly holes)")
 
 
@@ -284,11 +310,14 @@ def main(argv=None):
                     help="umT5 vocabulary rows (released 256384; keep it for real token ids)")
     ap.add_argument("--vae-dim", type=int, default=96,
                     help="autoencoder base width, even (fixed 96 in stable-diffusion.cpp)")
-    ap.add_argument("--variant", choices=("t2v", "i2v", "flf2v", "i2v-2.2", "ti2v"),
+    ap.add_argument("--variant", choices=("t2v", "i2v", "flf2v", "i2v-2.2", "ti2v", "vace"),
                     default="t2v",
                     help="t2v (Wan 2.1 T2V), i2v (Wan 2.1 I2V, with clip_vision), flf2v "
                          "(Wan 2.1 FLF2V, with clip_vision), i2v-2.2 (Wan 2.2 I2V), ti2v (Wan "
-                         "2.2 TI2V-5B: wan.gguf and Wan 2.2's autoencoder)")
+                         "2.2 TI2V-5B: wan.gguf and Wan 2.2's autoencoder), vace (Wan 2.1 "
+                         "VACE: wan.gguf, its main blocks zero)")
+    ap.add_argument("--vace-layers", type=int, default=15,
+                    help="VACE blocks of --variant vace (released 15 for the 1.3B model)")
     ap.add_argument("--clip-dim", type=int, default=1280,
                     help="CLIP vision width, multiple of 16 (fixed 1280 in stable-diffusion.cpp)")
     ap.add_argument("--clip-layers", type=int, default=32, help="CLIP vision layers (32)")
@@ -296,7 +325,7 @@ def main(argv=None):
     rw.add_parts_arg(ap, ("wan", "umt5", "wan_vae", "taehv", "clip_vision (i2v, flf2v)"))
     a = rw.parse_args(ap, argv)
     rw.check_hidden(ap, a.dim, "--dim")
-    if min(a.layers, a.ffn, a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
+    if min(a.layers, a.ffn, a.vace_layers, a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
            a.vae_dim, a.clip_dim, a.clip_layers, a.clip_ff) <= 0:
         ap.error("sizes must be positive")
     if a.vae_dim % 2:
@@ -304,7 +333,8 @@ def main(argv=None):
     if a.clip_dim % 16:
         ap.error("--clip-dim must be a multiple of 16 (16 heads)")
     parts = {
-        "wan": (dit_specs(a.dim, a.layers, a.ffn, a.t5_dim, a.variant, a.clip_dim), "f16"),
+        "wan": (dit_specs(a.dim, a.layers, a.ffn, a.t5_dim, a.variant, a.clip_dim,
+                          a.vace_layers), "f16"),
         "umt5": (rw.t5_specs(a.t5_dim, a.t5_layers, a.t5_ff, a.t5_heads, a.t5_vocab,
                              bias_per_layer=True), "f16"),
         "wan_vae": (rw.wan_vae_specs(a.vae_dim, LATENT_CHANNELS), "bf16"),
@@ -319,7 +349,14 @@ def main(argv=None):
     if a.variant == "ti2v" and "wan" in parts:
         del parts["wan"]
         if not a.list:
-            write_ti2v_dit(a, a.t5_dim)
+            write_zero_block_dit(a, dit_specs(TI2V_DIM, TI2V_LAYERS, TI2V_FFN, a.t5_dim, "ti2v"),
+                                 TI2V_ZERO, "random TI2V-5B")
+    if a.variant == "vace" and "wan" in parts:
+        del parts["wan"]
+        if not a.list:
+            write_zero_block_dit(a, dit_specs(a.dim, a.layers, a.ffn, a.t5_dim, "vace",
+                                              vace_layers=a.vace_layers),
+                                 VACE_ZERO, "random VACE")
     return rw.write_parts(a, parts, "make_random_wan.py")
 
 

@@ -278,6 +278,7 @@ struct PipelineRequest {
   sd::pipeline::ImageRequest request;
   sd::io::Image init, mask, control, end;
   std::vector<sd::io::Image> refs;
+  std::vector<sd::io::Image> control_frames;  // a VACE control video's
   PipelineRequest() = default;
   PipelineRequest(const PipelineRequest&) = delete;
   PipelineRequest& operator=(const PipelineRequest&) = delete;
@@ -454,10 +455,10 @@ void run_request(sd_ctx_t* sd_ctx, sd::pipeline::ImageRequest& r, sd_image_t** i
 // A video request as an image request of the same prompt, size and sampling (its first
 // frame the init image), with the inputs this build does not read refused.
 void to_image_params(const sd_vid_gen_params_t& v, sd_img_gen_params_t& p) {
-  SD_CHECK(v.control_frames_size == 0 && v.ref_videos_count == 0 && v.ref_audios_count == 0 &&
-               v.ref_images_count == 0,
-           "control frames, reference videos, audio and images (--control-video, --ref-video, "
-           "--ref-audio, -r) are not supported for video by this build yet");
+  SD_CHECK(v.ref_videos_count == 0 && v.ref_audios_count == 0 && v.ref_images_count == 0,
+           "reference videos, audio and images (--ref-video, --ref-audio, -r) are not "
+           "supported for video by this build yet (a Wan VACE model takes its reference image "
+           "as -i)");
   sd_img_gen_params_init(&p);
   p.loras = v.loras;
   p.lora_count = v.lora_count;
@@ -499,6 +500,14 @@ void to_pipeline_video_request(sd_ctx_t* sd_ctx, const sd_vid_gen_params_t& v,
     request.end = to_image(v.end_image, "end image");
     request.request.end_image = &request.end;
   }
+  SD_CHECK(v.control_frames_size >= 0 && (v.control_frames_size == 0 || v.control_frames),
+           "control_frames_size is %d but no control frames are given", v.control_frames_size);
+  for (int i = 0; i < v.control_frames_size; ++i)
+    request.control_frames.push_back(
+        to_image(v.control_frames[i], ("control frame " + std::to_string(i + 1)).c_str()));
+  for (const sd::io::Image& frame : request.control_frames)
+    request.request.control_frames.push_back(&frame);
+  request.request.vace_strength = v.vace_strength;
 }
 
 // What generate_* would say of a request before any work, without its warnings: NULL, or

@@ -90,6 +90,7 @@ ModelFamily family_of(ModelVersion v) {
     case ModelVersion::Wan:
     case ModelVersion::WanI2V:
     case ModelVersion::WanTI2V:
+    case ModelVersion::WanVace:
       return ModelFamily::Wan;
     case ModelVersion::Unknown:
       break;
@@ -151,6 +152,8 @@ const char* version_name(ModelVersion v) {
       return "Wan I2V";
     case ModelVersion::WanTI2V:
       return "Wan TI2V";
+    case ModelVersion::WanVace:
+      return "Wan VACE";
   }
   return "unknown";
 }
@@ -285,7 +288,9 @@ ModelDescription describe_model(const std::vector<TensorInfo>& tensors) {
     // Image to video reads more channels than it predicts (the conditioning clip's).
     const TensorInfo* head = find("head.head.weight");
     const int64_t out_channels = head ? head->ne[1] / 4 : 0;
-    if (head && d.in_channels > out_channels)
+    if (find("vace_patch_embedding.weight"))  // VACE's control stream (sd.cpp: vace_blocks)
+      d.version = ModelVersion::WanVace;
+    else if (head && d.in_channels > out_channels)
       d.version = ModelVersion::WanI2V;
     else  // TI2V-5B predicts Wan 2.2's 48-channel latent
       d.version = out_channels == kWan22LatentChannels ? ModelVersion::WanTI2V : ModelVersion::Wan;

@@ -40,6 +40,8 @@ enum class ModelVersion {
   WanI2V,       // Wan 2.1 I2V / FLF2V, Wan 2.2 I2V: the latent plus a conditioning clip's mask and
                 // latent
   WanTI2V,      // Wan 2.2 TI2V-5B: Wan 2.2's 48-channel latent, text or a first frame to video
+  WanVace,      // Wan 2.1 VACE: the text-to-video transformer plus VACE blocks (vace_blocks.N)
+                // reading a control video
 };
 
 enum class ModelFamily {

@@ -49,13 +49,30 @@ WanConfig wan_config_from_shapes(std::string_view scope, const WanShapeOf& shape
     c.image_dim = (*proj)[0];
     if (const auto pos = shape_of(root + "img_emb.emb_pos")) c.image_pos_tokens = (*pos)[1];
   }
-  SD_CHECK(!shape_of(root + "vace_patch_embedding.weight"),
-           "[wan] this is a VACE Wan (vace_blocks): only text-to-video Wan runs in this build");
+  if (const auto vace = shape_of(root + "vace_patch_embedding.weight")) {
+    SD_CHECK((*vace)[0] == 2 && (*vace)[1] == 2 && (*vace)[2] == 1 && (*vace)[3] % c.dim == 0,
+             "[wan] the VACE patch embedding is not a 1x2x2 convolution to %lld channels",
+             static_cast<long long>(c.dim));
+    c.vace_in_channels = (*vace)[3] / c.dim;
+    while (shape_of(root + "vace_blocks." + std::to_string(c.vace_layers) + ".self_attn.q.weight"))
+      ++c.vace_layers;
+    SD_CHECK(c.vace_layers > 0 && c.vace_layers <= c.layers,
+             "[wan] the VACE transformer has %d VACE blocks for %d blocks (1 to %d)", c.vace_layers,
+             c.layers, c.layers);
+  }
   int axes = 0;
   for (int d : c.axes_dim) axes += d;
   SD_CHECK(axes == c.head_dim, "[wan] rotary axes cover %d channels, heads have %lld", axes,
            static_cast<long long>(c.head_dim));
   return c;
+}
+
+int WanConfig::vace_block_after(int block) const {
+  if (vace_layers == 0) return -1;
+  // Every step-th block, as many as there are VACE blocks (Wan's vace_layers default).
+  const int step = layers / vace_layers;
+  const int n = block / step;
+  return block % step == 0 && n < vace_layers ? n : -1;
 }
 
 WanRope wan_rope(const WanConfig& c, int64_t frames, int64_t rows, int64_t cols) {
@@ -212,8 +229,18 @@ Tensor* block(const nn::Scope& b, const WanConfig& c, Tensor* x, Tensor* e0, Ten
 
 }  // namespace
 
+// A 1x2x2 patch embedding (the 3-d convolution as a matrix): patches [4 channels, L] ->
+// [dim, L].
+Tensor* patch_embedding(const nn::Scope& s, const WanConfig& c, Tensor* patches, int64_t channels) {
+  Context& ctx = s.ctx();
+  Tensor* w = s.param("weight", {2, 2, 1, channels * c.dim});
+  w = reshape(ctx, w, {4 * channels, c.dim});
+  return add(ctx, matmul(ctx, w, patches), f32(ctx, s.param("bias", {c.dim})));
+}
+
 Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, Tensor* text,
-                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image) {
+                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image,
+                    Tensor* vace, float vace_strength) {
   Context& ctx = dit.ctx();
   SD_CHECK((image != nullptr) == (c.image_dim > 0),
            c.image_dim > 0 ? "[wan] this image-to-video transformer needs the CLIP vision tokens "
@@ -228,16 +255,20 @@ Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, T
   SD_CHECK(text->ne[0] == c.text_dim,
            "[wan] text tokens of %lld values, the transformer reads %lld",
            static_cast<long long>(text->ne[0]), static_cast<long long>(c.text_dim));
+  SD_CHECK((vace != nullptr) == (c.vace_layers > 0),
+           c.vace_layers > 0 ? "[wan] this VACE transformer needs its context (the control video)"
+                             : "[wan] this transformer has no VACE blocks");
+  SD_CHECK(!vace || (vace->ne[0] == c.vace_patch_in() && vace->ne[1] == patches->ne[1]),
+           "[wan] VACE context patches %s, the transformer reads [%lld, %lld]",
+           vace ? vace->shape_string().c_str() : "", static_cast<long long>(c.vace_patch_in()),
+           static_cast<long long>(patches->ne[1]));
   SD_CHECK(rope_cos->ne[0] == c.head_dim / 2 && rope_cos->ne[1] == patches->ne[1],
            "[wan] rotary tables %s for %lld tokens", rope_cos->shape_string().c_str(),
            static_cast<long long>(patches->ne[1]));
 
   // 1. Embeddings: the patches (the 1x2x2 convolution as a matrix), the timestep (sinusoids,
   //    MLP, then six modulation vectors per block), the text (MLP with GELU).
-  Tensor* w = dit["patch_embedding"].param("weight", {2, 2, 1, c.in_channels * c.dim});
-  w = reshape(ctx, w, {c.patch_in(), c.dim});
-  Tensor* x =
-      add(ctx, matmul(ctx, w, patches), f32(ctx, dit["patch_embedding"].param("bias", {c.dim})));
+  Tensor* x = patch_embedding(dit["patch_embedding"], c, patches, c.in_channels);
 
   const nn::Scope te = dit["time_embedding"];
   const int64_t frames = timestep->ne[0];  // 1, or one timestep per frame
@@ -254,9 +285,23 @@ Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, T
   txt = nn::linear(tx["2"], txt, c.dim, c.dim);
   Tensor* img = image ? image_embedding(dit["img_emb"], c, image) : nullptr;
 
-  // 2. The blocks.
-  for (int i = 0; i < c.layers; ++i)
+  // 2. The blocks, and VACE's beside them: its stream starts from its context's patches
+  //    plus the video's and hands each of its blocks' projected outputs to the main stream.
+  Tensor* hint_stream = nullptr;
+  if (vace) {
+    const nn::Scope before = dit["vace_blocks"][0]["before_proj"];
+    hint_stream = patch_embedding(dit["vace_patch_embedding"], c, vace, c.vace_in_channels);
+    hint_stream = add(ctx, nn::linear(before, hint_stream, c.dim, c.dim), x);
+  }
+  for (int i = 0; i < c.layers; ++i) {
     x = block(dit["blocks"][i], c, x, e0, txt, img, rope_cos, rope_sin);
+    if (const int n = c.vace_block_after(i); n >= 0 && vace) {
+      const nn::Scope vb = dit["vace_blocks"][n];
+      hint_stream = block(vb, c, hint_stream, e0, txt, img, rope_cos, rope_sin);
+      Tensor* hint = nn::linear(vb["after_proj"], hint_stream, c.dim, c.dim);
+      x = add(ctx, x, scale(ctx, hint, vace_strength));
+    }
+  }
 
   // 3. The head: LayerNorm modulated by the time embedding, projected to patches.
   const std::vector<Tensor*> m =

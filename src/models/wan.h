@@ -29,6 +29,15 @@
 // norm_k}, norm3, cross_attn.{q,k,v,o,norm_q,norm_k}, ffn.{0,2}}, head.{modulation, head};
 // image to video: img_emb.{proj.{0,1,3,4}, emb_pos}, blocks.N.cross_attn.{k_img,v_img,
 // norm_k_img}.
+//
+// VACE (Jiang et al. 2025, "VACE: All-in-One Video Creation and Editing"; Wan 2.1 VACE): a
+// second stream of blocks reads a context of the control video's latents and a mask
+// (vace_patch_embedding, a 1x2x2 patch embedding of its 96 channels). Its first block adds
+// the embedded patches of the video (before_proj(c) + x); each of its blocks is a Wan block
+// whose output, projected by after_proj and scaled by the strength, is added to the main
+// stream after every (layers / vace layers)-th block (blocks 0, step, 2 step, ...).
+// Parameters: vace_patch_embedding, vace_blocks.N.{the block's, after_proj}, plus
+// vace_blocks.0.before_proj.
 #pragma once
 
 #include <array>
@@ -60,11 +69,18 @@ struct WanConfig {
   // image tokens FLF2V's position table covers (0: none).
   int64_t image_dim = 0;
   int64_t image_pos_tokens = 0;
+  // VACE: its blocks (0: none) and the channels of its context (the control video's latents
+  // twice and the 8 x 8 pixel mask of a latent pixel: 96 in the release).
+  int vace_layers = 0;
+  int64_t vace_in_channels = 0;
 
   int64_t heads() const { return dim / head_dim; }
   // Latent values per patch on the way in and out (1 x 2 x 2 patches).
   int64_t patch_in() const { return 4 * in_channels; }
   int64_t patch_out() const { return 4 * out_channels; }
+  int64_t vace_patch_in() const { return 4 * vace_in_channels; }
+  // The VACE block whose hint follows main block `block`, or -1.
+  int vace_block_after(int block) const;
 };
 
 using WanShapeOf = std::function<std::optional<std::array<int64_t, 4>>(const std::string& name)>;
@@ -92,9 +108,11 @@ std::vector<float> wan_unpatchify(const std::vector<float>& tokens, int64_t w, i
 //   (the flow schedule's 1000 sigma) or f32 [frames], one per frame (Wan 2.2 TI2V: a frame
 //   the request fixes is at timestep 0; each frame's tokens take its modulation); rope_cos,
 //   rope_sin: wan_rope's tables; image: CLIP vision tokens f32 [image_dim, n] for a model with
-//   image attention (else null).
+//   image attention (else null); vace: the VACE context's patches f32 [vace_patch_in, tokens]
+//   for a model with VACE blocks (else null), their hints scaled by `vace_strength`.
 // Returns f32 [patch_out, tokens]: the flow (velocity) prediction, noise minus video.
 Tensor* wan_forward(const nn::Scope& dit, const WanConfig& config, Tensor* patches, Tensor* text,
-                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image = nullptr);
+                    Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image = nullptr,
+                    Tensor* vace = nullptr, float vace_strength = 1.0f);
 
 }  // namespace sd::models

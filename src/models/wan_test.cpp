@@ -115,6 +115,53 @@ TEST(Wan, ImageToVideoConfigComesFromTheFile) {
   EXPECT_EQ(c.image_pos_tokens, 514);
 }
 
+TEST(Wan, VaceConfigComesFromTheFile) {
+  std::map<std::string, std::array<int64_t, 4>> shapes = {
+      {"m.patch_embedding.weight", {2, 2, 1, 16 * 256}},
+      {"m.patch_embedding.bias", {256, 1, 1, 1}},
+      {"m.text_embedding.0.weight", {64, 256, 1, 1}},
+      {"m.time_embedding.0.weight", {256, 256, 1, 1}},
+      {"m.blocks.0.ffn.0.weight", {256, 512, 1, 1}},
+      {"m.head.head.weight", {256, 64, 1, 1}},
+      {"m.vace_patch_embedding.weight", {2, 2, 1, 96 * 256}},
+  };
+  for (int i = 0; i < 6; ++i)
+    shapes["m.blocks." + std::to_string(i) + ".self_attn.q.weight"] = {256, 256, 1, 1};
+  for (int i = 0; i < 3; ++i)
+    shapes["m.vace_blocks." + std::to_string(i) + ".self_attn.q.weight"] = {256, 256, 1, 1};
+  auto shape_of = [&](const std::string& name) -> std::optional<std::array<int64_t, 4>> {
+    auto it = shapes.find(name);
+    if (it == shapes.end()) return std::nullopt;
+    return it->second;
+  };
+  const WanConfig c = wan_config_from_shapes("m.", shape_of);
+  EXPECT_EQ(c.in_channels, 16);
+  EXPECT_EQ(c.vace_in_channels, 96);
+  EXPECT_EQ(c.vace_layers, 3);
+  EXPECT_EQ(c.vace_patch_in(), 384);
+  // Six blocks, three VACE blocks: hints after blocks 0, 2 and 4.
+  const std::vector<int> expected = {0, -1, 1, -1, 2, -1};
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(c.vace_block_after(i), expected[i]) << i;
+}
+
+// The released VACE models: 1.3B (30 blocks, 15 VACE blocks after blocks 0, 2, ..., 28) and
+// 14B (40 blocks, 8 after 0, 5, ..., 35).
+TEST(Wan, VaceHintsFollowEveryStepthBlock) {
+  WanConfig c;
+  c.layers = 30;
+  c.vace_layers = 15;
+  for (int i = 0; i < 30; ++i) EXPECT_EQ(c.vace_block_after(i), i % 2 == 0 ? i / 2 : -1) << i;
+  c.layers = 40;
+  c.vace_layers = 8;
+  for (int i = 0; i < 40; ++i) EXPECT_EQ(c.vace_block_after(i), i % 5 == 0 ? i / 5 : -1) << i;
+  // A count that does not divide the blocks: the first of each step, as many as there are.
+  c.layers = 7;
+  c.vace_layers = 2;
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(c.vace_block_after(i), i == 0 ? 0 : i == 3 ? 1 : -1) << i;
+  c.vace_layers = 0;
+  EXPECT_EQ(c.vace_block_after(0), -1);
+}
+
 // The image tokens reach the prediction through the cross-attention, and FLF2V's position
 // table tells the first frame's tokens from the last's.
 TEST(Wan, ImageTokensConditionThePrediction) {

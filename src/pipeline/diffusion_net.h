@@ -84,6 +84,17 @@ class FixedFrameInput {
   virtual void set_fixed_frames(std::vector<bool> fixed) = 0;
 };
 
+// VACE (Wan 2.1 VACE): a context its VACE blocks read beside the latent, latent planes
+// [w, h, frames, vace_channels()] (the control video's latents and mask), their hints to the
+// main blocks scaled by a strength.
+class VaceInput {
+ public:
+  virtual ~VaceInput() = default;
+  // For every following prediction; the frames must be the latent's.
+  virtual void set_vace_context(std::vector<float> context, float strength) = 0;
+  virtual int64_t vace_channels() const = 0;
+};
+
 class DiffusionNet {
  public:
   virtual ~DiffusionNet() = default;
@@ -119,6 +130,7 @@ class DiffusionNet {
   virtual ControlInput* control() { return nullptr; }
   virtual ImageTokenInput* image_tokens() { return nullptr; }
   virtual FixedFrameInput* fixed_frames() { return nullptr; }
+  virtual VaceInput* vace() { return nullptr; }
 };
 
 }  // namespace sd::pipeline

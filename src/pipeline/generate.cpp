@@ -147,7 +147,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
   if (r.video_frames > 0) {
     SD_CHECK(m.vae->decodes_video(), "the --vae autoencoder decodes images, not video clips");
     for (std::vector<float>& frame :
-         m.vae->decode_video(latents.at(0), plan.w, plan.h, plan.frames))
+         m.vae->decode_video(plan.clip_latent(latents.at(0)), plan.w, plan.h, plan.clip_frames()))
       images.push_back(planes_to_image(frame.data(), width, height, 3));
     SD_CHECK(static_cast<int>(images.size()) == r.video_frames,
              "the autoencoder decoded %zu frames for a clip of %d", images.size(), r.video_frames);

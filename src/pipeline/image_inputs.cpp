@@ -75,7 +75,8 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
   const ImageInput image_input = family->image_input(version);
   // (Image to video's -i is the clip's first frame, not a start for image-to-image.)
   const bool video_input = r.video_frames > 0 && (image_input == ImageInput::VideoFrames ||
-                                                  image_input == ImageInput::PinnedFrames);
+                                                  image_input == ImageInput::PinnedFrames ||
+                                                  image_input == ImageInput::ControlVideo);
   if (r.init_image && r.strength < 1.0f && !video_input)
     p.sigmas = sampling::img2img_sigmas(p.sigmas, p.sample_steps, r.strength);
   if (high_noise) {
@@ -115,6 +116,8 @@ StableDiffusion::Impl::Plan StableDiffusion::Impl::setup(const ImageRequest& r) 
     p.img_uncond_concat = p.concat;
   } else if (image_input == ImageInput::PinnedFrames && r.video_frames > 0) {
     pin_frames(r, p);
+  } else if (image_input == ImageInput::ControlVideo && r.video_frames > 0) {
+    vace_input(r, p);
   } else if (r.init_image) {
     const std::vector<float> planes = rgb_planes_at(*r.init_image, r.width, r.height);
     std::vector<float> mask(static_cast<size_t>(r.width) * r.height, 1.0f);
@@ -244,6 +247,67 @@ void StableDiffusion::Impl::pin_frames(const ImageRequest& r, Plan& p) {
     p.mask.pin_input = true;
   }
   fixed->set_fixed_frames(std::move(flags));
+}
+
+void StableDiffusion::Impl::vace_input(const ImageRequest& r, Plan& p) {
+  VaceInput* vace = diffusion->vace();
+  SD_CHECK(vace, "[wan] this transformer has no VACE blocks to read a control video");
+  PhaseTimer timer(r.info, *weights);
+  // VACE's mask covers every pixel: what to keep is the video with the masked part grey
+  // (all grey), what to make is the control video itself (grey after its last frame).
+  const size_t frame_size = static_cast<size_t>(r.width) * r.height * 3;
+  std::vector<std::vector<float>> clip(static_cast<size_t>(r.video_frames),
+                                       std::vector<float>(frame_size, 0.5f));
+  const std::vector<float> keep = vae->encode_video(clip, r.width, r.height);
+  const size_t given = std::min(clip.size(), r.control_frames.size());
+  for (size_t i = 0; i < given; ++i)
+    clip[i] = rgb_planes_at(*r.control_frames[i], r.width, r.height);
+  const std::vector<float> make = vae->encode_video(clip, r.width, r.height);
+  clip.clear();
+  // A reference image is a latent frame of its own before the clip's.
+  const std::vector<float> reference =
+      r.init_image
+          ? vae->encode_video({rgb_planes_at(*r.init_image, r.width, r.height)}, r.width, r.height)
+          : std::vector<float>{};
+  vae->release();
+  phase_done(Module::Vae);
+  timer.done(format("encoding the control video (%zu of %d frames given%s)", given, r.video_frames,
+                    reference.empty() ? "" : ", a reference image"));
+
+  // The context [w, h, frames, channels]: the two latents, then the mask of each latent
+  // pixel's f x f pixels (ones over the clip, zeros over the reference).
+  const int64_t plane = p.w * p.h, lead = reference.empty() ? 0 : 1, frames = p.frames + lead;
+  const int64_t channels = vace->vace_channels();
+  std::vector<float> context(static_cast<size_t>(plane * frames * channels), 0.0f);
+  auto frame_at = [&](int64_t channel, int64_t t) {
+    return context.begin() + (channel * frames + t) * plane;
+  };
+  for (int64_t ch = 0; ch < p.c; ++ch) {
+    for (int64_t t = 0; t < p.frames; ++t) {
+      std::copy_n(keep.begin() + (ch * p.frames + t) * plane, plane, frame_at(ch, lead + t));
+      std::copy_n(make.begin() + (ch * p.frames + t) * plane, plane, frame_at(p.c + ch, lead + t));
+    }
+    if (lead) std::copy_n(reference.begin() + ch * plane, plane, frame_at(ch, 0));
+  }
+  for (int64_t ch = 2 * p.c; ch < channels; ++ch)
+    std::fill_n(frame_at(ch, lead), plane * p.frames, 1.0f);
+  if (high_noise && high_noise->vace())
+    high_noise->vace()->set_vace_context(context, r.vace_strength);
+  vace->set_vace_context(std::move(context), r.vace_strength);
+  p.frames = frames;
+  p.leading_frames = lead;
+  p.init_latent.assign(static_cast<size_t>(plane * p.c * frames), 0.0f);
+}
+
+std::vector<float> StableDiffusion::Impl::Plan::clip_latent(
+    const std::vector<float>& latent) const {
+  if (leading_frames == 0) return latent;
+  const int64_t plane = w * h, clip = clip_frames();
+  std::vector<float> out(static_cast<size_t>(plane * clip * c));
+  for (int64_t ch = 0; ch < c; ++ch)
+    std::copy_n(latent.begin() + (ch * frames + leading_frames) * plane, plane * clip,
+                out.begin() + ch * clip * plane);
+  return out;
 }
 
 std::vector<ReferenceLatent> StableDiffusion::Impl::encode_references(const ImageRequest& r,

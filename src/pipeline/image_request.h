@@ -52,6 +52,11 @@ struct ImageRequest {
   int video_frames = 0;
   // Image-to-video models: the clip's last frame (FLF2V, --end-img); its first is init_image.
   const io::Image* end_image = nullptr;
+  // VACE models (Wan VACE): the control video's frames from the first (--control-video; the
+  // frames after them grey, those past the clip unused), and the strength of its hints
+  // (--vace-strength). init_image is then a reference image, not a first frame.
+  std::vector<const io::Image*> control_frames;
+  float vace_strength = 1.0f;
   // A model with a high-noise expert (Wan 2.2 A14B, --high-noise-diffusion-model): the
   // expert samples the first `steps` steps with its own guidance and sampler, the main
   // network the rest, continuing from its latent. steps < 0: the expert's steps are those

@@ -15,7 +15,13 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   const ImageInput input = family->image_input(version);
   const bool from_frames = input == ImageInput::VideoFrames;
   const bool pins_frames = input == ImageInput::PinnedFrames;
+  const bool vace = input == ImageInput::ControlVideo;
+  SD_CHECK(r.control_frames.empty() || vace,
+           "--control-video guides a Wan VACE model; this %s model does not read a control video",
+           io::version_name(version));
   if (r.video_frames == 0) {
+    SD_CHECK(!vace, "%s makes video from a control video: use -M vid_gen (--control-video DIR)",
+             io::version_name(version));
     SD_CHECK(!from_frames,
              "%s makes video from a first frame: use -M vid_gen with -i IMAGE (--video-frames N)",
              io::version_name(version));
@@ -37,7 +43,25 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   }
   SD_CHECK(r.batch_count == 1, "a video request makes one clip: drop -b %d (batch count)",
            r.batch_count);
-  if (from_frames || pins_frames) {
+  auto check_pixels = [](const io::Image* img, const std::string& what) {
+    SD_CHECK(!img || (img->width > 0 && img->height > 0 && img->channels > 0 &&
+                      img->pixels.size() ==
+                          static_cast<size_t>(img->width) * img->height * img->channels),
+             "the %s image is empty or its pixels do not match its size", what.c_str());
+  };
+  if (vace) {
+    SD_CHECK(!r.end_image && !r.mask && !r.edit_image && !r.control_image,
+             "%s takes a control video (--control-video DIR) and a reference image (-i); "
+             "--end-img, --mask, -r and --control-image are not used by VACE",
+             io::version_name(version));
+    SD_CHECK(std::isfinite(r.vace_strength), "--vace-strength must be a finite number");
+    check_pixels(r.init_image, "reference (-i)");
+    for (size_t i = 0; i < r.control_frames.size(); ++i)
+      check_pixels(r.control_frames[i], format("control video's frame %zu", i + 1));
+    if (r.control_frames.size() > static_cast<size_t>(r.video_frames) && r.warn)
+      r.warn(format("the control video has %zu frames, the clip %d: the rest are not used",
+                    r.control_frames.size(), r.video_frames));
+  } else if (from_frames || pins_frames) {
     SD_CHECK(r.init_image || pins_frames,
              "%s makes video from a first frame: pass -i IMAGE (and --end-img IMAGE for the "
              "last, with an FLF2V model)",
@@ -46,12 +70,8 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
              "%s takes its first frame with -i and its last with --end-img; --mask, -r and "
              "--control-image are not used by image-to-video",
              io::version_name(version));
-    for (const io::Image* img : {r.init_image, r.end_image})
-      SD_CHECK(!img || (img->width > 0 && img->height > 0 && img->channels > 0 &&
-                        img->pixels.size() ==
-                            static_cast<size_t>(img->width) * img->height * img->channels),
-               "the %s image is empty or its pixels do not match its size",
-               img == r.init_image ? "first-frame (-i)" : "last-frame (--end-img)");
+    check_pixels(r.init_image, "first-frame (-i)");
+    check_pixels(r.end_image, "last-frame (--end-img)");
     if (r.end_image && diffusion->image_tokens() &&
         !diffusion->image_tokens()->reads_last_frame_tokens() && r.warn)
       r.warn(
@@ -60,7 +80,7 @@ void StableDiffusion::Impl::check_video(ImageRequest& r) const {
   } else {
     SD_CHECK(!r.init_image && !r.end_image && !r.mask && !r.edit_image && !r.control_image,
              "this %s model makes video from text only: -i, --end-img, --mask, --control-image "
-             "and -r need an image-to-video model (Wan I2V / FLF2V, Wan 2.2 TI2V-5B)",
+             "and -r need an image-to-video model (Wan I2V / FLF2V, Wan 2.2 TI2V-5B, Wan VACE)",
              io::version_name(version));
   }
   SD_CHECK(!r.hires.enabled, "--hires works on images, not video clips");

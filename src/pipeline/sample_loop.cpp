@@ -55,16 +55,19 @@ std::vector<float> StableDiffusion::Impl::run_stage(const ImageRequest& r, const
                                                     sampling::Rng& sampler_rng) {
   DiffusionNet& net = stage.net;
   const std::vector<float>& sigmas = stage.sigmas;
-  auto send_preview = [&](int step, const std::vector<float>& latent, bool noisy) {
+  auto send_preview = [&](int step, const std::vector<float>& sampled, bool noisy) {
     const ImageRequest::Preview& pv = r.preview;
     if (pv.mode == ImageRequest::Preview::Mode::None || !pv.callback || step <= 0) return;
     if ((noisy && !pv.noisy) || (!noisy && !pv.denoised)) return;
     if (step % std::max(1, pv.interval) != 0) return;
+    // The clip's frames only (not a VACE reference's).
+    const std::vector<float> latent = p.clip_latent(sampled);
+    const int64_t clip_frames = p.clip_frames();
     using Mode = ImageRequest::Preview::Mode;
     if (pv.mode == Mode::Proj) {
       pv.callback(
           step,
-          project_latent_to_rgb(latent, p.w, p.h, p.frames,
+          project_latent_to_rgb(latent, p.w, p.h, clip_frames,
                                 latent_colors_for(family->defaults().latent_colors, vae->config())),
           noisy);
       return;
@@ -73,18 +76,18 @@ std::vector<float> StableDiffusion::Impl::run_stage(const ImageRequest& r, const
     const int width = static_cast<int>(p.w) * f, height = static_cast<int>(p.h) * f;
     std::vector<io::Image> frames;
     const bool tae = pv.mode == Mode::Tae;
-    if (p.frames > 1 && vae->decodes_video() && (pv.mode == Mode::Vae || vae->has_video_tae())) {
+    if (clip_frames > 1 && vae->decodes_video() && (pv.mode == Mode::Vae || vae->has_video_tae())) {
       // A clip's preview is the clip: decoded as the result will be, or through its TAEHV.
       for (const std::vector<float>& frame :
-           tae ? vae->decode_video_preview(latent, p.w, p.h, p.frames)
-               : vae->decode_video(latent, p.w, p.h, p.frames))
+           tae ? vae->decode_video_preview(latent, p.w, p.h, clip_frames)
+               : vae->decode_video(latent, p.w, p.h, clip_frames))
         frames.push_back(planes_to_image(frame.data(), width, height, 3));
     } else {
       // An image (or, through TAESD, a clip's first frame).
       std::vector<float> first;
-      if (p.frames > 1) first = latent_frame(latent, p.w * p.h, p.frames, 0);
+      if (clip_frames > 1) first = latent_frame(latent, p.w * p.h, clip_frames, 0);
       const std::vector<float> planes =
-          vae->decode_preview(p.frames > 1 ? first : latent, p.w, p.h, tae);
+          vae->decode_preview(clip_frames > 1 ? first : latent, p.w, p.h, tae);
       frames.push_back(planes_to_image(planes.data(), width, height, 3));
     }
     pv.callback(step, frames, noisy);

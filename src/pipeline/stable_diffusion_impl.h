@@ -68,14 +68,20 @@ struct StableDiffusion::Impl {
     // are its, with its own sampler; 0 without one.
     int high_noise_steps = 0;
     sampling::SampleMethod high_noise_method = sampling::SampleMethod::Euler;
-    int64_t w = 0, h = 0, c = 0;           // the latent
-    int64_t frames = 1;                    // video models: latent frames
+    int64_t w = 0, h = 0, c = 0;  // the latent
+    int64_t frames = 1;           // video models: latent frames
+    // Latent frames before the clip's (a VACE reference image's), cut before decoding.
+    int64_t leading_frames = 0;
     std::vector<float> init_latent;        // the encoded init image; zeros for text-to-image
     std::vector<float> concat;             // the diffusion net's image input (ImageInput)
     std::vector<float> img_uncond_concat;  // the same with the image part zeroed
     sampling::DenoiseMask mask;            // empty mask: nothing kept from the init image
     float img_cfg_scale = 1.0f;            // resolved --img-cfg-scale (1: no image guidance)
     std::vector<ReferenceLatent> refs;     // encoded reference images (ReferenceInput)
+
+    // The clip's frames of a video latent [w, h, frames, C]: the leading frames cut.
+    int64_t clip_frames() const { return frames - leading_frames; }
+    std::vector<float> clip_latent(const std::vector<float>& latent) const;
   };
 
   // model_assembly.cpp
@@ -138,6 +144,9 @@ struct StableDiffusion::Impl {
   // Text-image to video: the given first (and last) frames encoded into the plan's init
   // latent and kept there by its mask, the net told which frames are fixed (none without).
   void pin_frames(const ImageRequest& r, Plan& p);
+  // VACE: the control video and the reference image (-i) encoded into the network's VACE
+  // context; a reference adds a latent frame before the clip (Plan::leading_frames).
+  void vace_input(const ImageRequest& r, Plan& p);
   // Each reference image resized as the options say and encoded, in order.
   std::vector<ReferenceLatent> encode_references(const ImageRequest& r, sampling::Rng& rng);
   // Instruct-pix2pix's image input: the posterior's mean without the latent scale, no RNG

@@ -2,7 +2,7 @@
 // layouts: the transformer (ComfyUI names, 128-wide heads as released: the rotary axes need
 // them), umT5 (Hugging Face names, a relative-position table in every block) and Wan 2.1's
 // causal autoencoder with its temporal upsamplers (small channels), plus a tiny T5-style
-// tokenizer.json beside umT5; and the image-to-video and Wan 2.2 TI2V variants.
+// tokenizer.json beside umT5; and the image-to-video, Wan 2.2 TI2V and VACE variants.
 #pragma once
 
 #include <filesystem>
@@ -104,7 +104,8 @@ inline void write_tiny_taehv(const std::string& path, int64_t latent_channels, i
   w.save_safetensors(path);
 }
 
-// A text-to-video transformer of `wc`'s shape (Wan 2.2 A14B's experts are two of them).
+// A text-to-video transformer of `wc`'s shape (Wan 2.2 A14B's experts are two of them;
+// with wc.vace_layers, a VACE one).
 inline void write_tiny_wan_dit(const std::string& path, const models::WanConfig& wc,
                                uint32_t seed) {
   Context ctx;
@@ -113,7 +114,8 @@ inline void write_tiny_wan_dit(const std::string& path, const models::WanConfig&
   Tensor* text = ctx.new_tensor(DType::F32, {wc.text_dim, 3});
   Tensor* t = ctx.new_tensor(DType::F32, {1});
   Tensor* r = ctx.new_tensor(DType::F32, {wc.head_dim / 2, 4});
-  models::wan_forward(nn::Scope(ctx, w, ""), wc, patches, text, t, r, r);
+  Tensor* vace = wc.vace_layers > 0 ? ctx.new_tensor(DType::F32, {wc.vace_patch_in(), 4}) : nullptr;
+  models::wan_forward(nn::Scope(ctx, w, ""), wc, patches, text, t, r, r, nullptr, vace);
   w.save_safetensors(path);
 }
 
@@ -166,6 +168,22 @@ inline TinyWanFiles write_tiny_wan_ti2v(const std::string& dir) {
   wc.in_channels = wc.out_channels = tiny_wan22_vae_config().z_channels;
   write_tiny_wan_dit(f.dit, wc, 57);
   write_tiny_wan_video_vae(f.vae, 58, tiny_wan22_vae_config());
+  return f;
+}
+
+// Wan 2.1 VACE in small: four blocks and two VACE blocks (hints after blocks 0 and 2) reading
+// the 96-channel context of write_tiny_wan's autoencoder, beside its umT5.
+inline models::WanConfig tiny_wan_vace_config() {
+  models::WanConfig c = tiny_wan_config();
+  c.layers = 4;
+  c.vace_layers = 2;
+  c.vace_in_channels = 2 * tiny_wan_vae_config().z_channels + 64;
+  return c;
+}
+inline TinyWanFiles write_tiny_wan_vace(const std::string& dir) {
+  TinyWanFiles f = write_tiny_wan(dir);
+  f.dit = dir + "/wan_vace.safetensors";
+  write_tiny_wan_dit(f.dit, tiny_wan_vace_config(), 59);
   return f;
 }
 

@@ -2,15 +2,19 @@
 // frames of the same random models (tests/golden/wan_tiny: README.md says how they were
 // made). The models' files come from tools/make_random_wan.py, found through SD_TEST_WAN_DIR,
 // SD_TEST_WAN_I2V_DIR (the I2V transformer and CLIP vision) and SD_TEST_WAN_TI2V_DIR (Wan 2.2
-// TI2V-5B's transformer layout and Wan 2.2's autoencoder; scripts/test.sh makes all three);
+// TI2V-5B's transformer layout and Wan 2.2's autoencoder) and SD_TEST_WAN_VACE_DIR (a Wan
+// 2.1 VACE transformer; scripts/test.sh makes all four);
 // the tokenizer, a synthetic umT5 stand-in, from ../shared. Wan 2.2 A14B's pair of experts
 // is the T2V transformer given twice.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "golden_image.h"
 #include "io/image.h"
@@ -40,6 +44,11 @@ struct WanCase {
   bool ti2v = false;
   // Decoded (and encoded) by the model folder's TAEHV, taehv.safetensors (--tae).
   bool tae = false;
+  // Wan 2.1 VACE (SD_TEST_WAN_VACE_DIR's transformer): the control video's frames, a folder
+  // in tests/golden/wan_tiny read in name order; `first` is then its reference image.
+  const char* control_video = nullptr;
+  float vace_strength = 1.0f;
+  double min_db = 40.0;
 };
 
 void run_wan_case(const WanCase& c) {
@@ -48,10 +57,13 @@ void run_wan_case(const WanCase& c) {
   if (!dir || shared.empty()) GTEST_SKIP() << "SD_TEST_WAN_DIR or ../shared not available";
   const std::string d = dir;
   const char* i2v_dir = std::getenv("SD_TEST_WAN_I2V_DIR");
-  const bool i2v = c.first && !c.ti2v;
+  const bool i2v = c.first && !c.ti2v && !c.control_video;
   if (i2v && !i2v_dir) GTEST_SKIP() << "SD_TEST_WAN_I2V_DIR not available";
   const char* ti2v_dir = std::getenv("SD_TEST_WAN_TI2V_DIR");
   if (c.ti2v && !ti2v_dir) GTEST_SKIP() << "SD_TEST_WAN_TI2V_DIR not available";
+  const char* vace_dir = std::getenv("SD_TEST_WAN_VACE_DIR");
+  const bool vace = c.control_video != nullptr;
+  if (vace && !vace_dir) GTEST_SKIP() << "SD_TEST_WAN_VACE_DIR not available";
   ModelOptions options;
   options.diffusion_model = (i2v ? std::string(i2v_dir) : d) + "/wan.safetensors";
   if (i2v) options.clip_vision = std::string(i2v_dir) + "/clip_vision.safetensors";
@@ -62,12 +74,14 @@ void run_wan_case(const WanCase& c) {
     options.diffusion_model = std::string(ti2v_dir) + "/wan.gguf";
     options.vae = std::string(ti2v_dir) + "/wan_vae.safetensors";
   }
+  if (vace) options.diffusion_model = std::string(vace_dir) + "/wan.gguf";
   if (c.tae) options.taesd = (c.ti2v ? std::string(ti2v_dir) : d) + "/taehv.safetensors";
   options.t5_tokenizer = shared + "/data/t5/tokenizer.json";
   options.threads = 2;
   StableDiffusion sd(options);
   ASSERT_EQ(sd.version(), c.ti2v ? io::ModelVersion::WanTI2V
                           : i2v  ? io::ModelVersion::WanI2V
+                          : vace ? io::ModelVersion::WanVace
                                  : io::ModelVersion::Wan);
   ImageRequest r;
   io::Image first, last;
@@ -82,6 +96,18 @@ void run_wan_case(const WanCase& c) {
     last = io::fit_to_size(io::read_image((sd::test::golden_folder("wan_tiny") / c.last).string()),
                            c.width, c.height);
     r.end_image = &last;
+  }
+  std::vector<io::Image> control;
+  if (vace) {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e :
+         std::filesystem::directory_iterator(sd::test::golden_folder("wan_tiny") / c.control_video))
+      files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files)
+      control.push_back(io::fit_to_size(io::read_image(f.string()), c.width, c.height));
+    for (const io::Image& frame : control) r.control_frames.push_back(&frame);
+    r.vace_strength = c.vace_strength;
   }
   r.prompt = c.prompt;
   r.negative_prompt = c.negative;
@@ -100,7 +126,8 @@ void run_wan_case(const WanCase& c) {
     char name[64];
     std::snprintf(name, sizeof(name), "%s_%03d.png", c.golden, i);
     sd::test::expect_matches_golden(frames[static_cast<size_t>(i)],
-                                    (sd::test::golden_folder("wan_tiny") / name).string());
+                                    (sd::test::golden_folder("wan_tiny") / name).string(),
+                                    c.min_db);
   }
 }
 
@@ -196,6 +223,26 @@ TEST(GoldenWan, Wan22TinyAutoencoderFromAFirstFrame) {
   c.first = "i2v_first.png";
   c.ti2v = true;
   c.tae = true;
+  run_wan_case(c);
+}
+
+// Wan 2.1 VACE (its main blocks zero, two VACE blocks after blocks 0 and 15; see
+// make_random_wan.py): a control video of three frames for a nine-frame clip (grey after
+// them), a reference image as a latent frame before the clip, the hints at strength 0.8.
+// Held to 50 dB: strength 1 instead of 0.8 is 41-46 dB from these frames.
+TEST(GoldenWan, VaceFollowsAControlVideoAndAReferenceImage) {
+  WanCase c{"vace_fox_9f"};
+  c.prompt = "a red fox running through snow";
+  c.negative = "blurry, static";
+  c.width = 96;
+  c.frames = 9;
+  c.steps = 3;
+  c.cfg = 5.0f;
+  c.seed = 7;
+  c.first = "i2v_first.png";
+  c.control_video = "vace_control";
+  c.vace_strength = 0.8f;
+  c.min_db = 50.0;
   run_wan_case(c);
 }
 

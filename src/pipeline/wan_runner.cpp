@@ -1,6 +1,7 @@
 #include "pipeline/wan_runner.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "nn/param_recorder.h"
 #include "tensor/error.h"
@@ -26,8 +27,11 @@ Tensor* WanRunner::build(nn::GraphCall& call, nn::Weights& weights, const Inputs
   Tensor* image = nullptr;
   if (c.image_dim > 0)
     image = call.input_f32("image_tokens", make_shape({c.image_dim, in.image_tokens}), in.image);
+  Tensor* vace = nullptr;
+  if (c.vace_layers > 0)
+    vace = call.input_f32("vace_patches", make_shape({c.vace_patch_in(), tokens}), in.vace);
   return models::wan_forward(nn::Scope(call.ctx(), weights, scope_), c, patches, text, t, rc, rs,
-                             image);
+                             image, vace, vace_strength_);
 }
 
 std::vector<std::vector<float>> WanRunner::predict(
@@ -56,9 +60,17 @@ std::vector<std::vector<float>> WanRunner::predict(
   SD_CHECK(c.image_dim == 0 || !image_tokens_.empty(),
            "[wan] this image-to-video transformer needs the CLIP vision tokens of the first "
            "frame (--clip_vision)");
+  SD_CHECK(c.vace_layers == 0 ||
+               vace_context_.size() == static_cast<size_t>(frames * w * h * c.vace_in_channels),
+           "[wan] this VACE transformer needs its context for %lld latent frames (%zu values "
+           "given): a control video (--control-video)",
+           static_cast<long long>(frames), vace_context_.size());
   std::vector<float> input = x;
   input.insert(input.end(), concat.begin(), concat.end());
   const std::vector<float> patches = models::wan_patchify(input, w, h, frames, c.in_channels);
+  const std::vector<float> vace_patches =
+      c.vace_layers > 0 ? models::wan_patchify(vace_context_, w, h, frames, c.vace_in_channels)
+                        : std::vector<float>{};
   std::vector<std::vector<float>> out;
   for (const Conditioning* cond : conditionings) {
     SD_CHECK(cond->dim == c.text_dim && cond->tokens > 0,
@@ -81,6 +93,7 @@ std::vector<std::vector<float>> WanRunner::predict(
     in.image = image_tokens_.data();
     in.image_tokens =
         static_cast<int64_t>(image_tokens_.size()) / std::max<int64_t>(c.image_dim, 1);
+    in.vace = vace_patches.data();
     nn::GraphCall call;
     models::WanRope rope;
     Tensor* pred = build(call, weights_, in, rope);
@@ -106,6 +119,8 @@ std::vector<nn::ParamDecl> WanRunner::parameters() const {
   const std::vector<float> image(static_cast<size_t>(config_.image_dim * 2));
   in.image = image.data();
   in.image_tokens = 2;
+  const std::vector<float> vace(static_cast<size_t>(config_.vace_patch_in() * 4));
+  in.vace = vace.data();
   models::WanRope rope;
   build(call, recorder, in, rope);
   return recorder.params();
@@ -117,6 +132,16 @@ void WanRunner::set_image_tokens(std::vector<float> tokens) {
            "[wan] %zu image token values for an img_emb reading %lld-wide tokens", tokens.size(),
            static_cast<long long>(config_.image_dim));
   image_tokens_ = std::move(tokens);
+}
+
+void WanRunner::set_vace_context(std::vector<float> context, float strength) {
+  SD_CHECK(config_.vace_layers > 0 && !context.empty() &&
+               context.size() % static_cast<size_t>(config_.vace_in_channels) == 0,
+           "[wan] %zu VACE context values for a transformer reading %lld channels", context.size(),
+           static_cast<long long>(config_.vace_in_channels));
+  SD_CHECK(std::isfinite(strength), "--vace-strength must be a finite number");
+  vace_context_ = std::move(context);
+  vace_strength_ = strength;
 }
 
 }  // namespace sd::pipeline

@@ -14,7 +14,10 @@
 
 namespace sd::pipeline {
 
-class WanRunner final : public DiffusionNet, private ImageTokenInput, private FixedFrameInput {
+class WanRunner final : public DiffusionNet,
+                        private ImageTokenInput,
+                        private FixedFrameInput,
+                        private VaceInput {
  public:
   // `scope`: where its weights are named (the high-noise expert's root for A14B's).
   WanRunner(nn::Weights& weights, models::WanConfig config, Backend& backend,
@@ -38,6 +41,9 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput, private Fi
   bool reads_last_frame_tokens() const override { return config_.image_pos_tokens > 0; }
   FixedFrameInput* fixed_frames() override { return this; }
   void set_fixed_frames(std::vector<bool> fixed) override { fixed_frames_ = std::move(fixed); }
+  VaceInput* vace() override { return config_.vace_layers > 0 ? this : nullptr; }
+  void set_vace_context(std::vector<float> context, float strength) override;
+  int64_t vace_channels() const override { return config_.vace_in_channels; }
 
   const models::WanConfig& config() const { return config_; }
 
@@ -50,6 +56,7 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput, private Fi
     std::vector<float> timesteps;  // one, or one per frame
     const float* image = nullptr;  // CLIP vision tokens [image_dim, image_tokens]
     int64_t image_tokens = 0;
+    const float* vace = nullptr;  // VACE context patches [vace_patch_in, tokens]
   };
   Tensor* build(nn::GraphCall& call, nn::Weights& weights, const Inputs& in,
                 models::WanRope& rope) const;
@@ -60,6 +67,8 @@ class WanRunner final : public DiffusionNet, private ImageTokenInput, private Fi
   nn::GraphRunner runner_;
   std::vector<float> image_tokens_;
   std::vector<bool> fixed_frames_;
+  std::vector<float> vace_context_;  // [w, h, frames, vace_in_channels]
+  float vace_strength_ = 1.0f;
 };
 
 }  // namespace sd::pipeline

@@ -5,7 +5,7 @@ project's tools/make_random_wan.py), over loopback.
 Text to video: the job runs asynchronously with progress, completes with one container
 (webm by default, mp4, avi, animated webp) that ffprobe decodes to the frame count, size
 and frame rate asked for; the capabilities list vid_gen. Image to video (a tiny FLF2V with
-CLIP vision): init_image and end_image. Bad requests get 400 naming the field, and the
+CLIP vision): init_image and end_image. VACE: control_frames and a reference init_image. Bad requests get 400 naming the field, and the
 server serves on.
 
 usage: server_video_test.py SD_SERVER REPOSITORY_ROOT
@@ -50,6 +50,9 @@ def write_models():
     subprocess.run([PYTHON, writer, "--out", i2v, "--variant", "flf2v", *small, "--clip-dim",
                     "32", "--clip-layers", "1", "--clip-ff", "64", "--parts", "wan,clip_vision"],
                    check=True, stdout=subprocess.DEVNULL)
+    subprocess.run([PYTHON, writer, "--out", os.path.join(WORK, "wan_vace"), "--variant", "vace",
+                    *small, "--vace-layers", "1", "--parts", "wan"], check=True,
+                   stdout=subprocess.DEVNULL)
     # A T5-style unigram tokenizer beside the umT5 file, where the server looks for it.
     with open(os.path.join(t2v, "tokenizer.json"), "w") as f:
         f.write('{"pre_tokenizer": {"type": "Metaspace", "replacement": "\\u2581", '
@@ -150,6 +153,11 @@ def main():
         status, _, err = server.json("POST", "/sdcpp/v1/vid_gen",
                                      {"prompt": "a", "video_frames": 5, "init_image": first})
         check(status == 400 and "image-to-video" in str(err), f"t2v with a frame: {status} {err}")
+        # ... and a control video (VACE's), naming the field.
+        status, _, err = server.json("POST", "/sdcpp/v1/vid_gen",
+                                     {"prompt": "a", "video_frames": 5, "control_frames": [first]})
+        check(status == 400 and "control_frames" in str(err) and "VACE" in str(err),
+              f"t2v with a control video: {status} {err}")
     finally:
         check(server.stop() == 0, "the text-to-video server did not exit cleanly")
 
@@ -171,11 +179,30 @@ def main():
     finally:
         check(server.stop() == 0, "the image-to-video server did not exit cleanly")
 
+    # VACE: a control video (two frames of other sizes, fitted) and a reference image.
+    server = Server(SERVER, ["--diffusion-model", os.path.join(WORK, "wan_vace", "wan.gguf"),
+                             *files], ENV)
+    try:
+        frames = [pattern_png("c0.png", "testsrc", "48x40"),
+                  pattern_png("c1.png", "smptebars", "32x32")]
+        reference = pattern_png("ref.png", "rgbtestsrc", "32x32")
+        got = run_clip(server, {"prompt": "a cat", "video_frames": 5, "control_frames": frames,
+                                "init_image": reference, "vace_strength": 0.7,
+                                "output_format": "webm"}, 5, "webm")
+        if got:
+            check(probe(got[0], ".webm") == "32,32,16/1,5", f"vace webm: {probe(got[0], '.webm')}")
+        status, _, err = server.json("POST", "/sdcpp/v1/vid_gen",
+                                     {"prompt": "a", "video_frames": 5, "control_frames": frames,
+                                      "end_image": reference})
+        check(status == 400 and "end_image" in str(err), f"vace with a last frame: {status} {err}")
+    finally:
+        check(server.stop() == 0, "the VACE server did not exit cleanly")
+
     shutil.rmtree(WORK, ignore_errors=True)
     if failures:
         print(f"{len(failures)} failure(s)")
         return 1
-    print("sd-server vid_gen: every container, image to video and refusal as expected")
+    print("sd-server vid_gen: every container, image to video, VACE and refusal as expected")
     return 0
 
 

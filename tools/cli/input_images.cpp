@@ -36,7 +36,8 @@ void take_size_if_unset(GenerationOptions& g, const io::Image& image) {
   }
 }
 
-std::vector<io::Image> read_image_folder(const std::string& dir) {
+// The folder's images in file-name order, at most `limit` (0: all).
+std::vector<io::Image> read_image_folder(const std::string& dir, size_t limit = 0) {
   namespace fs = std::filesystem;
   std::error_code ec;
   SD_CHECK(fs::is_directory(dir, ec), "'%s' is not a folder", dir.c_str());
@@ -51,6 +52,7 @@ std::vector<io::Image> read_image_folder(const std::string& dir) {
   std::sort(files.begin(), files.end(),
             [](const fs::path& a, const fs::path& b) { return a.filename() < b.filename(); });
   std::vector<io::Image> images;
+  if (limit > 0 && files.size() > limit) files.resize(limit);
   for (const auto& f : files) images.push_back(read_rgb(f.string()));
   return images;
 }
@@ -96,6 +98,14 @@ InputImages load_input_images(const CliOptions& cli, GenerationOptions& g) {
   }
   if (!g.ip_adapter_image_path.empty()) in.ip_adapter = read_rgb(g.ip_adapter_image_path);
   if (!g.pm_id_images_dir.empty()) in.pm_ids = read_image_folder(g.pm_id_images_dir);
+  if (!g.control_video_path.empty()) {
+    // At most the clip's frames are read (sd.cpp compatibility), each fitted to the size.
+    in.control_frames = read_image_folder(g.control_video_path, std::max(g.video_frames, 1));
+    SD_CHECK(!in.control_frames.empty(),
+             "--control-video %s: the folder holds no .png, .jpg, .jpeg, .bmp or .webp frames",
+             g.control_video_path.c_str());
+    for (io::Image& frame : in.control_frames) frame = io::fit_to_size(frame, width, height);
+  }
   return in;
 }
 
@@ -112,6 +122,15 @@ void attach_input_images(InputImages& in, sd_img_gen_params_t& params) {
   for (auto& image : in.pm_ids) in.pm_id_views.push_back(view_of(image));
   params.pm_params.id_images = in.pm_id_views.empty() ? nullptr : in.pm_id_views.data();
   params.pm_params.id_images_count = static_cast<int>(in.pm_id_views.size());
+}
+
+void attach_video_images(InputImages& in, sd_vid_gen_params_t& params) {
+  params.init_image = view_of(in.init);
+  params.end_image = view_of(in.end);
+  in.control_frame_views.clear();
+  for (auto& frame : in.control_frames) in.control_frame_views.push_back(view_of(frame));
+  params.control_frames = in.control_frame_views.empty() ? nullptr : in.control_frame_views.data();
+  params.control_frames_size = static_cast<int>(in.control_frame_views.size());
 }
 
 sd_image_t view_of(io::Image& image) {

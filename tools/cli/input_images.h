@@ -20,10 +20,12 @@ struct InputImages {
   io::Image ip_adapter;
   std::vector<io::Image> refs;
   std::vector<io::Image> pm_ids;
+  std::vector<io::Image> control_frames;  // --control-video, each fitted to the size
 
   // Backing arrays for the pointers attach_input_images hands out.
   std::vector<sd_image_t> ref_views;
   std::vector<sd_image_t> pm_id_views;
+  std::vector<sd_image_t> control_frame_views;
 };
 
 // Reads every image `g` names. Sets g.width/g.height from the init (or first reference)
@@ -38,6 +40,10 @@ bool apply_canny(io::Image& control);
 // Points the image fields of `params` at `inputs` (which must outlive the call that uses
 // them).
 void attach_input_images(InputImages& inputs, sd_img_gen_params_t& params);
+
+// Points the image fields of a video request at `inputs`: the first frame (or a VACE
+// reference), the last frame and the control video.
+void attach_video_images(InputImages& inputs, sd_vid_gen_params_t& params);
 
 // sd_image_t <-> io::Image. view_of shares the pixels; the others copy (copy_to_sd_image
 // mallocs, as images handed to the C API are freed with free_sd_images).

@@ -278,14 +278,14 @@ int run_generation(Arguments& a) {
     SD_CHECK(sd_ctx_supports_video_generation(ctx.get()),
              "-M vid_gen needs a video model (Wan); this model makes images: use -M img_gen");
     SD_CHECK(inputs.refs.empty() && inputs.control.pixels.empty(),
-             "-M vid_gen: -r and --control-image (reference images, VACE control video) are not "
-             "run by this build; image to video takes -i (first frame) and --end-img (last)");
+             "-M vid_gen: -r and --control-image are not used for video; image to video takes "
+             "-i (first frame) and --end-img (last), Wan VACE --control-video DIR and -i (a "
+             "reference image)");
     if (g.batch_count > 1)
       log_message(SD_LOG_WARN, "-b %d: -M vid_gen makes one clip; the batch count is ignored",
                   g.batch_count);
     sd_vid_gen_params_t params = g.to_vid_c_params();
-    params.init_image = view_of(inputs.init);
-    params.end_image = view_of(inputs.end);
+    attach_video_images(inputs, params);
     sd_image_t* frames = nullptr;
     int count = 0;
     const bool ok = generate_video(ctx.get(), &params, &frames, &count, nullptr);

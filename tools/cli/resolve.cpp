@@ -270,6 +270,8 @@ void validate_generation(const GenerationOptions& g, Mode mode) {
   SD_CHECK(mode == Mode::VidGen || (g.ref_video_paths.empty() && g.ref_video_audio_paths.empty() &&
                                     g.ref_audio_paths.empty()),
            "--ref-video, --ref-video-audio and --ref-audio need -M vid_gen");
+  SD_CHECK(mode == Mode::VidGen || g.control_video_path.empty(),
+           "--control-video is a Wan VACE model's control video: it needs -M vid_gen");
   if (g.hires_enabled) {
     SD_CHECK(g.hires_width >= 0 && g.hires_height >= 0 && g.hires_width % 8 == 0 &&
                  g.hires_height % 8 == 0,

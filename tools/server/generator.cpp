@@ -117,8 +117,7 @@ std::string Generator::check(const GenRequest& request) const {
   char* problem = nullptr;
   if (request.video) {
     sd_vid_gen_params_t params = generation.to_vid_c_params();
-    params.init_image = cli::view_of(images.init);
-    params.end_image = cli::view_of(images.end);
+    cli::attach_video_images(images, params);
     problem = sd_vid_gen_params_check(ctx_, &params);
   } else {
     sd_img_gen_params_t params = generation.to_c_params();
@@ -185,8 +184,7 @@ JobResult Generator::run(GenRequest& r, const JobReporter& report) {
 JobResult Generator::run_video(GenRequest& r) {
   cli::GenerationOptions& g = r.generation;
   sd_vid_gen_params_t params = g.to_vid_c_params();
-  params.init_image = cli::view_of(r.images.init);
-  params.end_image = cli::view_of(r.images.end);
+  cli::attach_video_images(r.images, params);
   sd_image_t* frames = nullptr;
   int count = 0;
   const bool ok = generate_video(ctx_, &params, &frames, &count, nullptr);

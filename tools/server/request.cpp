@@ -330,12 +330,20 @@ void check_work(const cli::GenerationOptions& g, const RequestContext& rc, bool 
 
 std::string flags_to_fields(std::string message) {
   static const std::pair<const char*, const char*> kFields[] = {
-      {"--width", "width"},           {"--height", "height"},
-      {"--steps", "steps"},           {"--strength", "strength"},
-      {"--cfg-scale", "cfg scale"},   {"--batch-count", "batch count"},
-      {"--hires-", "hires "},         {"--cache-option", "cache_option"},
-      {"--cache-mode", "cache_mode"}, {"--sigmas", "custom_sigmas"},
-      {"--clip-skip", "clip_skip"}};
+      {"--width", "width"},
+      {"--height", "height"},
+      {"--steps", "steps"},
+      {"--strength", "strength"},
+      {"--cfg-scale", "cfg scale"},
+      {"--batch-count", "batch count"},
+      {"--hires-", "hires "},
+      {"--cache-option", "cache_option"},
+      {"--cache-mode", "cache_mode"},
+      {"--sigmas", "custom_sigmas"},
+      {"--clip-skip", "clip_skip"},
+      {"--control-video", "control_frames"},
+      {"--vace-strength", "vace_strength"},
+      {"--end-img", "end_image"}};
   for (const auto& [flag, field] : kFields) {
     for (size_t at = message.find(flag); at != std::string::npos; at = message.find(flag, at))
       message.replace(at, std::strlen(flag), field);
@@ -405,6 +413,8 @@ GenRequest finish_request(RequestDraft d, const RequestContext& rc) {
   const int width = g.resolved_width(), height = g.resolved_height();
   if (d.init) r.images.init = io::fit_to_size(io::to_channels(*d.init, 3), width, height);
   if (d.end) r.images.end = io::fit_to_size(io::to_channels(*d.end, 3), width, height);
+  for (const io::Image& frame : d.control_frames)
+    r.images.control_frames.push_back(io::fit_to_size(io::to_channels(frame, 3), width, height));
   r.video = d.video;
   r.video_format = d.video_format;
   for (auto& ref : d.refs) r.images.refs.push_back(io::to_channels(ref, 3));
@@ -462,9 +472,14 @@ GenRequest parse_native_video_request(const nlohmann::json& body, const RequestC
   if (auto v = f.text("end_image"))
     d.end = decode_image_field(*v, f.path("end_image"), d.max_input_side);
   if (auto v = f.number("moe_boundary", 0, 1)) g.moe_boundary = static_cast<float>(*v);
-  f.number("vace_strength", 0, kBig);
-  if (const nlohmann::json* v = f.get("control_frames"); v && !v->is_null() && !v->empty())
-    throw BadRequest("field 'control_frames' (VACE control video) is not run by this server yet");
+  if (auto v = f.number("vace_strength", 0, kBig)) g.vace_strength = static_cast<float>(*v);
+  if (auto v = f.texts("control_frames")) {
+    // At most the clip's frames are used (as sd-cli reads at most that many).
+    const size_t used = std::min(v->size(), static_cast<size_t>(std::max(g.video_frames, 1)));
+    for (size_t i = 0; i < used; ++i)
+      d.control_frames.push_back(decode_image_field(
+          (*v)[i], f.path("control_frames") + "[" + std::to_string(i) + "]", d.max_input_side));
+  }
   if (auto s = f.object("high_noise_sample_params")) {
     if (!d.high_noise_expert)
       throw BadRequest(

@@ -59,6 +59,7 @@ struct RequestDraft {
   // A video (vid_gen): its last frame, and the container.
   bool video = false;
   std::optional<io::Image> end;
+  std::vector<io::Image> control_frames;  // a Wan VACE model's control video
   io::VideoFormat video_format = io::VideoFormat::Webm;
 };
 
@@ -81,7 +82,8 @@ scheduler_t parse_scheduler(const std::string& name, const std::string& field);
 void apply_native_fields(const JsonFields& f, RequestDraft& d, bool strict);
 GenRequest parse_native_request(const nlohmann::json& body, const RequestContext& rc);
 // POST /sdcpp/v1/vid_gen: img_gen's fields for one clip, plus video_frames, fps, end_image,
-// and a container as output_format (webm, the default; mp4, avi, webp).
+// control_frames and vace_strength (Wan VACE), and a container as output_format (webm, the
+// default; mp4, avi, webp).
 GenRequest parse_native_video_request(const nlohmann::json& body, const RequestContext& rc);
 
 // POST /sdapi/v1/txt2img and img2img.

@@ -78,6 +78,9 @@ enum class ImageInput {
   // Text-image to video (Wan 2.2 TI2V): the first frame (-i) and the last (--end-img), when
   // given, encoded and fixed in the sampled latent; the network sees them clean.
   PinnedFrames,
+  // VACE (Wan 2.1 VACE): a control video (--control-video) and a reference image (-i),
+  // encoded into the context its VACE blocks read (StableDiffusion::Impl::vace_input).
+  ControlVideo,
 };
 
 // The latent space and the sampling defaults of a family.

@@ -17,6 +17,11 @@
 // for the last) encoded into the latent's first frame and kept there while the rest is
 // sampled (ImageInput::PinnedFrames), the transformer seeing it clean at timestep 0.
 //
+// Wan 2.1 VACE: the T2V transformer with a second stream of VACE blocks (models/wan.h)
+// reading a control video (--control-video) and a reference image (-i), each encoded by the
+// VAE (ImageInput::ControlVideo); the reference is a latent frame of its own before the
+// clip's, sampled with them and cut before decoding, as the reference implementation does.
+//
 // Wan 2.2 A14B is two such transformers, "experts" of one shape: the high-noise one
 // (--high-noise-diffusion-model) samples the noisiest steps, the low-noise one the rest
 // (the orchestrator splits the sigmas; ImageRequest::HighNoise).
@@ -85,7 +90,7 @@ class Wan final : public Family {
 
   Architecture architecture(ModelVersion version, const ModelFiles& files) const override {
     if (version != ModelVersion::Wan && version != ModelVersion::WanI2V &&
-        version != ModelVersion::WanTI2V)
+        version != ModelVersion::WanTI2V && version != ModelVersion::WanVace)
       fail_unsupported(version);
     Architecture arch;
     arch.version = version;
@@ -108,6 +113,15 @@ class Wan final : public Family {
              "the other Wan models wan_2.1_vae.safetensors (16)",
              static_cast<long long>(latent), static_cast<long long>(arch.wan->in_channels),
              static_cast<long long>(arch.wan->out_channels));
+    // VACE's context: the control video's latents twice and a latent pixel's f x f mask.
+    if (arch.wan->vace_layers > 0) {
+      const int64_t f = arch.vae.downscale();
+      SD_CHECK(arch.wan->vace_in_channels == 2 * latent + f * f,
+               "the Wan VACE transformer reads a %lld-channel context, but with this "
+               "%lld-channel, %lldx autoencoder it is %lld (VACE takes wan_2.1_vae.safetensors)",
+               static_cast<long long>(arch.wan->vace_in_channels), static_cast<long long>(latent),
+               static_cast<long long>(f), static_cast<long long>(2 * latent + f * f));
+    }
     if (files.contains(kExpertPatchEmbedding)) {
       arch.wan_high_noise = models::wan_config_from_shapes(
           io::kHighNoiseUnetRoot, [&](const std::string& name) { return shape_of(name); });
@@ -115,7 +129,8 @@ class Wan final : public Family {
       const models::WanConfig& hi = *arch.wan_high_noise;
       const models::WanConfig& lo = *arch.wan;
       SD_CHECK(hi.in_channels == lo.in_channels && hi.out_channels == lo.out_channels &&
-                   hi.text_dim == lo.text_dim && hi.image_dim == lo.image_dim,
+                   hi.text_dim == lo.text_dim && hi.image_dim == lo.image_dim &&
+                   hi.vace_in_channels == lo.vace_in_channels,
                "the --high-noise-diffusion-model transformer (%lld -> %lld channels, %lld-wide "
                "text, %lld-wide image tokens) does not match the --diffusion-model one (%lld -> "
                "%lld, %lld, %lld): give the two experts of one Wan 2.2 A14B model",
@@ -155,6 +170,7 @@ class Wan final : public Family {
 
   ImageInput image_input(ModelVersion version) const override {
     if (version == ModelVersion::WanTI2V) return ImageInput::PinnedFrames;
+    if (version == ModelVersion::WanVace) return ImageInput::ControlVideo;
     return version == ModelVersion::WanI2V ? ImageInput::VideoFrames : ImageInput::None;
   }
 
