@@ -19,7 +19,10 @@
 # out the text-to-video rows; LARGE=1 adds 832x480 (5 frames, 1 step, with and without
 # --vae-tiling), where the autoencoder's memory is the run's peak; TAE=1 adds 832x480
 # decoded by MODEL_DIR/taehv.safetensors (--tae; make_random_wan.py writes it), 5 and 17
-# frames, one step without guidance (the decoding is what these rows measure).
+# frames, one step without guidance (the decoding is what these rows measure). VACE=DIR adds
+# Wan 2.1 VACE: DIR/wan.safetensors (make_random_wan.py --out DIR --variant vace --parts wan,
+# 1.3B-shaped with 15 VACE blocks) following a 9-frame control video of FFmpeg's test pattern
+# with a reference image (-i).
 set -euo pipefail
 ours=$1 ref=$2 dir=$3 i2v_dir=${4:-} expert=${5:-}
 [ "$i2v_dir" = - ] && i2v_dir=
@@ -101,6 +104,18 @@ if [ -n "$expert" ]; then
     --high-noise-sampling-method euler -W 160 -H 96 --video-frames 9 --steps 2)
   row "A14B pair, 160x96, 9 frames, 2 + 2 steps" "${a14b[@]}"
   row "A14B pair, the same, --params-backend disk" "${a14b[@]}" --params-backend disk
+fi
+if [ -n "${VACE:-}" ]; then
+  mkdir -p "$out/control"
+  ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=320x192:rate=8 -frames:v 9 \
+    "$out/control/%02d.png"
+  ffmpeg -loglevel error -y -f lavfi -i rgbtestsrc=size=320x192 -frames:v 1 "$out/reference.png"
+  saved=("${files[@]}")
+  files=(--diffusion-model "$VACE/wan.safetensors" --t5xxl "$dir/umt5.safetensors"
+    --vae "$dir/wan_vae.safetensors")
+  row "VACE 320x192, 9 frames, 2 steps" --control-video "$out/control" -i "$out/reference.png" \
+    -W 320 -H 192 --video-frames 9 --steps 2
+  files=("${saved[@]}")
 fi
 if [ -n "$i2v_dir" ]; then
   ffmpeg -loglevel error -y -f lavfi -i testsrc2=size=160x96 -frames:v 1 "$out/first.png"

@@ -111,7 +111,7 @@ make_models() {
   if [ ! -f "$wan_vace_dir/wan.gguf" ]; then
     echo "making $wan_vace_dir (random weights)"
     /usr/bin/python3 tools/make_random_wan.py --out "$wan_vace_dir.tmp" --variant vace \
-      --vace-layers 2 --parts wan
+      --vace-layers 2 --zero-blocks --parts wan
     rm -rf "$wan_vace_dir" && mv "$wan_vace_dir.tmp" "$wan_vace_dir"
   fi
   local flux2_dir=build/fidelity/flux2_tiny

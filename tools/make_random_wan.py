@@ -73,10 +73,11 @@ Wan 2.1 VACE (``--variant vace``): ``<out>/wan.gguf`` is the T2V transformer plu
 ``vace_patch_embedding`` (weight [dim, 96, 1, 2, 2]: the control video's two 16-channel
 latents and the 64-value mask of a latent pixel) and ``--vace-layers`` VACE blocks
 ``vace_blocks.N`` (a block's tensors, ``after_proj`` [dim, dim] and, in block 0,
-``before_proj`` [dim, dim], with biases), as ``Wan2.1_VACE_1.3B``'s layout. Its main blocks
-are zero (q4_0 holes, as TI2V's), so the velocity comes through the patch embedding, the VACE
-blocks' hints and the head: a test model of the VACE path that costs no disk space. umT5 and
-the autoencoder as for t2v.
+``before_proj`` [dim, dim], with biases), as ``Wan2.1_VACE_1.3B``'s layout, in
+``<out>/wan.safetensors``. With ``--zero-blocks`` it is ``<out>/wan.gguf`` instead, its main
+blocks zero (q4_0 holes, as TI2V's) and the rest f32, so the velocity comes through the patch
+embedding, the VACE blocks' hints and the head: a test model of the VACE path that costs no
+disk space. umT5 and the autoencoder as for t2v.
 
 TAEHV (``<out>/taehv.safetensors``, every variant): the tiny video autoencoder for the
 variant's latents as madebyollin's ``taew2_1.safetensors`` (16 channels) or
@@ -108,7 +109,7 @@ and 0.13 G (autoencoder) values.
 Usage: make_random_wan.py --out DIR [--seed N] [--dtype f32|f16|bf16] [--dim 1536]
 [--layers 30] [--ffn 8960] [--t5-dim 4096] [--t5-layers 24] [--t5-ff 10240]
 [--t5-heads 64] [--t5-vocab 256384] [--vae-dim 96]
-[--variant t2v|i2v|flf2v|i2v-2.2|ti2v|vace] [--vace-layers 15]
+[--variant t2v|i2v|flf2v|i2v-2.2|ti2v|vace] [--vace-layers 15] [--zero-blocks]
 [--clip-dim 1280] [--clip-layers 32] [--clip-ff 5120] [--parts wan,umt5,taehv,...] [--list]
 """
 
@@ -315,9 +316,11 @@ def main(argv=None):
                     help="t2v (Wan 2.1 T2V), i2v (Wan 2.1 I2V, with clip_vision), flf2v "
                          "(Wan 2.1 FLF2V, with clip_vision), i2v-2.2 (Wan 2.2 I2V), ti2v (Wan "
                          "2.2 TI2V-5B: wan.gguf and Wan 2.2's autoencoder), vace (Wan 2.1 "
-                         "VACE: wan.gguf, its main blocks zero)")
+                         "VACE)")
     ap.add_argument("--vace-layers", type=int, default=15,
                     help="VACE blocks of --variant vace (released 15 for the 1.3B model)")
+    ap.add_argument("--zero-blocks", action="store_true",
+                    help="--variant vace: write wan.gguf with the main blocks zero (q4_0 holes)")
     ap.add_argument("--clip-dim", type=int, default=1280,
                     help="CLIP vision width, multiple of 16 (fixed 1280 in stable-diffusion.cpp)")
     ap.add_argument("--clip-layers", type=int, default=32, help="CLIP vision layers (32)")
@@ -351,7 +354,9 @@ def main(argv=None):
         if not a.list:
             write_zero_block_dit(a, dit_specs(TI2V_DIM, TI2V_LAYERS, TI2V_FFN, a.t5_dim, "ti2v"),
                                  TI2V_ZERO, "random TI2V-5B")
-    if a.variant == "vace" and "wan" in parts:
+    if a.zero_blocks and a.variant != "vace":
+        ap.error("--zero-blocks is for --variant vace")
+    if a.variant == "vace" and a.zero_blocks and "wan" in parts:
         del parts["wan"]
         if not a.list:
             write_zero_block_dit(a, dit_specs(a.dim, a.layers, a.ffn, a.t5_dim, "vace",

@@ -85,6 +85,12 @@ TEST_F(VideoApi, ChecksARequestBeforeRunningIt) {
   EXPECT_NE(take(sd_vid_gen_params_check(ctx_, &params_)).find("image-to-video"),
             std::string::npos);
   params_.init_image = {0, 0, 0, nullptr};
+  params_.control_frames = &params_.init_image;
+  params_.control_frames_size = 1;
+  EXPECT_NE(take(sd_vid_gen_params_check(ctx_, &params_)).find("control frame 1"),
+            std::string::npos);
+  params_.control_frames = nullptr;
+  params_.control_frames_size = 0;
   params_.video_frames = 5000;
   EXPECT_NE(take(sd_vid_gen_params_check(ctx_, &params_)).find("--video-frames"),
             std::string::npos);
@@ -157,6 +163,57 @@ TEST(VideoApiImageToVideo, TakesTheFirstAndLastFrames) {
   sd_image_t* frames = nullptr;
   int count = 0;
   EXPECT_FALSE(generate_video(ctx, &v, &frames, &count, nullptr));
+  free_sd_ctx(ctx);
+}
+
+// VACE: control_frames (the control video) and vace_strength are read; a count without
+// frames, and control frames for a model without VACE blocks, are refused.
+TEST(VideoApiVace, TakesAControlVideo) {
+  static const sd::io::test::TempDir dir;
+  const sd::pipeline::test::TinyWanFiles f =
+      sd::pipeline::test::write_tiny_wan_vace(dir.file("vace"));
+  sd_ctx_params_t p;
+  sd_ctx_params_init(&p);
+  p.diffusion_model_path = f.dit.c_str();
+  p.t5xxl_path = f.umt5.c_str();
+  p.vae_path = f.vae.c_str();
+  p.n_threads = 2;
+  sd_ctx_t* ctx = new_sd_ctx(&p);
+  ASSERT_NE(ctx, nullptr);
+  sd_vid_gen_params_t v;
+  sd_vid_gen_params_init(&v);
+  v.prompt = "a cat";
+  v.width = v.height = 16;
+  v.sample_params.sample_steps = 2;
+  v.video_frames = 5;
+  std::vector<std::vector<uint8_t>> pixels;
+  for (int k = 0; k < 3; ++k) {
+    pixels.emplace_back(16 * 16 * 3);
+    for (size_t i = 0; i < pixels.back().size(); ++i)
+      pixels.back()[i] = static_cast<uint8_t>(i * (5 + 2 * k));
+  }
+  std::vector<sd_image_t> control;
+  for (auto& px : pixels) control.push_back({16, 16, 3, px.data()});
+  v.control_frames = control.data();
+  v.control_frames_size = 3;
+  auto last_frame = [&] {
+    sd_image_t* frames = nullptr;
+    int count = 0;
+    EXPECT_TRUE(generate_video(ctx, &v, &frames, &count, nullptr));
+    std::vector<uint8_t> last;
+    if (count == 5) last.assign(frames[4].data, frames[4].data + 16 * 16 * 3);
+    EXPECT_EQ(count, 5);
+    free_sd_images(frames, count);
+    return last;
+  };
+  const std::vector<uint8_t> a = last_frame();
+  v.vace_strength = 0.3f;
+  EXPECT_NE(last_frame(), a);
+  v.control_frames = nullptr;
+  char* problem = sd_vid_gen_params_check(ctx, &v);
+  ASSERT_NE(problem, nullptr);
+  EXPECT_NE(std::string(problem).find("control_frames_size"), std::string::npos) << problem;
+  std::free(problem);
   free_sd_ctx(ctx);
 }
 

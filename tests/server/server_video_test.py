@@ -51,7 +51,7 @@ def write_models():
                     "32", "--clip-layers", "1", "--clip-ff", "64", "--parts", "wan,clip_vision"],
                    check=True, stdout=subprocess.DEVNULL)
     subprocess.run([PYTHON, writer, "--out", os.path.join(WORK, "wan_vace"), "--variant", "vace",
-                    *small, "--vace-layers", "1", "--parts", "wan"], check=True,
+                    *small, "--vace-layers", "1", "--zero-blocks", "--parts", "wan"], check=True,
                    stdout=subprocess.DEVNULL)
     # A T5-style unigram tokenizer beside the umT5 file, where the server looks for it.
     with open(os.path.join(t2v, "tokenizer.json"), "w") as f:
