@@ -19,6 +19,43 @@ void remember(sd_log_level_t level, const char* text, void*) {
   if (g_log && level == SD_LOG_ERROR) g_log->push_back(text);
 }
 
+// A context of a tiny Wan's files (null when it fails to load).
+sd_ctx_t* open_tiny_wan(const sd::pipeline::test::TinyWanFiles& f,
+                        const std::string& clip_vision = "") {
+  sd_ctx_params_t p;
+  sd_ctx_params_init(&p);
+  p.diffusion_model_path = f.dit.c_str();
+  p.t5xxl_path = f.umt5.c_str();
+  p.vae_path = f.vae.c_str();
+  if (!clip_vision.empty()) p.clip_vision_path = clip_vision.c_str();
+  p.n_threads = 2;
+  return new_sd_ctx(&p);
+}
+
+// The small clip the tests ask for: 16x16, five frames, two steps.
+sd_vid_gen_params_t tiny_clip_params() {
+  sd_vid_gen_params_t v;
+  sd_vid_gen_params_init(&v);
+  v.prompt = "a cat";
+  v.width = v.height = 16;
+  v.sample_params.sample_steps = 2;
+  v.seed = 42;
+  v.video_frames = 5;
+  return v;
+}
+
+// Generates the clip, expecting its five frames; returns the last one's pixels.
+std::vector<uint8_t> last_frame_of(sd_ctx_t* ctx, const sd_vid_gen_params_t& v) {
+  sd_image_t* frames = nullptr;
+  int count = 0;
+  EXPECT_TRUE(generate_video(ctx, &v, &frames, &count, nullptr));
+  std::vector<uint8_t> last;
+  if (count == 5) last.assign(frames[4].data, frames[4].data + 16 * 16 * 3);
+  EXPECT_EQ(count, 5);
+  free_sd_images(frames, count);
+  return last;
+}
+
 class VideoApi : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -28,20 +65,9 @@ class VideoApi : public ::testing::Test {
     files_ = files;
     g_log = &errors_;
     sd_set_log_callback(remember, nullptr);
-    sd_ctx_params_t p;
-    sd_ctx_params_init(&p);
-    p.diffusion_model_path = files_.dit.c_str();
-    p.t5xxl_path = files_.umt5.c_str();
-    p.vae_path = files_.vae.c_str();
-    p.n_threads = 2;
-    ctx_ = new_sd_ctx(&p);
+    ctx_ = open_tiny_wan(files_);
     ASSERT_NE(ctx_, nullptr);
-    sd_vid_gen_params_init(&params_);
-    params_.prompt = "a cat";
-    params_.width = params_.height = 16;
-    params_.sample_params.sample_steps = 2;
-    params_.seed = 42;
-    params_.video_frames = 5;
+    params_ = tiny_clip_params();
   }
   void TearDown() override {
     free_sd_ctx(ctx_);
@@ -121,22 +147,10 @@ TEST(VideoApiImageToVideo, TakesTheFirstAndLastFrames) {
   static const sd::io::test::TempDir dir;
   const sd::pipeline::test::TinyWanI2VFiles f = sd::pipeline::test::write_tiny_wan_i2v(
       dir.file("flf2v"), sd::pipeline::test::TinyWanI2VKind::Flf2v);
-  sd_ctx_params_t p;
-  sd_ctx_params_init(&p);
-  p.diffusion_model_path = f.base.dit.c_str();
-  p.t5xxl_path = f.base.umt5.c_str();
-  p.vae_path = f.base.vae.c_str();
-  p.clip_vision_path = f.clip_vision.c_str();
-  p.n_threads = 2;
-  sd_ctx_t* ctx = new_sd_ctx(&p);
+  sd_ctx_t* ctx = open_tiny_wan(f.base, f.clip_vision);
   ASSERT_NE(ctx, nullptr);
   EXPECT_TRUE(sd_ctx_supports_video_generation(ctx));
-  sd_vid_gen_params_t v;
-  sd_vid_gen_params_init(&v);
-  v.prompt = "a cat";
-  v.width = v.height = 16;
-  v.sample_params.sample_steps = 2;
-  v.video_frames = 5;
+  sd_vid_gen_params_t v = tiny_clip_params();
   std::vector<uint8_t> first(16 * 16 * 3), last(16 * 16 * 3);
   for (size_t i = 0; i < first.size(); ++i) {
     first[i] = static_cast<uint8_t>(i * 7);
@@ -144,20 +158,10 @@ TEST(VideoApiImageToVideo, TakesTheFirstAndLastFrames) {
   }
   v.init_image = {16, 16, 3, first.data()};
   v.end_image = {16, 16, 3, last.data()};
-  auto run = [&] {
-    sd_image_t* frames = nullptr;
-    int count = 0;
-    EXPECT_TRUE(generate_video(ctx, &v, &frames, &count, nullptr));
-    std::vector<uint8_t> last_frame;
-    if (count == 5) last_frame.assign(frames[4].data, frames[4].data + 16 * 16 * 3);
-    EXPECT_EQ(count, 5);
-    free_sd_images(frames, count);
-    return last_frame;
-  };
-  const std::vector<uint8_t> a = run();
+  const std::vector<uint8_t> a = last_frame_of(ctx, v);
   std::vector<uint8_t> other(16 * 16 * 3, 30);
   v.end_image = {16, 16, 3, other.data()};
-  EXPECT_NE(run(), a);
+  EXPECT_NE(last_frame_of(ctx, v), a);
   // Without the first frame: refused.
   v.init_image = {0, 0, 0, nullptr};
   sd_image_t* frames = nullptr;
@@ -172,20 +176,9 @@ TEST(VideoApiVace, TakesAControlVideo) {
   static const sd::io::test::TempDir dir;
   const sd::pipeline::test::TinyWanFiles f =
       sd::pipeline::test::write_tiny_wan_vace(dir.file("vace"));
-  sd_ctx_params_t p;
-  sd_ctx_params_init(&p);
-  p.diffusion_model_path = f.dit.c_str();
-  p.t5xxl_path = f.umt5.c_str();
-  p.vae_path = f.vae.c_str();
-  p.n_threads = 2;
-  sd_ctx_t* ctx = new_sd_ctx(&p);
+  sd_ctx_t* ctx = open_tiny_wan(f);
   ASSERT_NE(ctx, nullptr);
-  sd_vid_gen_params_t v;
-  sd_vid_gen_params_init(&v);
-  v.prompt = "a cat";
-  v.width = v.height = 16;
-  v.sample_params.sample_steps = 2;
-  v.video_frames = 5;
+  sd_vid_gen_params_t v = tiny_clip_params();
   std::vector<std::vector<uint8_t>> pixels;
   for (int k = 0; k < 3; ++k) {
     pixels.emplace_back(16 * 16 * 3);
@@ -196,19 +189,9 @@ TEST(VideoApiVace, TakesAControlVideo) {
   for (auto& px : pixels) control.push_back({16, 16, 3, px.data()});
   v.control_frames = control.data();
   v.control_frames_size = 3;
-  auto last_frame = [&] {
-    sd_image_t* frames = nullptr;
-    int count = 0;
-    EXPECT_TRUE(generate_video(ctx, &v, &frames, &count, nullptr));
-    std::vector<uint8_t> last;
-    if (count == 5) last.assign(frames[4].data, frames[4].data + 16 * 16 * 3);
-    EXPECT_EQ(count, 5);
-    free_sd_images(frames, count);
-    return last;
-  };
-  const std::vector<uint8_t> a = last_frame();
+  const std::vector<uint8_t> a = last_frame_of(ctx, v);
   v.vace_strength = 0.3f;
-  EXPECT_NE(last_frame(), a);
+  EXPECT_NE(last_frame_of(ctx, v), a);
   v.control_frames = nullptr;
   char* problem = sd_vid_gen_params_check(ctx, &v);
   ASSERT_NE(problem, nullptr);

@@ -17,8 +17,10 @@
 #include "nn/graph_runner.h"
 #include "nn/param_recorder.h"
 #include "nn/random_weights.h"
+#include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_model_test_util.h"
 #include "pipeline/tiny_qwen_image_test_util.h"
+#include "tensor/error.h"
 
 namespace sd::pipeline::test {
 
@@ -136,6 +138,16 @@ inline TinyWanFiles write_tiny_wan(const std::string& dir) {
   write_tiny_wan_video_vae(f.vae, 53);
   std::ofstream(dir + "/tokenizer.json") << kTinyT5TokenizerJson;
   return f;
+}
+
+// What generating `r` fails with ("" when it does not).
+inline std::string generation_error(StableDiffusion& sd, const ImageRequest& r) {
+  try {
+    sd.generate(r);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // The tiny T2V model's files as options, and the small clip the pipeline tests ask of it:

@@ -62,14 +62,6 @@ class TinyWanI2V : public ::testing::Test {
   void TearDown() override {
     if (!saved_env_.empty()) setenv("SD_UMT5_TOKENIZER", saved_env_.c_str(), 1);
   }
-  static std::string error_of(StableDiffusion& sd, const ImageRequest& r) {
-    try {
-      sd.generate(r);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  }
   static std::string error_opening(const ModelOptions& o) {
     try {
       StableDiffusion sd(o);
@@ -138,18 +130,22 @@ TEST_F(TinyWanI2V, RequestsItCannotServeAreRefusedBeforeWork) {
   StableDiffusion sd(options(TinyWanI2VKind::Wan21));
   ImageRequest r = request_;
   r.init_image = nullptr;
-  EXPECT_NE(error_of(sd, r).find("-i IMAGE"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("-i IMAGE"), std::string::npos)
+      << test::generation_error(sd, r);
   r = request_;
   r.video_frames = 0;  // -M img_gen
-  EXPECT_NE(error_of(sd, r).find("vid_gen"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("vid_gen"), std::string::npos)
+      << test::generation_error(sd, r);
   r = request_;
   const io::Image mask = {16, 16, 1, std::vector<uint8_t>(16 * 16, 255)};
   r.mask = &mask;
-  EXPECT_NE(error_of(sd, r).find("--mask"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("--mask"), std::string::npos)
+      << test::generation_error(sd, r);
   r = request_;
   const io::Image broken = {16, 16, 3, std::vector<uint8_t>(5)};
   r.end_image = &broken;
-  EXPECT_NE(error_of(sd, r).find("--end-img"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("--end-img"), std::string::npos)
+      << test::generation_error(sd, r);
 }
 
 TEST_F(TinyWanI2V, MissingOrWrongClipVisionNamesTheFlag) {
@@ -180,7 +176,8 @@ TEST_F(TinyWanI2V, TextToVideoModelsRefuseFrames) {
   ImageRequest r = request_;
   r.init_image = nullptr;
   r.end_image = &end_;
-  EXPECT_NE(error_of(sd, r).find("image-to-video"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("image-to-video"), std::string::npos)
+      << test::generation_error(sd, r);
 }
 
 }  // namespace

@@ -38,14 +38,6 @@ class TinyWan : public ::testing::Test {
   void TearDown() override {
     if (!saved_env_.empty()) setenv("SD_UMT5_TOKENIZER", saved_env_.c_str(), 1);
   }
-  std::string error_of(StableDiffusion& sd, const ImageRequest& r) {
-    try {
-      sd.generate(r);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  }
 
   test::TinyWanFiles files_;
   std::string temp_, saved_env_;
@@ -146,14 +138,14 @@ TEST_F(TinyWan, RequestsItCannotServeAreRefusedBeforeWork) {
   StableDiffusion sd(options_);
   ImageRequest r = request_;
   r.batch_count = 2;
-  EXPECT_NE(error_of(sd, r).find("-b 2"), std::string::npos);
+  EXPECT_NE(test::generation_error(sd, r).find("-b 2"), std::string::npos);
   r = request_;
   const io::Image init = {16, 16, 3, std::vector<uint8_t>(16 * 16 * 3, 128)};
   r.init_image = &init;
-  EXPECT_NE(error_of(sd, r).find("image-to-video"), std::string::npos);
+  EXPECT_NE(test::generation_error(sd, r).find("image-to-video"), std::string::npos);
   r = request_;
   r.video_frames = kMaxVideoFrames + 1;
-  EXPECT_NE(error_of(sd, r).find("--video-frames"), std::string::npos);
+  EXPECT_NE(test::generation_error(sd, r).find("--video-frames"), std::string::npos);
 }
 
 TEST_F(TinyWan, MissingPartsNameTheirFlags) {

@@ -37,14 +37,6 @@ class TinyWanTI2V : public ::testing::Test {
     for (size_t i = 0; i < first_.pixels.size(); ++i)
       first_.pixels[i] = static_cast<uint8_t>((i * 37) % 251);
   }
-  static std::string error_of(StableDiffusion& sd, const ImageRequest& r) {
-    try {
-      sd.generate(r);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  }
 
   test::TinyWanFiles files_;
   ModelOptions options_;
@@ -120,7 +112,7 @@ TEST_F(TinyWanTI2V, RefusesWhatItCannotUse) {
   ImageRequest r = request_;
   r.init_image = &first_;
   r.mask = &first_;
-  EXPECT_NE(error_of(sd, r).find("--mask"), std::string::npos);
+  EXPECT_NE(test::generation_error(sd, r).find("--mask"), std::string::npos);
 }
 
 }  // namespace

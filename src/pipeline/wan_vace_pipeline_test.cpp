@@ -45,14 +45,6 @@ class TinyWanVace : public ::testing::Test {
     for (const io::Image& f : frames_) v.push_back(&f);
     return v;
   }
-  static std::string error_of(StableDiffusion& sd, const ImageRequest& r) {
-    try {
-      sd.generate(r);
-    } catch (const Error& e) {
-      return e.what();
-    }
-    return "";
-  }
 
   ModelOptions options_;
   ImageRequest request_;
@@ -111,14 +103,17 @@ TEST_F(TinyWanVace, RefusesWhatItCannotUse) {
   ImageRequest r = with_frames(all_frames());
   const io::Image last = patterned(16, 16, 3);
   r.end_image = &last;
-  EXPECT_NE(error_of(sd, r).find("--end-img"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("--end-img"), std::string::npos)
+      << test::generation_error(sd, r);
   r = with_frames(all_frames());
   r.video_frames = 0;  // an image request
-  EXPECT_NE(error_of(sd, r).find("-M vid_gen"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("-M vid_gen"), std::string::npos)
+      << test::generation_error(sd, r);
   io::Image broken = frames_[1];
   broken.pixels.resize(10);
   r = with_frames({&frames_[0], &broken});
-  EXPECT_NE(error_of(sd, r).find("control video's frame 2"), std::string::npos) << error_of(sd, r);
+  EXPECT_NE(test::generation_error(sd, r).find("control video's frame 2"), std::string::npos)
+      << test::generation_error(sd, r);
   // More frames than the clip: the rest unused, with a warning.
   r = with_frames(all_frames());
   r.video_frames = 1;
