@@ -122,8 +122,8 @@ Section generation_section(GenerationOptions& o) {
   v.push_back(text_option("", "--ip-adapter-image", "path to the IP-Adapter reference image",
                           &o.ip_adapter_image_path));
   v.push_back(text_option("", "--control-video",
-                          "folder of control video frames, read in file-name order (00.png, "
-                          "01.png, ...)",
+                          "folder of a Wan VACE model's control video frames, read in "
+                          "file-name order (00.png, 01.png, ...); -i is then its reference image",
                           &o.control_video_path));
   v.push_back(text_option("", "--pm-id-images-dir", "folder of PhotoMaker identity images",
                           &o.pm_id_images_dir));
