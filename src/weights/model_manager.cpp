@@ -135,12 +135,13 @@ void ModelManager::declare(const std::string& module, const std::vector<nn::Para
                          "', the model expects " + shape_text(p.ne));
   }
   if (!problems.empty()) {
+    // One line (the log escapes line breaks): the first problems, then how many more.
     std::string list;
     const size_t shown = std::min<size_t>(problems.size(), 12);
-    for (size_t i = 0; i < shown; ++i) list += "\n  " + problems[i];
-    if (problems.size() > shown) list += format("\n  ... and %zu more", problems.size() - shown);
+    for (size_t i = 0; i < shown; ++i) list += (i ? "; " : " ") + problems[i];
+    if (problems.size() > shown) list += format("; ... and %zu more", problems.size() - shown);
     sd::fail(
-        "the %s weights in %s do not fit the detected model (%zu of %zu tensors):%s\nthe "
+        "the %s weights in %s do not fit the detected model (%zu of %zu tensors):%s. The "
         "file is not a complete model of that type, or a part was not given (e.g. --vae)",
         module.c_str(), loader_.sources().c_str(), problems.size(), params.size(), list.c_str());
   }
