@@ -227,8 +227,6 @@ Tensor* block(const nn::Scope& b, const WanConfig& c, Tensor* x, Tensor* e0, Ten
   return set_name(add(ctx, x, gated(y, m[5])), b.prefix() + "out");
 }
 
-}  // namespace
-
 // A 1x2x2 patch embedding (the 3-d convolution as a matrix): patches [4 channels, L] ->
 // [dim, L].
 Tensor* patch_embedding(const nn::Scope& s, const WanConfig& c, Tensor* patches, int64_t channels) {
@@ -237,6 +235,8 @@ Tensor* patch_embedding(const nn::Scope& s, const WanConfig& c, Tensor* patches,
   w = reshape(ctx, w, {4 * channels, c.dim});
   return add(ctx, matmul(ctx, w, patches), f32(ctx, s.param("bias", {c.dim})));
 }
+
+}  // namespace
 
 Tensor* wan_forward(const nn::Scope& dit, const WanConfig& c, Tensor* patches, Tensor* text,
                     Tensor* timestep, Tensor* rope_cos, Tensor* rope_sin, Tensor* image,
