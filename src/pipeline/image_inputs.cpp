@@ -282,15 +282,13 @@ void StableDiffusion::Impl::vace_input(const ImageRequest& r, Plan& p) {
   auto frame_at = [&](int64_t channel, int64_t t) {
     return context.begin() + (channel * frames + t) * plane;
   };
+  const int64_t span = plane * p.frames;  // a channel's frames, contiguous on both sides
   for (int64_t ch = 0; ch < p.c; ++ch) {
-    for (int64_t t = 0; t < p.frames; ++t) {
-      std::copy_n(keep.begin() + (ch * p.frames + t) * plane, plane, frame_at(ch, lead + t));
-      std::copy_n(make.begin() + (ch * p.frames + t) * plane, plane, frame_at(p.c + ch, lead + t));
-    }
+    std::copy_n(keep.begin() + ch * span, span, frame_at(ch, lead));
+    std::copy_n(make.begin() + ch * span, span, frame_at(p.c + ch, lead));
     if (lead) std::copy_n(reference.begin() + ch * plane, plane, frame_at(ch, 0));
   }
-  for (int64_t ch = 2 * p.c; ch < channels; ++ch)
-    std::fill_n(frame_at(ch, lead), plane * p.frames, 1.0f);
+  for (int64_t ch = 2 * p.c; ch < channels; ++ch) std::fill_n(frame_at(ch, lead), span, 1.0f);
   if (high_noise && high_noise->vace())
     high_noise->vace()->set_vace_context(context, r.vace_strength);
   vace->set_vace_context(std::move(context), r.vace_strength);
