@@ -30,6 +30,11 @@ constexpr MatmulShape kMatmulShapes[] = {
     {"flux 4608x3072->3072", 3072, 3072, 4608, 1},
     {"flux 4608x3072->12288", 3072, 12288, 4608, 1},
     {"flux 4608x12288->3072", 12288, 3072, 4608, 1},
+    // SDXL's second stage at 512x512 (1024 tokens, width 640), and Wan 2.1 1.3B's
+    // feed-forward at 320x192 x 9 frames (720 tokens) and at a test's 96 tokens.
+    {"sdxl 1024x640->5120", 640, 5120, 1024, 2},
+    {"wan 720x1536->8960", 1536, 8960, 720, 1},
+    {"wan 96x8960->1536", 8960, 1536, 96, 2},
 };
 constexpr DType kMatmulTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
 
@@ -52,7 +57,7 @@ void BM_MatMul(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MatMul)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

@@ -7,8 +7,9 @@
 //                       layout (cached for weights, packed per call otherwise).
 //   bf16                bf16 GEMM (activations converted to bf16), f32 accumulation and
 //                       output, on CPUs with native bf16; f32 tiles below otherwise.
-//   f16                 rows dequantized tile by tile to f32 (exact): an f16 file computes
-//                       as its f32 original would.
+//   f16                 widened to f32 in registers by the f16 GEMM (f16_gemm.h) up to
+//                       2048 rows, else rows dequantized tile by tile to f32; both exact:
+//                       an f16 file computes as its f32 original would.
 //   q8_0, q4_0, q4_1,   on AVX-512 VNNI CPUs, the int8 GEMM (int8_gemm.h): activations
 //   q5_0, q5_1, q4_K,   rounded to 8 bits per 32 values, as the reference's dot products
 //   q5_K                round them, and integer multiply-adds at twice the bf16 rate. 2-D
@@ -29,6 +30,7 @@
 #include <cstring>
 
 #include "backend/cpu/dnnl_state.h"
+#include "backend/cpu/f16_gemm.h"
 #include "backend/cpu/int8_gemm.h"
 #include "backend/cpu/linalg_kernels.h"
 #include "tensor/quant/quant.h"
@@ -48,6 +50,11 @@ constexpr int64_t kTileValues = int64_t{1} << 20;
 // 128 rows 10.6 -> 9.0 ms per product; 512 rows the same either way; 8192 rows of a UNet
 // linear 15-17% slower unpacked).
 constexpr int64_t kPlainTileMaxRows = 256;
+// GEMM rows up to which f16 weights go to the f16 GEMM (f16_gemm.h), which widens them in
+// registers; past it the f32 tiles, packed once per call for many rows, run faster
+// (sd-bench MatMul: 2048 rows 351 against 341 GFLOP/s, 8192 rows 290-337 against 387-420;
+// 192 rows 319 against 252, 512 rows 367 against 320).
+constexpr int64_t kF16GemmMaxRows = 2048;
 // Activation values converted per GEMM call when they need converting: 2 MiB of bf16, in
 // cache still when the GEMM reads it, and rows enough that each GEMM call runs at full
 // speed (of 256 Ki, 1 Mi and 4 Mi values, 1 Mi measured fastest on the UNet shapes).
@@ -302,6 +309,17 @@ bool use_int8_gemm(const Tensor* a, const MatmulDims& s) {
   return enabled && int8_gemm_supports(a->type) && s.A2 * s.A3 == 1 && a->rows_contiguous();
 }
 
+// Whether `a` goes to the f16 GEMM: a 2-D f16 weight on a CPU with AVX-512, multiplied
+// into at most kF16GemmMaxRows rows. SD_CPU_F16_GEMM=0 turns it off (the f32 tiles above).
+bool use_f16_gemm(const Tensor* a, const MatmulDims& s) {
+  static const bool enabled = [] {
+    const char* flag = std::getenv("SD_CPU_F16_GEMM");
+    return f16_gemm_available() && !(flag && std::strcmp(flag, "0") == 0);
+  }();
+  return enabled && a->type == DType::F16 && s.A2 * s.A3 == 1 && a->rows_contiguous() &&
+         s.N * s.B2 * s.B3 <= kF16GemmMaxRows;
+}
+
 }  // namespace
 
 bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
@@ -326,6 +344,10 @@ bool cpu_matmul(CpuContext& ctx, Tensor* dst) {
       const auto* x = static_cast<const float*>(dense_src(ctx, b, dt::f32));
       int8_gemm(ctx, a->type, a->data, a->nb[1], s.M, s.K, x, s.N * s.B2 * s.B3,
                 static_cast<float*>(dst->data));
+    } else if (use_f16_gemm(a, s)) {
+      const auto* x = static_cast<const float*>(dense_src(ctx, b, dt::f32));
+      f16_gemm(ctx, a->data, a->nb[1], s.M, s.K, x, s.N * s.B2 * s.B3,
+               static_cast<float*>(dst->data));
     } else {
       const bool bf16_tile = bf16 && is_quantized(a->type) && a->type != DType::Q8_K;
       tiled_weight(ctx, dst, s, bf16_tile ? dt::bf16 : dt::f32);
