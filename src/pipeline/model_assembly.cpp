@@ -13,6 +13,16 @@
 
 namespace sd::pipeline {
 
+namespace {
+
+// The tiny autoencoders (--tae) there are, by the latents they decode.
+constexpr const char* kImageTinyAutoencoders =
+    "taesd for SD 1.x/2.x, taesdxl for SDXL, taesd3 for SD3, taef1 for FLUX.1";
+constexpr const char* kVideoTinyAutoencoders =
+    "taew2_1 for Wan 2.1 and Wan 2.2 A14B, taew2_2 for Wan 2.2 TI2V-5B";
+
+}  // namespace
+
 ModelOptions with_usable_threads(const ModelOptions& o) {
   ModelOptions out = o;
   if (o.threads <= 0) return out;  // 0: all of the machine's
@@ -118,7 +128,13 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   weights->declare(module_name(Module::Vae), vae->parameters());
   if (image_encoder) weights->declare(module_name(Module::ClipVision), image_encoder->parameters());
   if (taesd_weights)
-    taesd_weights->declare(module_name(Module::Vae), taesd_view->strip(vae->taesd_parameters()));
+    taesd_weights->declare(module_name(Module::Vae), taesd_view->strip(vae->taesd_parameters()),
+                           "the tiny autoencoder's weights (--tae)",
+                           std::string("A tiny autoencoder decodes one latent space; ") +
+                               family->name() + " needs its own (" +
+                               (vae->decodes_video() ? kVideoTinyAutoencoders
+                                                     : kImageTinyAutoencoders) +
+                               ")");
   if (o.eager_load) {
     for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae}) load(*weights, m);
     if (image_encoder) load(*weights, Module::ClipVision);
@@ -145,11 +161,11 @@ void StableDiffusion::Impl::check_tiny_autoencoder() {
   if (!vae->decodes_video()) {
     SD_CHECK(!video_tae || image_tae,
              "--tae %s is a TAEHV, a tiny autoencoder for video latents; %s models need a TAESD "
-             "for their latents (taesd, taesdxl, taef1, ...)",
-             file.c_str(), family->name());
+             "for their latents (%s)",
+             file.c_str(), family->name(), kImageTinyAutoencoders);
     return;
   }
-  const char* needed = "taew2_1 for Wan 2.1 and Wan 2.2 A14B, taew2_2 for Wan 2.2 TI2V-5B";
+  const char* needed = kVideoTinyAutoencoders;
   SD_CHECK(!image_tae || video_tae,
            "--tae %s is a TAESD, a tiny autoencoder for images; %s latents need a TAEHV (%s)",
            file.c_str(), family->name(), needed);

@@ -180,6 +180,30 @@ TEST_F(TinySdxl, TinyAutoencoderDecodes) {
   EXPECT_NE(t, vae);
 }
 
+// A tiny autoencoder of another latent space (16 channels, FLUX.1's) fails at load, naming
+// --tae and the one SDXL needs, not the VAE.
+TEST_F(TinySdxl, ATinyAutoencoderOfAnotherLatentSpaceNamesTae) {
+  static const io::test::TempDir dir;
+  const std::string taef1 = dir.file("taef1.safetensors");
+  {
+    nn::RandomWeights w(DType::F16, 18);
+    Context ctx;
+    models::taesd_decode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {8, 8, 16, 1}));
+    w.save_safetensors(taef1);
+  }
+  ModelOptions o = options_;
+  o.taesd = taef1;
+  try {
+    StableDiffusion sd(o);
+    FAIL() << "a 16-channel tiny autoencoder was accepted for SDXL's latents";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("tiny autoencoder's weights (--tae)"), std::string::npos) << m;
+    EXPECT_NE(m.find("taesdxl for SDXL"), std::string::npos) << m;
+    EXPECT_EQ(m.find("--vae"), std::string::npos) << m;
+  }
+}
+
 // --vae-tiling decodes SDXL's latents in overlapping tiles, blended.
 TEST_F(TinySdxl, TiledDecoding) {
   StableDiffusion sd(options_);

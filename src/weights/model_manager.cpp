@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -119,7 +120,8 @@ Device& ModelManager::params_device(const Module& m) const {
   return elsewhere ? *r.device : *m.spec.compute;
 }
 
-void ModelManager::declare(const std::string& module, const std::vector<nn::ParamDecl>& params) {
+void ModelManager::declare(const std::string& module, const std::vector<nn::ParamDecl>& params,
+                           const std::string& part, const std::string& fix) {
   Module* m = find_module(module);
   SD_CHECK(m, "[weights] no module named %s", module.c_str());
   std::vector<std::string> problems;
@@ -140,10 +142,14 @@ void ModelManager::declare(const std::string& module, const std::vector<nn::Para
     const size_t shown = std::min<size_t>(problems.size(), 12);
     for (size_t i = 0; i < shown; ++i) list += (i ? "; " : " ") + problems[i];
     if (problems.size() > shown) list += format("; ... and %zu more", problems.size() - shown);
-    sd::fail(
-        "the %s weights in %s do not fit the detected model (%zu of %zu tensors):%s. The "
-        "file is not a complete model of that type, or a part was not given (e.g. --vae)",
-        module.c_str(), loader_.sources().c_str(), problems.size(), params.size(), list.c_str());
+    const std::string what = part.empty() ? "the " + module + " weights" : part;
+    const std::string hint =
+        fix.empty()
+            ? "the file is not a complete model of that type, or a part was not given (e.g. --vae)"
+            : fix;
+    sd::fail("%s in %s do not fit the detected model (%zu of %zu tensors):%s. %c%s", what.c_str(),
+             loader_.sources().c_str(), problems.size(), params.size(), list.c_str(),
+             std::toupper(static_cast<unsigned char>(hint[0])), hint.c_str() + 1);
   }
   m->params = params;
 }

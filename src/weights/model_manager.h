@@ -86,8 +86,10 @@ class ModelManager final : public nn::Weights {
   void add_module(ModuleSpec spec);
   // The parameters a module's graphs read (from nn::ParamRecorder): checked against the
   // files at once (every missing or mis-shaped tensor in one error) and remembered for
-  // load_module().
-  void declare(const std::string& module, const std::vector<nn::ParamDecl>& params);
+  // load_module(). `part` names the file's role in the error (default: "the <module>
+  // weights") and `fix` says what to do (default: a part missing, e.g. --vae).
+  void declare(const std::string& module, const std::vector<nn::ParamDecl>& params,
+               const std::string& part = "", const std::string& fix = "");
 
   Tensor* get(Context& ctx, const std::string& name, const Shape& ne) override;
   Tensor* get_conv_kernel(Context& ctx, const std::string& name, const Shape& ne,
