@@ -8,7 +8,7 @@
 //   bf16                bf16 GEMM (activations converted to bf16), f32 accumulation and
 //                       output, on CPUs with native bf16; f32 tiles below otherwise.
 //   f16                 widened to f32 in registers by the f16 GEMM (f16_gemm.h) up to
-//                       2048 rows, else rows dequantized tile by tile to f32; both exact:
+//                       512 rows, else rows dequantized tile by tile to f32; both exact:
 //                       an f16 file computes as its f32 original would.
 //   q8_0, q4_0, q4_1,   on AVX-512 VNNI CPUs, the int8 GEMM (int8_gemm.h): activations
 //   q5_0, q5_1, q4_K,   rounded to 8 bits per 32 values, as the reference's dot products
@@ -51,10 +51,11 @@ constexpr int64_t kTileValues = int64_t{1} << 20;
 // linear 15-17% slower unpacked).
 constexpr int64_t kPlainTileMaxRows = 256;
 // GEMM rows up to which f16 weights go to the f16 GEMM (f16_gemm.h), which widens them in
-// registers; past it the f32 tiles, packed once per call for many rows, run faster
-// (sd-bench MatMul: 2048 rows 351 against 341 GFLOP/s, 8192 rows 290-337 against 387-420;
-// 192 rows 319 against 252, 512 rows 367 against 320).
-constexpr int64_t kF16GemmMaxRows = 2048;
+// registers; with more rows the f32 tiles, packed once per call, catch up (sd-bench
+// MatMul, GFLOP/s, the f32 tiles -> the f16 GEMM, two runs: 2 rows 25 -> 178, 77 rows
+// 247-251 -> 302-315, 192 rows 215-224 -> 243-249, 512 rows 260-295 -> 269-306, 720 rows
+// 290-311 -> 305, 2048 rows 311-340 -> 289-307).
+constexpr int64_t kF16GemmMaxRows = 512;
 // Activation values converted per GEMM call when they need converting: 2 MiB of bf16, in
 // cache still when the GEMM reads it, and rows enough that each GEMM call runs at full
 // speed (of 256 Ki, 1 Mi and 4 Mi values, 1 Mi measured fastest on the UNet shapes).
