@@ -128,13 +128,12 @@ StableDiffusion::Impl::Impl(const ModelOptions& requested)
   weights->declare(module_name(Module::Vae), vae->parameters());
   if (image_encoder) weights->declare(module_name(Module::ClipVision), image_encoder->parameters());
   if (taesd_weights)
-    taesd_weights->declare(module_name(Module::Vae), taesd_view->strip(vae->taesd_parameters()),
-                           "the tiny autoencoder's weights (--tae)",
-                           std::string("A tiny autoencoder decodes one latent space; ") +
-                               family->name() + " needs its own (" +
-                               (vae->decodes_video() ? kVideoTinyAutoencoders
-                                                     : kImageTinyAutoencoders) +
-                               ")");
+    taesd_weights->declare(
+        module_name(Module::Vae), taesd_view->strip(vae->taesd_parameters()),
+        "the tiny autoencoder's weights (--tae)",
+        std::string("A tiny autoencoder decodes one latent space; ") + family->name() +
+            " needs its own (" +
+            (vae->decodes_video() ? kVideoTinyAutoencoders : kImageTinyAutoencoders) + ")");
   if (o.eager_load) {
     for (Module m : {Module::TextEncoder, Module::Diffusion, Module::Vae}) load(*weights, m);
     if (image_encoder) load(*weights, Module::ClipVision);
