@@ -7,10 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <vector>
 
 #include "tensor/quant/quant.h"
+#include "test_support.h"
 
 namespace sd {
 namespace {
@@ -20,19 +20,11 @@ struct Problem {
   int64_t row_pad = 0;  // f16 values after each weight row
 };
 
-std::vector<float> uniform(int64_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  std::vector<float> v(static_cast<size_t>(n));
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
 // The largest error of f16_gemm's output against the exact product.
 double max_error(const Problem& p, int threads) {
   const int64_t stride = p.K + p.row_pad;
-  const std::vector<float> wf = uniform(p.M * stride, 1);
-  const std::vector<float> x = uniform(p.N * p.K, 2);
+  const std::vector<float> wf = test::random_values(p.M * stride, 1);
+  const std::vector<float> x = test::random_values(p.N * p.K, 2);
   std::vector<uint16_t> w(wf.size());
   quantize_rows(DType::F16, wf.data(), w.data(), 1, static_cast<int64_t>(wf.size()));
   std::vector<float> wd(wf.size());
