@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cstring>
 #include <mutex>
 #include <thread>
@@ -145,11 +144,10 @@ void ModelManager::declare(const std::string& module, const std::vector<nn::Para
     const std::string what = part.empty() ? "the " + module + " weights" : part;
     const std::string hint =
         fix.empty()
-            ? "the file is not a complete model of that type, or a part was not given (e.g. --vae)"
+            ? "The file is not a complete model of that type, or a part was not given (e.g. --vae)"
             : fix;
-    sd::fail("%s in %s do not fit the detected model (%zu of %zu tensors):%s. %c%s", what.c_str(),
-             loader_.sources().c_str(), problems.size(), params.size(), list.c_str(),
-             std::toupper(static_cast<unsigned char>(hint[0])), hint.c_str() + 1);
+    sd::fail("%s in %s do not fit the detected model (%zu of %zu tensors):%s. %s", what.c_str(),
+             loader_.sources().c_str(), problems.size(), params.size(), list.c_str(), hint.c_str());
   }
   m->params = params;
 }

@@ -87,7 +87,7 @@ class ModelManager final : public nn::Weights {
   // The parameters a module's graphs read (from nn::ParamRecorder): checked against the
   // files at once (every missing or mis-shaped tensor in one error) and remembered for
   // load_module(). `part` names the file's role in the error (default: "the <module>
-  // weights") and `fix` says what to do (default: a part missing, e.g. --vae).
+  // weights") and `fix`, a sentence, says what to do (default: a part missing, e.g. --vae).
   void declare(const std::string& module, const std::vector<nn::ParamDecl>& params,
                const std::string& part = "", const std::string& fix = "");
 

@@ -19,7 +19,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
-#define SD_F16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,f16c")))
+#define SD_F16_TARGET __attribute__((target("avx512f,avx512bw,avx512vl")))
 
 namespace sd {
 
@@ -121,8 +121,9 @@ TileKernel pick_kernel(int rows, int cols) {
 bool f16_gemm_available() {
   static const bool available = [] {
     __builtin_cpu_init();
+    // AVX-512F has the 512-bit f16 widening (vcvtph2ps) itself.
     return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("f16c");
+           __builtin_cpu_supports("avx512vl");
   }();
   return available;
 }

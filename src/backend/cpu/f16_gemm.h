@@ -12,7 +12,7 @@
 
 namespace sd {
 
-// Whether this CPU has the instructions (AVX-512 F/BW/VL and F16C).
+// Whether this CPU has the instructions (AVX-512 F/BW/VL).
 bool f16_gemm_available();
 
 // out[n * M + m] = sum_k x[n * K + k] * w_m[k] for n < N, m < M, where row m of the weight
