@@ -59,11 +59,12 @@ TEST(F16Gemm, MatchesTheExactProductOfItsWeights) {
   }
 }
 
-// More threads than column groups leaves some with none; rows past one row block.
+// More threads than column groups leaves some with none (one group of 6 columns, two
+// threads); rows past one row block.
 TEST(F16Gemm, FewColumnsAndManyRows) {
   if (!f16_gemm_available()) GTEST_SKIP() << "this CPU has no AVX-512";
   const Problem p{3, 2048, 150};
-  EXPECT_LT(max_error(p, 8), 1e-5 * std::sqrt(2048.0));
+  EXPECT_LT(max_error(p, 2), 1e-5 * std::sqrt(2048.0));
 }
 
 }  // namespace
