@@ -7,7 +7,6 @@
 #include <functional>
 
 #include "io/io_test_util.h"
-#include "models/taesd.h"
 #include "nn/random_weights.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/text_conditioner.h"
@@ -165,13 +164,7 @@ TEST_F(TinySdxl, TurboCosxlAndTimestepShiftSettingsRun) {
 TEST_F(TinySdxl, TinyAutoencoderDecodes) {
   static const io::test::TempDir dir;
   const std::string taesd = dir.file("taesdxl.safetensors");
-  {
-    nn::RandomWeights w(DType::F16, 17);
-    Context ctx;
-    models::taesd_decode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {8, 8, 4, 1}));
-    models::taesd_encode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {64, 64, 3, 1}), 4);
-    w.save_safetensors(taesd);
-  }
+  test::write_tiny_taesd(taesd, 4, true, 17);
   const std::vector<uint8_t> vae = StableDiffusion(options_).generate(request_)[0].pixels;
   ModelOptions o = options_;
   o.taesd = taesd;
@@ -185,12 +178,7 @@ TEST_F(TinySdxl, TinyAutoencoderDecodes) {
 TEST_F(TinySdxl, ATinyAutoencoderOfAnotherLatentSpaceNamesTae) {
   static const io::test::TempDir dir;
   const std::string taef1 = dir.file("taef1.safetensors");
-  {
-    nn::RandomWeights w(DType::F16, 18);
-    Context ctx;
-    models::taesd_decode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {8, 8, 16, 1}));
-    w.save_safetensors(taef1);
-  }
+  test::write_tiny_taesd(taef1, 16, false, 18);
   ModelOptions o = options_;
   o.taesd = taef1;
   try {

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "io/io_test_util.h"
-#include "models/taesd.h"
 #include "pipeline/stable_diffusion.h"
 #include "pipeline/tiny_model_test_util.h"
 #include "pipeline/tiny_wan_test_util.h"
@@ -118,12 +117,7 @@ TEST_F(TinyWanTae, EncodesTheFirstFrameWhereTheFileHasAnEncoder) {
 TEST_F(TinyWanTae, TheWrongKindIsRefusedNamingTheOneNeeded) {
   // A TAESD (images) for Wan's latents.
   const std::string taesd = file("taesd.safetensors");
-  {
-    nn::RandomWeights w(DType::F16, 17);
-    Context ctx;
-    models::taesd_decode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {8, 8, 16, 1}));
-    w.save_safetensors(taesd);
-  }
+  test::write_tiny_taesd(taesd, 16, false, 17);
   ModelOptions o = options_;
   o.taesd = taesd;
   std::string e = load_error(o);

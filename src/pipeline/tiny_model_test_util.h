@@ -10,6 +10,7 @@
 #include "models/clip_text.h"
 #include "models/flux.h"
 #include "models/t5.h"
+#include "models/taesd.h"
 #include "nn/random_weights.h"
 #include "pipeline/stable_diffusion.h"
 
@@ -323,6 +324,20 @@ inline TinyFluxFiles write_tiny_chroma(const std::string& dir,
   models::flux_forward(nn::Scope(ctx, w, ""), fc, img, txt, t, g, nullptr, rope, rope);
   w.save_safetensors(f.dit);
   return f;
+}
+
+// A TAESD for a latent space of `latent_channels` (4: taesd's and taesdxl's, 16: taesd3's
+// and taef1's) at its released widths, random f16; with its encoder or decoder-only.
+inline void write_tiny_taesd(const std::string& path, int64_t latent_channels, bool encoder,
+                             uint32_t seed) {
+  nn::RandomWeights w(DType::F16, seed);
+  Context ctx;
+  models::taesd_decode(nn::Scope(ctx, w, ""),
+                       ctx.new_tensor(DType::F32, {8, 8, latent_channels, 1}));
+  if (encoder)
+    models::taesd_encode(nn::Scope(ctx, w, ""), ctx.new_tensor(DType::F32, {64, 64, 3, 1}),
+                         latent_channels);
+  w.save_safetensors(path);
 }
 
 }  // namespace sd::pipeline::test
