@@ -287,14 +287,21 @@ std::vector<std::pair<Tensor*, void*>> WanClipCache::take_met_frames() {
   return outputs;
 }
 
-std::vector<float> WanClipCache::run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out) {
+std::vector<float> WanClipCache::run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
+                                     std::vector<float> into) {
   SD_CHECK(call_ == &call, "[wan vae] a clip's graph runs without its begin()");
   out = nn::GraphRunner::f32_output(call.ctx(), out);
-  std::vector<float> values(static_cast<size_t>(out->nelements()));
+  // `into` when the result fills it at least half (a video frame of 3 channels kept in a
+  // 96-channel frame's memory would hold 30x its size until the clip is written).
+  const auto size = static_cast<size_t>(out->nelements());
+  std::vector<float> values = into.size() >= size && into.capacity() <= 2 * size
+                                  ? std::move(into)
+                                  : std::vector<float>(size);
   std::vector<std::pair<Tensor*, void*>> outputs = take_met_frames();
   outputs.emplace_back(out, values.data());
   call_ = nullptr;
   runner.run_into(call, outputs);
+  values.resize(size);
   return values;
 }
 

@@ -54,8 +54,11 @@ class WanClipCache {
  public:
   void begin(nn::GraphCall& call);
   // Computes `out` (returned as f32) with the frames the layers met, which the cache then
-  // remembers: copied by the graph straight into the cache's buffers, in f16.
-  std::vector<float> run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out);
+  // remembers: copied by the graph straight into the cache's buffers, in f16. The result is
+  // written into `into` when it holds as many values or more, up to twice as many (it may be
+  // the graph's input: inputs are read before the graph computes), else into new memory.
+  std::vector<float> run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
+                         std::vector<float> into = {});
   // Remembers zeros where run() would remember computed frames: for recording which
   // weights a clip's later graphs read, without computing the first.
   void keep_zeros();
