@@ -279,22 +279,26 @@ int64_t frame_side(const VaeConfig& vc, int64_t latent = 2) {
 
 // Decodes latent frames (each [latent, latent, z_channels]) as one clip, frame by frame and
 // stage by stage: the frames, each side x side x 3. `largest`: the largest compute buffer
-// a graph took.
+// a graph took. `into_input`: each stage's result written into its input's memory where it
+// fits (as the pipeline decodes), counted in `reused`.
 std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
                                 const std::vector<Values>& latents, int64_t latent = 2,
-                                size_t* largest = nullptr) {
+                                size_t* largest = nullptr, bool into_input = false,
+                                int* reused = nullptr) {
   nn::GraphRunner runner(cpu_backend());
   WanClipCache clip;
   struct Frame {
     Values values;
     int64_t w, h, c;
   };
-  auto run = [&](int stage, const Frame& in) {
+  auto run = [&](int stage, Frame in) {
     nn::GraphCall call;
     clip.begin(call);
-    Tensor* x = call.input_f32("x", make_shape({in.w, in.h, in.c, 1}), in.values.data());
+    const float* input = in.values.data();
+    Tensor* x = call.input_f32("x", make_shape({in.w, in.h, in.c, 1}), input);
     Tensor* out = wan_vae_decode_stage(nn::Scope(call.ctx(), w, ""), vc, stage, x, clip);
-    const Values result = clip.run(runner, call, out);
+    const Values result = clip.run(runner, call, out, into_input ? std::move(in.values) : Values{});
+    if (reused && result.data() == input) ++*reused;
     if (largest) *largest = std::max(*largest, runner.compute_buffer_size());
     std::vector<Frame> frames;
     const size_t size = static_cast<size_t>(out->ne[0] * out->ne[1] * out->ne[2]);
@@ -354,6 +358,18 @@ void expect_clips_decode_causally(const VaeConfig& vc, uint32_t seed) {
 
 TEST(WanVae, ClipsDecodeCausallyFourFramesPerLatentFrame) {
   expect_clips_decode_causally(tiny_vae(), 5);
+}
+
+// A stage's result written over its input (the graph reads its inputs before it computes)
+// is the result written into new memory.
+TEST(WanVae, AStagesResultWrittenOverItsInputIsTheSame) {
+  const VaeConfig vc = tiny_vae();
+  nn::RandomWeights w(DType::F16, 5);
+  const std::vector<Values> latents = {latent_frame(vc, 0.0f), latent_frame(vc, 1.0f)};
+  int reused = 0;
+  const std::vector<Values> fresh = decode_clip(vc, w, latents);
+  EXPECT_EQ(decode_clip(vc, w, latents, 2, nullptr, true, &reused), fresh);
+  EXPECT_GT(reused, 10);  // the residual blocks' stages, whose frames keep their size
 }
 
 // A clip's graphs each hold one layer's work on one frame: at full resolution, where the

@@ -137,7 +137,7 @@ struct StagedClipDecoder {
     const int64_t count = out->ne[3];
     // The result goes into the input's memory where it fits: a frame's buffer then passes
     // from stage to stage, where new memory (at 832x480 up to 300 MB a stage) would cost a
-    // page fault per page and a zero fill, a quarter of the decoding's time.
+    // page fault per page and a zero fill, a fifth of the decoding's time.
     std::vector<float> result = clip.run(runner, call, out, std::move(in));
     weights.after_compute();
     const auto size = static_cast<size_t>(frame_ne[0] * frame_ne[1] * frame_ne[2]);
