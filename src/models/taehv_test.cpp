@@ -84,7 +84,7 @@ std::vector<Values> decode_frame_by_frame(const TaehvConfig& c, nn::Weights& w,
         clip.begin(call);
         Tensor* x = call.input_f32("x", make_shape({ne[0], ne[1], ne[2], 1}), in.data());
         Tensor* out = taehv_decode_stage(nn::Scope(call.ctx(), w, ""), c, stage, x, clip);
-        const Values result = clip.run(runner, call, out);
+        const HostVector<float> result = clip.run(runner, call, out);
         const auto size = static_cast<size_t>(out->ne[0] * out->ne[1] * out->ne[2]);
         for (int64_t i = 0; i < out->ne[3]; ++i) {
           Values frame(result.begin() + static_cast<std::ptrdiff_t>(i * size),
@@ -113,7 +113,8 @@ std::vector<Values> decode_whole_clip(const TaehvConfig& c, nn::Weights& w,
     clip.begin(call);
     Tensor* in = call.input_f32("x", make_shape({ne[0], ne[1], ne[2], ne[3]}), x.data());
     Tensor* out = taehv_decode_stage(nn::Scope(call.ctx(), w, ""), c, stage, in, clip);
-    x = clip.run(runner, call, out);
+    const HostVector<float> y = clip.run(runner, call, out);
+    x.assign(y.begin(), y.end());
     ne = {out->ne[0], out->ne[1], out->ne[2], out->ne[3]};
   }
   std::vector<Values> video;
@@ -185,7 +186,7 @@ TEST(Taehv, EncodesChunkByChunkAsTheWholeClip) {
       clip.begin(call);
       Tensor* x = call.input_f32("frames", make_shape({side, side, 3, frames_per_graph}),
                                  clip_frames.data() + static_cast<size_t>(start) * frame);
-      const Values z =
+      const HostVector<float> z =
           clip.run(runner, call, taehv_encode_chunk(nn::Scope(call.ctx(), w, ""), c, x, clip));
       EXPECT_EQ(z.size(), static_cast<size_t>(2 * 2 * c.latent_channels * frames_per_graph / 4));
       latent.insert(latent.end(), z.begin(), z.end());

@@ -288,7 +288,7 @@ std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
   nn::GraphRunner runner(cpu_backend());
   WanClipCache clip;
   struct Frame {
-    Values values;
+    HostVector<float> values;
     int64_t w, h, c;
   };
   auto run = [&](int stage, Frame in) {
@@ -297,21 +297,24 @@ std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
     const float* input = in.values.data();
     Tensor* x = call.input_f32("x", make_shape({in.w, in.h, in.c, 1}), input);
     Tensor* out = wan_vae_decode_stage(nn::Scope(call.ctx(), w, ""), vc, stage, x, clip);
-    const Values result = clip.run(runner, call, out, into_input ? std::move(in.values) : Values{});
+    const HostVector<float> result =
+        clip.run(runner, call, out, into_input ? std::move(in.values) : HostVector<float>{});
     if (reused && result.data() == input) ++*reused;
     if (largest) *largest = std::max(*largest, runner.compute_buffer_size());
     std::vector<Frame> frames;
     const size_t size = static_cast<size_t>(out->ne[0] * out->ne[1] * out->ne[2]);
     for (int64_t i = 0; i < out->ne[3]; ++i)
-      frames.push_back({Values(result.begin() + static_cast<std::ptrdiff_t>(i * size),
-                               result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size)),
-                        out->ne[0], out->ne[1], out->ne[2]});
+      frames.push_back(
+          {HostVector<float>(result.begin() + static_cast<std::ptrdiff_t>(i * size),
+                             result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size)),
+           out->ne[0], out->ne[1], out->ne[2]});
     return frames;
   };
   const auto side = static_cast<size_t>(frame_side(vc, latent));
   std::vector<Values> video;
   for (size_t t = 0; t < latents.size(); ++t) {
-    std::vector<Frame> pending = run(0, {latents[t], latent, latent, vc.z_channels});
+    std::vector<Frame> pending = run(0, {HostVector<float>(latents[t].begin(), latents[t].end()),
+                                         latent, latent, vc.z_channels});
     for (int stage = 1; stage < wan_vae_decode_stages(vc); ++stage) {
       std::vector<Frame> next;
       for (const Frame& f : pending)
@@ -321,7 +324,7 @@ std::vector<Values> decode_clip(const VaeConfig& vc, nn::RandomWeights& w,
     EXPECT_EQ(pending.size(), t == 0 ? 1u : 4u);
     for (Frame& f : pending) {
       EXPECT_EQ(f.values.size(), side * side * 3u);
-      video.push_back(std::move(f.values));
+      video.emplace_back(f.values.begin(), f.values.end());
     }
   }
   return video;
@@ -415,15 +418,16 @@ std::vector<Values> encode_clip(const VaeConfig& vc, nn::RandomWeights& w,
         Tensor* x = call.input_f32("x", make_shape({side, side, 3, 1}), frames[next].data());
         Tensor* out = wan_vae_encode_first_level(nn::Scope(call.ctx(), w, ""), vc, x, clip);
         ne = {out->ne[0], out->ne[1], out->ne[2]};
-        const Values f = clip.run(runner, call, out);
+        const HostVector<float> f = clip.run(runner, call, out);
         features.insert(features.end(), f.begin(), f.end());
       }
       nn::GraphCall call;
       clip.begin(call);
       Tensor* x = call.input_f32(
           "x", make_shape({ne[0], ne[1], ne[2], static_cast<int64_t>(count)}), features.data());
-      latents.push_back(
-          clip.run(runner, call, wan_vae_encode_rest(nn::Scope(call.ctx(), w, ""), vc, x, clip)));
+      const HostVector<float> z =
+          clip.run(runner, call, wan_vae_encode_rest(nn::Scope(call.ctx(), w, ""), vc, x, clip));
+      latents.emplace_back(z.begin(), z.end());
       continue;
     }
     Values chunk;
@@ -434,7 +438,8 @@ std::vector<Values> encode_clip(const VaeConfig& vc, nn::RandomWeights& w,
     Tensor* x =
         call.input_f32("x", make_shape({side, side, 3, static_cast<int64_t>(count)}), chunk.data());
     Tensor* out = wan_vae_encode_chunk(nn::Scope(call.ctx(), w, ""), vc, x, clip);
-    latents.push_back(clip.run(runner, call, out));
+    const HostVector<float> z = clip.run(runner, call, out);
+    latents.emplace_back(z.begin(), z.end());
     EXPECT_EQ(latents.back().size(), static_cast<size_t>(2 * 2 * vc.z_channels));
   }
   return latents;

@@ -170,9 +170,12 @@ Tensor* rms_tokens(const nn::Scope& s, Tensor* tokens, int64_t c, bool attention
   if (gamma->type != DType::F32) gamma = cast(ctx, gamma, DType::F32);
   return rms_norm(ctx, tokens, 1e-12f, reshape(ctx, gamma, {c}));
 }
+// The same on a feature map [W, H, C, N], then SiLU, in one pass.
 Tensor* rms_silu(const nn::Scope& s, Tensor* x, int64_t c) {
   Context& ctx = s.ctx();
-  return silu(ctx, from_tokens(ctx, rms_tokens(s, to_tokens(ctx, x), c), x->ne[0], x->ne[1]));
+  Tensor* gamma = s.param("gamma", {1, 1, 1, c});
+  if (gamma->type != DType::F32) gamma = cast(ctx, gamma, DType::F32);
+  return rms_norm_channels(ctx, x, 1e-12f, reshape(ctx, gamma, {c}), NormActivation::Silu);
 }
 
 // x + residual: two (norm, SiLU, 3x3x3 conv) steps; a 1x1x1 shortcut when widths differ.
@@ -266,12 +269,12 @@ std::vector<std::pair<Tensor*, void*>> WanClipCache::take_met_frames() {
     // inputs, uploaded before it computes, and writes its outputs after.
     const size_t total = s.frames.size() + m.frames.size();
     const size_t dropped = total > 2 ? std::min(total - 2, s.frames.size()) : 0;
-    std::vector<std::vector<uint16_t>> spare, kept;
+    std::vector<HostVector<uint16_t>> spare, kept;
     for (size_t i = 0; i < s.frames.size(); ++i)
       (i < dropped ? spare : kept).push_back(std::move(s.frames[i]));
     const size_t frame = static_cast<size_t>(ne[0] * ne[1] * ne[2]);
     for (Tensor* f : m.frames) {
-      std::vector<uint16_t> buffer;
+      HostVector<uint16_t> buffer;
       if (!spare.empty()) {
         buffer = std::move(spare.back());
         spare.pop_back();
@@ -287,16 +290,16 @@ std::vector<std::pair<Tensor*, void*>> WanClipCache::take_met_frames() {
   return outputs;
 }
 
-std::vector<float> WanClipCache::run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
-                                     std::vector<float> into) {
+HostVector<float> WanClipCache::run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
+                                    HostVector<float> into) {
   SD_CHECK(call_ == &call, "[wan vae] a clip's graph runs without its begin()");
   out = nn::GraphRunner::f32_output(call.ctx(), out);
   // `into` when the result fills it at least half (a video frame of 3 channels kept in a
   // 96-channel frame's memory would hold 30x its size until the clip is written).
   const auto size = static_cast<size_t>(out->nelements());
-  std::vector<float> values = into.size() >= size && into.capacity() <= 2 * size
-                                  ? std::move(into)
-                                  : std::vector<float>(size);
+  HostVector<float> values = into.size() >= size && into.capacity() <= 2 * size
+                                 ? std::move(into)
+                                 : HostVector<float>(size);
   std::vector<std::pair<Tensor*, void*>> outputs = take_met_frames();
   outputs.emplace_back(out, values.data());
   call_ = nullptr;

@@ -42,6 +42,7 @@
 #include "models/vae.h"
 #include "nn/graph_runner.h"
 #include "nn/weights.h"
+#include "tensor/host_memory.h"
 
 namespace sd::models {
 
@@ -56,9 +57,10 @@ class WanClipCache {
   // Computes `out` (returned as f32) with the frames the layers met, which the cache then
   // remembers: copied by the graph straight into the cache's buffers, in f16. The result is
   // written into `into` when it holds as many values or more, up to twice as many (it may be
-  // the graph's input: inputs are read before the graph computes), else into new memory.
-  std::vector<float> run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
-                         std::vector<float> into = {});
+  // the graph's input: inputs are read before the graph computes), else into new memory
+  // (huge-page advised: a frame at full resolution is hundreds of MB written once).
+  HostVector<float> run(nn::GraphRunner& runner, nn::GraphCall& call, Tensor* out,
+                        HostVector<float> into = {});
   // Remembers zeros where run() would remember computed frames: for recording which
   // weights a clip's later graphs read, without computing the first.
   void keep_zeros();
@@ -73,8 +75,8 @@ class WanClipCache {
 
  private:
   struct Slot {
-    std::vector<std::vector<uint16_t>> frames;  // f16 bits, oldest first, at most two
-    std::array<int64_t, 3> ne{};                // one frame's [W, H, C]
+    std::vector<HostVector<uint16_t>> frames;  // f16 bits, oldest first, at most two
+    std::array<int64_t, 3> ne{};               // one frame's [W, H, C]
   };
   struct Met {
     std::string key;

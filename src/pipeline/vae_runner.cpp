@@ -105,9 +105,9 @@ std::vector<std::vector<float>> VaeRunner::decode_video(const std::vector<float>
   return video;
 }
 
-std::vector<float> VaeRunner::run_clip_graph(nn::GraphCall& call, Tensor* out,
-                                             models::WanClipCache& clip) {
-  std::vector<float> result = clip.run(runner_, call, out);
+HostVector<float> VaeRunner::run_clip_graph(nn::GraphCall& call, Tensor* out,
+                                            models::WanClipCache& clip) {
+  HostVector<float> result = clip.run(runner_, call, out);
   weights_.after_compute();
   return result;
 }
@@ -126,9 +126,9 @@ struct StagedClipDecoder {
   // Builds stage `stage` on the frame x [W, H, C, 1].
   std::function<Tensor*(nn::GraphCall& call, int stage, Tensor* x)> build;
   // Takes each video frame the last stage gives, in order.
-  std::function<void(std::vector<float> frame)> emit;
+  std::function<void(HostVector<float> frame)> emit;
 
-  void feed(int stage, std::vector<float> in, const std::array<int64_t, 3>& ne) {
+  void feed(int stage, HostVector<float> in, const std::array<int64_t, 3>& ne) {
     nn::GraphCall call;
     clip.begin(call);
     Tensor* x = call.input_f32("x", make_shape({ne[0], ne[1], ne[2], 1}), in.data());
@@ -138,11 +138,11 @@ struct StagedClipDecoder {
     // The result goes into the input's memory where it fits: a frame's buffer then passes
     // from stage to stage, where new memory (at 832x480 up to 300 MB a stage) would cost a
     // page fault per page and a zero fill, a fifth of the decoding's time.
-    std::vector<float> result = clip.run(runner, call, out, std::move(in));
+    HostVector<float> result = clip.run(runner, call, out, std::move(in));
     weights.after_compute();
     const auto size = static_cast<size_t>(frame_ne[0] * frame_ne[1] * frame_ne[2]);
     for (int64_t i = 0; i < count; ++i) {
-      std::vector<float> frame;
+      HostVector<float> frame;
       if (i + 1 < count) {
         frame.assign(result.begin() + static_cast<std::ptrdiff_t>(i * size),
                      result.begin() + static_cast<std::ptrdiff_t>((i + 1) * size));
@@ -188,18 +188,19 @@ std::vector<std::vector<float>> VaeRunner::decode_video_whole(
         return models::wan_vae_decode_stage(nn::Scope(call.ctx(), weights_, kScope), config_, stage,
                                             x, clip);
       },
-      [&](std::vector<float> frame) {
+      [&](HostVector<float> frame) {
         SD_CHECK(frame.size() == static_cast<size_t>(3 * pixels),
                  "[vae] a decoded frame of %zu values, expected %lldx%lld RGB", frame.size(),
                  static_cast<long long>(w * f), static_cast<long long>(h * f));
-        for (float& v : frame) v = (v + 1.0f) * 0.5f;
-        video.push_back(std::move(frame));
+        std::vector<float>& rgb = video.emplace_back(frame.size());
+        std::transform(frame.begin(), frame.end(), rgb.begin(),
+                       [](float v) { return (v + 1.0f) * 0.5f; });
       }};
   for (int64_t t = 0; t < frames; ++t) {
     // Latent frame t with the VAE's statistics undone.
     std::vector<float> z = latent_frame(sampler_latent, plane, frames, t);
     normalize_latent(z, config_, true);
-    decoder.feed(0, std::move(z), {w, h, c});
+    decoder.feed(0, HostVector<float>(z.begin(), z.end()), {w, h, c});
   }
   return video;
 }
@@ -241,7 +242,7 @@ std::vector<std::vector<float>> VaeRunner::decode_video_tae(const std::vector<fl
                               return models::taehv_decode_stage(
                                   nn::Scope(call.ctx(), *taesd_, kTaesdScope), tae, stage, x, clip);
                             },
-                            [&](std::vector<float> frame) {
+                            [&](HostVector<float> frame) {
                               SD_CHECK(
                                   frame.size() == static_cast<size_t>(3 * pixels),
                                   "[taehv] a decoded frame of %zu values, expected %lld pixels RGB",
@@ -250,10 +251,12 @@ std::vector<std::vector<float>> VaeRunner::decode_video_tae(const std::vector<fl
                                 --skip;
                                 return;
                               }
-                              video.push_back(std::move(frame));
+                              video.emplace_back(frame.begin(), frame.end());
                             }};
-  for (int64_t t = 0; t < frames; ++t)
-    decoder.feed(0, latent_frame(latent, plane, frames, t), {w, h, tae.latent_channels});
+  for (int64_t t = 0; t < frames; ++t) {
+    const std::vector<float> z = latent_frame(latent, plane, frames, t);
+    decoder.feed(0, HostVector<float>(z.begin(), z.end()), {w, h, tae.latent_channels});
+  }
   return video;
 }
 
@@ -292,7 +295,7 @@ std::vector<float> VaeRunner::encode_video_tae(const std::vector<std::vector<flo
     Tensor* x = call.input_f32("frames", make_shape({width, height, 3, chunk}), pixels.data());
     Tensor* out =
         models::taehv_encode_chunk(nn::Scope(call.ctx(), *taesd_, kTaesdScope), tae, x, clip);
-    const std::vector<float> z = clip.run(runner_, call, out);
+    const HostVector<float> z = clip.run(runner_, call, out);
     taesd_->after_compute();
     for (int64_t ch = 0; ch < c; ++ch)
       std::copy_n(z.begin() + ch * plane, plane, latent.begin() + (ch * latent_frames + t) * plane);
@@ -365,7 +368,7 @@ std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>
       Tensor* out = models::wan_vae_encode_first_level(nn::Scope(call.ctx(), weights_, kScope),
                                                        config_, x, clip);
       ne = {out->ne[0], out->ne[1], out->ne[2]};
-      const std::vector<float> first_level = run_clip_graph(call, out, clip);
+      const HostVector<float> first_level = run_clip_graph(call, out, clip);
       features.insert(features.end(), first_level.begin(), first_level.end());
     }
     nn::GraphCall call;
@@ -375,7 +378,7 @@ std::vector<float> VaeRunner::encode_video(const std::vector<std::vector<float>>
                        features.data());
     Tensor* out =
         models::wan_vae_encode_rest(nn::Scope(call.ctx(), weights_, kScope), config_, x, clip);
-    const std::vector<float> mean = run_clip_graph(call, out, clip);
+    const HostVector<float> mean = run_clip_graph(call, out, clip);
     // Latent frame t of every channel plane.
     for (int64_t ch = 0; ch < c; ++ch)
       std::copy_n(mean.begin() + ch * plane, plane,

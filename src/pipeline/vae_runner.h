@@ -88,7 +88,7 @@ class VaeRunner {
   std::vector<float> encode_whole(const std::vector<float>& image, int64_t width, int64_t height);
   // Runs a clip's graph (out and what the clip cache saves), the cache then keeping its
   // frames; returns out's values.
-  std::vector<float> run_clip_graph(nn::GraphCall& call, Tensor* out, models::WanClipCache& clip);
+  HostVector<float> run_clip_graph(nn::GraphCall& call, Tensor* out, models::WanClipCache& clip);
   std::vector<std::vector<float>> decode_video_whole(const std::vector<float>& latent, int64_t w,
                                                      int64_t h, int64_t frames);
   // Through the TAEHV: a clip of `frames` latent frames -> its video frames in [0, 1]; and

@@ -86,6 +86,40 @@ void normalize_affine(const float* x, float mean, float inv, const float* w, con
   }
 }
 
+// y = silu(y), in place: RmsNorm's fused activation.
+void silu_in_place(float* y, int64_t n) {
+  map_unary(y, y, n, [](DF d, VF v) { return hn::Mul(v, sigmoid_f32(d, v)); });
+}
+
+// acc[p] += x[p]^2: one channel's share of each pixel's sum of squares.
+void add_squares(const float* x, float* acc, int64_t n) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    const VF v = hn::LoadU(d, x + i);
+    hn::StoreU(hn::MulAdd(v, v, hn::LoadU(d, acc + i)), d, acc + i);
+  }
+  for (; i < n; ++i) acc[i] += x[i] * x[i];
+}
+
+// y[p] = x[p] * inv[p] * s, then SiLU when asked: one channel of each pixel's norm.
+void scale_by_pixel(const float* x, const float* inv, float s, bool silu, float* y, int64_t n) {
+  const DF d;
+  const int64_t N = static_cast<int64_t>(hn::Lanes(d));
+  const VF vs = hn::Set(d, s);
+  int64_t i = 0;
+  for (; i + N <= n; i += N) {
+    VF t = hn::Mul(hn::Mul(hn::LoadU(d, x + i), hn::LoadU(d, inv + i)), vs);
+    if (silu) t = hn::Mul(t, sigmoid_f32(d, t));
+    hn::StoreU(t, d, y + i);
+  }
+  for (; i < n; ++i) {
+    const float t = x[i] * inv[i] * s;
+    y[i] = silu ? t / (1.0f + std::exp(-t)) : t;
+  }
+}
+
 }  // namespace
 }  // namespace HWY_NAMESPACE
 }  // namespace sd
@@ -99,6 +133,9 @@ HWY_EXPORT(sum_values);
 HWY_EXPORT(normalize_scalar);
 HWY_EXPORT(normalize_scalar_silu);
 HWY_EXPORT(normalize_affine);
+HWY_EXPORT(silu_in_place);
+HWY_EXPORT(add_squares);
+HWY_EXPORT(scale_by_pixel);
 
 namespace {
 
@@ -142,8 +179,9 @@ struct ChannelReader {
   }
 };
 
-// Rows of x normalized over ne[0] (LayerNorm when centered, else RmsNorm).
-bool normalize_rows(CpuContext& ctx, Tensor* dst, bool centered) {
+// Rows of x normalized over ne[0] (LayerNorm when centered, else RmsNorm), then SiLU when
+// asked.
+bool normalize_rows(CpuContext& ctx, Tensor* dst, bool centered, bool silu = false) {
   const Tensor* x = dst->src[0];
   const Tensor* weight = dst->src[1];
   const Tensor* bias = centered ? dst->src[2] : nullptr;
@@ -171,6 +209,69 @@ bool normalize_rows(CpuContext& ctx, Tensor* dst, bool centered) {
       HWY_DYNAMIC_DISPATCH(normalize_affine)
       (xr, mean, inv, w.empty() ? nullptr : w.data(), b.empty() ? nullptr : b.data(),
        reinterpret_cast<float*>(tensor_row(dst, r)), n);
+      if (silu)
+        HWY_DYNAMIC_DISPATCH(silu_in_place)(reinterpret_cast<float*>(tensor_row(dst, r)), n);
+    }
+  }
+  return true;
+}
+
+// Whether each channel's W x H plane is one dense run.
+bool planes_dense(const Tensor* t) {
+  return t->rows_contiguous() &&
+         (t->ne[1] == 1 || t->nb[1] == type_size(t->type) * static_cast<size_t>(t->ne[0]));
+}
+
+// RmsNorm over each pixel's channels of x [W, H, C, N] (dim 2). The pixels go in chunks:
+// the sums of squares of a chunk's pixels accumulate channel by channel, vectors along the
+// pixels, and the chunk's values (kPixels x C, converted to f32 when stored narrower) are
+// still in L2 when the second pass scales them.
+bool normalize_channels(CpuContext& ctx, Tensor* dst, bool silu) {
+  constexpr int64_t kPixels = 256;
+  const Tensor* x = dst->src[0];
+  const Tensor* weight = dst->src[1];
+  if (dst->type != DType::F32 || !is_float(x->type) || !planes_dense(x) || !planes_dense(dst) ||
+      !affine_ok(weight)) {
+    return false;
+  }
+  const double eps = dst->param_f32(0);
+  const int64_t plane = x->ne[0] * x->ne[1], channels = x->ne[2], batch = x->ne[3];
+  const std::vector<float> w = affine_f32(weight, channels);
+  const int64_t chunks = (plane + kPixels - 1) / kPixels, tasks = chunks * batch;
+  const size_t es = type_size(x->type);
+#pragma omp parallel num_threads(ctx.threads) if (tasks > 1 && \
+                                                  plane * channels * batch >= kMinParallelValues)
+  {
+    std::vector<float> converted(x->type == DType::F32 ? 0
+                                                       : static_cast<size_t>(kPixels * channels));
+    std::vector<float> inv(kPixels);
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t n = t / chunks, p0 = (t % chunks) * kPixels;
+      const int64_t m = std::min(kPixels, plane - p0);
+      auto values = [&](int64_t c) {  // channel c of the chunk, f32
+        const char* p = static_cast<const char*>(x->data) + c * x->nb[2] + n * x->nb[3] + p0 * es;
+        if (x->type == DType::F32) return reinterpret_cast<const float*>(p);
+        return static_cast<const float*>(converted.data() + c * kPixels);
+      };
+      if (x->type != DType::F32) {
+        for (int64_t c = 0; c < channels; ++c) {
+          const char* p = static_cast<const char*>(x->data) + c * x->nb[2] + n * x->nb[3] + p0 * es;
+          dequantize_row(x->type, p, converted.data() + c * kPixels, m);
+        }
+      }
+      std::fill_n(inv.begin(), m, 0.0f);
+      for (int64_t c = 0; c < channels; ++c)
+        HWY_DYNAMIC_DISPATCH(add_squares)(values(c), inv.data(), m);
+      for (int64_t i = 0; i < m; ++i)
+        inv[i] = static_cast<float>(1.0 / std::sqrt(inv[i] / channels + eps));
+      for (int64_t c = 0; c < channels; ++c) {
+        float* y = reinterpret_cast<float*>(static_cast<char*>(dst->data) + c * dst->nb[2] +
+                                            n * dst->nb[3]) +
+                   p0;
+        HWY_DYNAMIC_DISPATCH(scale_by_pixel)
+        (values(c), inv.data(), w.empty() ? 1.0f : w[c], silu, y, m);
+      }
     }
   }
   return true;
@@ -183,10 +284,6 @@ bool cpu_group_norm(CpuContext& ctx, Tensor* dst) {
   const Tensor* weight = dst->src[1];
   const Tensor* bias = dst->src[2];
   // Each channel's W x H plane must be one dense run, in x and in dst.
-  auto planes_dense = [](const Tensor* t) {
-    return t->rows_contiguous() &&
-           (t->ne[1] == 1 || t->nb[1] == type_size(t->type) * static_cast<size_t>(t->ne[0]));
-  };
   if (dst->type != DType::F32 || !is_float(x->type) || !planes_dense(x) || !planes_dense(dst) ||
       !affine_ok(weight) || !affine_ok(bias)) {
     return false;
@@ -243,7 +340,9 @@ bool cpu_layer_norm(CpuContext& ctx, Tensor* dst) {
   return normalize_rows(ctx, dst, true);
 }
 bool cpu_rms_norm(CpuContext& ctx, Tensor* dst) {
-  return normalize_rows(ctx, dst, false);
+  const bool silu = static_cast<NormActivation>(dst->params[2]) == NormActivation::Silu;
+  if (dst->params[1] == 2) return normalize_channels(ctx, dst, silu);
+  return normalize_rows(ctx, dst, false, silu);
 }
 
 }  // namespace sd

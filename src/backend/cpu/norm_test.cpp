@@ -102,6 +102,34 @@ TEST(CpuLayerNorm, ShapesTypesAndAffine) {
                          kRtol);
 }
 
+// RmsNorm over each pixel's channels: pixel counts around the kernel's 256-pixel chunks,
+// narrow inputs, the weight, SiLU, a batch, and a channel slice (dense planes).
+TEST(CpuRmsNorm, OverChannels) {
+  for (int64_t pixels : {1, 255, 256, 257, 700}) {
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      SCOPED_TRACE(::testing::Message() << pixels << " pixels " << dtype_name(t));
+      test::GraphCase c;
+      c.build = [=](Context& ctx) {
+        Tensor* x = ctx.new_tensor(t, {pixels, 1, 6, 2}, "x");
+        Tensor* w = ctx.new_tensor(DType::BF16, {1, 1, 6}, "w");
+        return std::vector<Tensor*>{
+            rms_norm_channels(ctx, x, 1e-6f, w),
+            rms_norm_channels(ctx, x, 1e-12f, nullptr, NormActivation::Silu)};
+      };
+      c.fill = offset_fill;
+      test::expect_fast_path(c, kAtol, kRtol);
+    }
+  }
+  test::GraphCase c;
+  c.build = [](Context& ctx) {
+    Tensor* x = ctx.new_tensor(DType::F32, {9, 8, 10, 2}, "x");
+    return std::vector<Tensor*>{rms_norm_channels(ctx, slice(ctx, x, 2, 2, 8), 1e-6f),
+                                rms_norm(ctx, x, 1e-6f, nullptr, NormActivation::Silu)};
+  };
+  c.fill = offset_fill;
+  test::expect_fast_path(c, kAtol, kRtol);
+}
+
 TEST(CpuLayerNorm, StridedRows) {
   test::GraphCase c;
   c.build = [](Context& ctx) {

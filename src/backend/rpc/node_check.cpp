@@ -230,7 +230,9 @@ Tensor* build_expected(Context& ctx, const Tensor& node) {
     case Op::LayerNorm:
       return layer_norm(ctx, s[0], f(0), s[1], s[2]);
     case Op::RmsNorm:
-      return rms_norm(ctx, s[0], f(0), s[1]);
+      if (p[1] == 2)
+        return rms_norm_channels(ctx, s[0], f(0), s[1], static_cast<NormActivation>(p[2]));
+      return rms_norm(ctx, s[0], f(0), s[1], static_cast<NormActivation>(p[2]));
     case Op::MatMul:
       return matmul(ctx, s[0], s[1]);
     case Op::Conv2d:

@@ -157,12 +157,14 @@ SampleGraph views_and_casts() {
     Tensor* m = set_name(mul(ctx, d, row), "mul");
     Tensor* dv = set_name(div(ctx, m, row), "div");
     Tensor* ln = set_name(layer_norm(ctx, dv, 1e-5f, row, row), "layer_norm");
-    Tensor* rn = set_name(rms_norm(ctx, ln, 1e-6f, row), "rms_norm");
+    Tensor* rn = set_name(rms_norm(ctx, ln, 1e-6f, row, NormActivation::Silu), "rms_norm");
+    Tensor* rc = set_name(rms_norm_channels(ctx, t, 1e-6f, nullptr, NormActivation::Silu),
+                          "rms_norm_channels");
     Tensor* sl_c = set_name(cont(ctx, sl), "slice_cont");
     Tensor* tr_c = set_name(cont(ctx, tr), "transpose_cont");
     Tensor* v_c = set_name(cont(ctx, v), "view_cont");
     Tensor* qrow_c = set_name(cont(ctx, qrow), "q_row_cont");
-    return {half, deq, quant, rn, sl_c, tr_c, v_c, qrow_c};
+    return {half, deq, quant, rn, rc, sl_c, tr_c, v_c, qrow_c};
   });
 }
 

@@ -140,6 +140,25 @@ TEST(VulkanNorm, RowNormLengthsAroundTheWorkgroupSize) {
   }
 }
 
+// RmsNorm over each pixel's channels (the Wan autoencoder's), with SiLU, and over rows with
+// SiLU.
+TEST(VulkanNorm, RmsNormOverChannelsAndWithSilu) {
+  SD_REQUIRE_VULKAN(device);
+  for (DType t : {DType::F32, DType::F16}) {
+    SCOPED_TRACE(dtype_name(t));
+    GraphCase c;
+    c.build = [=](Context& ctx) {
+      Tensor* x = ctx.new_tensor(t, {13, 7, 300, 2}, "x");
+      Tensor* w = ctx.new_tensor(DType::F32, {300}, "w");
+      return std::vector<Tensor*>{rms_norm_channels(ctx, x, 1e-6f, w, NormActivation::Silu),
+                                  rms_norm_channels(ctx, x, 1e-12f),
+                                  rms_norm(ctx, x, 1e-6f, nullptr, NormActivation::Silu)};
+    };
+    c.fill = offset_fill;
+    test::expect_matches_reference(*device, c, kNormAtol, kNormRtol);
+  }
+}
+
 TEST(VulkanNorm, RowNormStridedRows) {
   SD_REQUIRE_VULKAN(device);
   GraphCase c;

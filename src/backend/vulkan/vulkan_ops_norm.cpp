@@ -64,17 +64,28 @@ Dispatch plan_group_norm(const Tensor& node) {
   return plan_rows("group_norm", node.params[0] * node.src[0]->ne[3], affine_bits(node));
 }
 
+// The dim a row norm normalizes over: LayerNorm's rows, RmsNorm's rows or channels.
+int32_t norm_dim(const Tensor& node) {
+  return node.op == Op::RmsNorm ? node.params[1] : 0;
+}
+
 bool supports_row_norm(const Tensor& node) {
-  const int64_t n = node.src[0]->ne[0];
-  // RmsNorm has no bias; the shader would apply one if bound.
-  const bool bias_ok = node.op == Op::LayerNorm ? affine_ok(node.src[2], n) : !node.src[2];
+  const int32_t dim = norm_dim(node);
+  if (dim != 0 && dim != 2) return false;
+  const int64_t n = node.src[0]->ne[dim];
+  // RmsNorm has no bias; the shader would apply one if bound. LayerNorm has no activation.
+  const bool layer = node.op == Op::LayerNorm;
+  const bool bias_ok = layer ? affine_ok(node.src[2], n) : !node.src[2];
+  const int32_t activation = layer ? 0 : node.params[2];
   return float_in_f32_out(node) && same_shape_as_input(node) && affine_ok(node.src[1], n) &&
-         bias_ok;
+         bias_ok && (activation == 0 || activation == 1);
 }
 
 Dispatch plan_row_norm(const Tensor& node) {
   const uint32_t centered = node.op == Op::LayerNorm ? kCentered : 0;
-  return plan_rows("row_norm", node.src[0]->nrows(), affine_bits(node) | centered);
+  const Tensor& x = *node.src[0];
+  const int64_t lines = x.nelements() / x.ne[norm_dim(node)];
+  return plan_rows("row_norm", lines, affine_bits(node) | centered);
 }
 
 bool supports_softmax(const Tensor& node) {

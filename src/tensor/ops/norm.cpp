@@ -1,5 +1,6 @@
 #include "tensor/ops/norm.h"
 
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -42,30 +43,42 @@ float load_vector(const Tensor* p, int64_t i) {
   return load_f32(p, 0);
 }
 
-// Normalizes each row of x over ne[0] with mean (when centered) and variance in double.
-void normalize_rows(Tensor* dst, bool centered) {
+// Normalizes x over dim `dim` (each line of values along it) with mean (when centered) and
+// variance in double, then the affine parameters and `silu`.
+void normalize_lines(Tensor* dst, int dim, bool centered, bool silu) {
   const Tensor* x = dst->src[0];
   const Tensor* weight = dst->src[1];
   const Tensor* bias = centered ? dst->src[2] : nullptr;
   const double eps = dst->param_f32(0);
-  const int64_t n = x->ne[0];
-  std::vector<double> row(static_cast<size_t>(n));
-  for (int64_t i3 = 0; i3 < x->ne[3]; ++i3)
-    for (int64_t i2 = 0; i2 < x->ne[2]; ++i2)
-      for (int64_t i1 = 0; i1 < x->ne[1]; ++i1) {
-        double mean = 0;
-        for (int64_t i0 = 0; i0 < n; ++i0) mean += row[i0] = load_f32(x, i0, i1, i2, i3);
-        mean = centered ? mean / n : 0.0;
-        double var = 0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels badly
-        for (int64_t i0 = 0; i0 < n; ++i0) var += (row[i0] - mean) * (row[i0] - mean);
-        const double inv = 1.0 / std::sqrt(var / n + eps);
-        for (int64_t i0 = 0; i0 < n; ++i0) {
-          double y = (row[i0] - mean) * inv;
-          if (weight) y *= load_vector(weight, i0);
-          if (bias) y += load_vector(bias, i0);
-          store_f32(dst, static_cast<float>(y), i0, i1, i2, i3);
-        }
-      }
+  const int64_t n = x->ne[dim];
+  int64_t lines = 1;
+  for (int d = 0; d < kMaxDims; ++d) lines *= d == dim ? 1 : x->ne[d];
+  std::vector<double> line(static_cast<size_t>(n));
+  for (int64_t l = 0; l < lines; ++l) {
+    std::array<int64_t, kMaxDims> at{};  // element i of the line: `at` with at[dim] = i
+    for (int64_t d = 0, rest = l; d < kMaxDims; ++d) {
+      if (d == dim) continue;
+      at[d] = rest % x->ne[d];
+      rest /= x->ne[d];
+    }
+    double mean = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      at[dim] = i;
+      mean += line[i] = load_f32(x, at[0], at[1], at[2], at[3]);
+    }
+    mean = centered ? mean / n : 0.0;
+    double var = 0;  // two passes: the one-pass E[x^2] - E[x]^2 cancels badly
+    for (int64_t i = 0; i < n; ++i) var += (line[i] - mean) * (line[i] - mean);
+    const double inv = 1.0 / std::sqrt(var / n + eps);
+    for (int64_t i = 0; i < n; ++i) {
+      double y = (line[i] - mean) * inv;
+      if (weight) y *= load_vector(weight, i);
+      if (bias) y += load_vector(bias, i);
+      if (silu) y /= 1.0 + std::exp(-y);
+      at[dim] = i;
+      store_f32(dst, static_cast<float>(y), at[0], at[1], at[2], at[3]);
+    }
+  }
 }
 
 }  // namespace
@@ -97,12 +110,31 @@ Tensor* layer_norm(Context& ctx, Tensor* x, float eps, Tensor* weight, Tensor* b
   return t;
 }
 
-Tensor* rms_norm(Context& ctx, Tensor* x, float eps, Tensor* weight) {
+namespace {
+
+Tensor* rms_norm_along(Context& ctx, Tensor* x, float eps, Tensor* weight, int dim,
+                       NormActivation activation) {
   check_input("rms_norm", x, eps);
-  check_affine("rms_norm", "weight", weight, x->ne[0], x);
+  SD_CHECK(dim == 0 || dim == 2, "[rms_norm] normalizes over dim 0 or 2, not %d", dim);
+  SD_CHECK(activation == NormActivation::None || activation == NormActivation::Silu,
+           "[rms_norm] unknown activation %d (0 none, 1 silu)", static_cast<int>(activation));
+  check_affine("rms_norm", "weight", weight, x->ne[dim], x);
   Tensor* t = ctx.new_op(Op::RmsNorm, DType::F32, x->ne, {x, weight});
   t->set_param_f32(0, eps);
+  t->params[1] = dim;
+  t->params[2] = static_cast<int32_t>(activation);
   return t;
+}
+
+}  // namespace
+
+Tensor* rms_norm(Context& ctx, Tensor* x, float eps, Tensor* weight, NormActivation activation) {
+  return rms_norm_along(ctx, x, eps, weight, 0, activation);
+}
+
+Tensor* rms_norm_channels(Context& ctx, Tensor* x, float eps, Tensor* weight,
+                          NormActivation activation) {
+  return rms_norm_along(ctx, x, eps, weight, 2, activation);
 }
 
 void reference_group_norm(Tensor* dst) {
@@ -141,10 +173,11 @@ void reference_group_norm(Tensor* dst) {
 }
 
 void reference_layer_norm(Tensor* dst) {
-  normalize_rows(dst, true);
+  normalize_lines(dst, 0, true, false);
 }
 void reference_rms_norm(Tensor* dst) {
-  normalize_rows(dst, false);
+  normalize_lines(dst, dst->params[1], false,
+                  static_cast<NormActivation>(dst->params[2]) == NormActivation::Silu);
 }
 
 }  // namespace sd

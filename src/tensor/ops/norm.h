@@ -22,9 +22,17 @@ Tensor* group_norm(Context& ctx, Tensor* x, int groups, float eps, Tensor* weigh
 Tensor* layer_norm(Context& ctx, Tensor* x, float eps, Tensor* weight = nullptr,
                    Tensor* bias = nullptr);
 
-// x / sqrt(mean(x^2) + eps) * weight over ne[0]; weight [ne0] nullable. f32 out.
-// param_f32(0) = eps, src[1] = weight.
-Tensor* rms_norm(Context& ctx, Tensor* x, float eps, Tensor* weight = nullptr);
+// x / sqrt(mean(x^2) + eps) * weight over ne[0], then `activation`; weight [ne0] nullable.
+// f32 out. param_f32(0) = eps, src[1] = weight, params[1] = the dim normalized over (0
+// here), params[2] = activation.
+Tensor* rms_norm(Context& ctx, Tensor* x, float eps, Tensor* weight = nullptr,
+                 NormActivation activation = NormActivation::None);
+
+// The same over each pixel's channels of a feature map x [W, H, C, N] (dim 2), times weight
+// [C], then `activation`: the Wan autoencoder's norm, without permuting the map to tokens
+// and back (two copies of a frame each way). An RmsNorm node with params[1] = 2.
+Tensor* rms_norm_channels(Context& ctx, Tensor* x, float eps, Tensor* weight = nullptr,
+                          NormActivation activation = NormActivation::None);
 
 void reference_group_norm(Tensor* dst);
 void reference_layer_norm(Tensor* dst);

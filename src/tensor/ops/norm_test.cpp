@@ -6,6 +6,7 @@
 #include <map>
 
 #include "tensor/error.h"
+#include "tensor/ops/unary.h"
 #include "tensor/ops/view.h"
 #include "test_support.h"
 
@@ -181,6 +182,26 @@ TEST(RmsNorm, KnownValues) {
   EXPECT_NEAR(out[1][3], -2 / std::sqrt(2.5) * -0.5, 1e-6);
 }
 
+// Over each pixel's channels of [W, H, C, N]: the row norm of the map permuted to tokens
+// [C, W * H, N] and back, with SiLU after it.
+TEST(RmsNorm, OverChannelsIsTheRowNormOfTokens) {
+  auto out = test::run_reference([](Context& ctx) {
+    Tensor* x = ctx.new_tensor(DType::F32, {5, 3, 4, 2}, "x");
+    Tensor* wt = ctx.new_tensor(DType::F32, {4}, "weight");
+    Tensor* tokens = cont(ctx, permute(ctx, reshape(ctx, x, {15, 4, 2}), {1, 0, 2, 3}));
+    Tensor* rows = rms_norm(ctx, tokens, 1e-6f, wt);
+    Tensor* back = reshape(ctx, cont(ctx, permute(ctx, rows, {1, 0, 2, 3})), {5, 3, 4, 2});
+    return std::vector<Tensor*>{rms_norm_channels(ctx, x, 1e-6f, wt), back,
+                                rms_norm_channels(ctx, x, 1e-6f, wt, NormActivation::Silu),
+                                silu(ctx, back)};
+  });
+  ASSERT_EQ(out[0].size(), 120u);
+  for (size_t i = 0; i < out[0].size(); ++i) {
+    EXPECT_NEAR(out[0][i], out[1][i], 1e-6) << i;
+    EXPECT_NEAR(out[2][i], out[3][i], 1e-6) << i;
+  }
+}
+
 TEST(RowNorms, PermutedInputMatchesContiguousCopy) {
   auto out = test::run_reference([](Context& ctx) {
     Tensor* x = ctx.new_tensor(DType::F32, {5, 7, 3}, "x");
@@ -214,6 +235,9 @@ TEST(Norms, RejectBadInputs) {
   EXPECT_THROW(rms_norm(ctx, x, 1e-5f, c6), Error);
   EXPECT_THROW(rms_norm(ctx, i, 1e-5f), Error);
   EXPECT_NO_THROW(rms_norm(ctx, x, 1e-5f, c4));
+  EXPECT_THROW(rms_norm_channels(ctx, x, 1e-5f, c4), Error);  // 6 channels
+  EXPECT_THROW(rms_norm_channels(ctx, x, 1e-5f, c6, static_cast<NormActivation>(7)), Error);
+  EXPECT_NO_THROW(rms_norm_channels(ctx, x, 1e-5f, c6, NormActivation::Silu));
 }
 
 }  // namespace
