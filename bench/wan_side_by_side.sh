@@ -17,7 +17,8 @@
 # (make_random_wan.py --out X --seed 3 --parts wan) run as Wan 2.2 A14B's high-noise expert,
 # with the weights in memory and kept on disk (--params-backend disk). SKIP_T2V=1 leaves
 # out the text-to-video rows; LARGE=1 adds 832x480 (5 frames, 1 step, with and without
-# --vae-tiling), where the autoencoder's memory is the run's peak; TAE=1 adds 832x480
+# --vae-tiling), where the autoencoder's memory is the run's peak; DECODE=1 the untiled
+# 832x480 row alone without guidance (one pass of the transformer); TAE=1 adds 832x480
 # decoded by MODEL_DIR/taehv.safetensors (--tae; make_random_wan.py writes it), 5 and 17
 # frames, one step without guidance (the decoding is what these rows measure). VACE=DIR adds
 # Wan 2.1 VACE: DIR/wan.safetensors (make_random_wan.py --out DIR --variant vace --parts wan,
@@ -93,6 +94,9 @@ fi
 if [ "${LARGE:-0}" = 1 ]; then
   row "832x480, 5 frames, 1 step" -W 832 -H 480 --video-frames 5 --steps 1
   row "the same, --vae-tiling" -W 832 -H 480 --video-frames 5 --steps 1 --vae-tiling
+fi
+if [ "${DECODE:-0}" = 1 ]; then
+  row "832x480, 5 frames, 1 step, CFG 1" -W 832 -H 480 --video-frames 5 --steps 1 --cfg-scale 1
 fi
 if [ "${TAE:-0}" = 1 ]; then
   tae=(-W 832 -H 480 --steps 1 --cfg-scale 1 --tae "$dir/taehv.safetensors")
