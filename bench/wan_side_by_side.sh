@@ -20,7 +20,10 @@
 # --vae-tiling), where the autoencoder's memory is the run's peak; DECODE=1 the untiled
 # 832x480 row alone without guidance (one pass of the transformer); TAE=1 adds 832x480
 # decoded by MODEL_DIR/taehv.safetensors (--tae; make_random_wan.py writes it), 5 and 17
-# frames, one step without guidance (the decoding is what these rows measure). VACE=DIR adds
+# frames, one step without guidance (the decoding is what these rows measure). QUANT=FILE
+# adds MODEL_DIR's transformer converted (`sd-cli -M convert --diffusion-model
+# MODEL_DIR/wan.safetensors --type q8_0 -o FILE`) at 832x480, 5 and 33 frames, one step
+# without guidance, decoded by the TAEHV (the step is what these rows measure). VACE=DIR adds
 # Wan 2.1 VACE: DIR/wan.safetensors (make_random_wan.py --out DIR --variant vace --parts wan,
 # 1.3B-shaped with 15 VACE blocks) following a 9-frame control video of FFmpeg's test pattern
 # with a reference image (-i).
@@ -102,6 +105,16 @@ if [ "${TAE:-0}" = 1 ]; then
   tae=(-W 832 -H 480 --steps 1 --cfg-scale 1 --tae "$dir/taehv.safetensors")
   row "--tae, 832x480, 5 frames, 1 step, CFG 1" "${tae[@]}" --video-frames 5
   row "--tae, 832x480, 17 frames, 1 step, CFG 1" "${tae[@]}" --video-frames 17
+fi
+if [ -n "${QUANT:-}" ]; then
+  saved=("${files[@]}")
+  files=(--diffusion-model "$QUANT" --t5xxl "$dir/umt5.safetensors"
+    --vae "$dir/wan_vae.safetensors")
+  tae=(-W 832 -H 480 --steps 1 --cfg-scale 1 --tae "$dir/taehv.safetensors")
+  row "$(basename "$QUANT"), --tae, 832x480, 5 frames, 1 step, CFG 1" "${tae[@]}" --video-frames 5
+  row "$(basename "$QUANT"), --tae, 832x480, 33 frames, 1 step, CFG 1" "${tae[@]}" \
+    --video-frames 33
+  files=("${saved[@]}")
 fi
 if [ -n "$expert" ]; then
   a14b=(--high-noise-diffusion-model "$expert" --high-noise-steps 2 --high-noise-cfg-scale 6

@@ -249,17 +249,16 @@ bool normalize_channels(CpuContext& ctx, Tensor* dst, bool silu) {
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t n = t / chunks, p0 = (t % chunks) * kPixels;
       const int64_t m = std::min(kPixels, plane - p0);
-      auto values = [&](int64_t c) {  // channel c of the chunk, f32
-        const char* p = static_cast<const char*>(x->data) + c * x->nb[2] + n * x->nb[3] + p0 * es;
-        if (x->type == DType::F32) return reinterpret_cast<const float*>(p);
-        return static_cast<const float*>(converted.data() + c * kPixels);
-      };
+      const char* chunk = static_cast<const char*>(x->data) + n * x->nb[3] + p0 * es;
       if (x->type != DType::F32) {
-        for (int64_t c = 0; c < channels; ++c) {
-          const char* p = static_cast<const char*>(x->data) + c * x->nb[2] + n * x->nb[3] + p0 * es;
-          dequantize_row(x->type, p, converted.data() + c * kPixels, m);
-        }
+        for (int64_t c = 0; c < channels; ++c)
+          dequantize_row(x->type, chunk + c * x->nb[2], converted.data() + c * kPixels, m);
       }
+      auto values = [&](int64_t c) {  // channel c of the chunk, f32
+        return x->type == DType::F32 ? reinterpret_cast<const float*>(chunk + c * x->nb[2])
+                                     : converted.data() + c * kPixels;
+      };
+      // Each pixel's sum of squares, then its 1 / RMS.
       std::fill_n(inv.begin(), m, 0.0f);
       for (int64_t c = 0; c < channels; ++c)
         HWY_DYNAMIC_DISPATCH(add_squares)(values(c), inv.data(), m);
