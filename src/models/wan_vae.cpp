@@ -162,20 +162,22 @@ Tensor* from_tokens(Context& ctx, Tensor* t, int64_t w, int64_t h) {
   return reshape(ctx, cont(ctx, permute(ctx, t, {1, 0, 2, 3})), {w, h, c, n});
 }
 
-// RMS norm over the channels of each pixel, times gamma (stored [C, 1, 1, 1], or [C, 1, 1]
-// in the attention blocks): tokens [C, L, N].
-Tensor* rms_tokens(const nn::Scope& s, Tensor* tokens, int64_t c, bool attention_gamma = false) {
-  Context& ctx = s.ctx();
-  Tensor* gamma = attention_gamma ? s.param("gamma", {1, 1, c}) : s.param("gamma", {1, 1, 1, c});
-  if (gamma->type != DType::F32) gamma = cast(ctx, gamma, DType::F32);
-  return rms_norm(ctx, tokens, 1e-12f, reshape(ctx, gamma, {c}));
+// An RMS norm's gamma as f32 [C] (stored [C, 1, 1, 1], or [C, 1, 1] in the attention
+// blocks).
+Tensor* gamma_f32(const nn::Scope& s, int64_t c, bool attention) {
+  Tensor* gamma = attention ? s.param("gamma", {1, 1, c}) : s.param("gamma", {1, 1, 1, c});
+  if (gamma->type != DType::F32) gamma = cast(s.ctx(), gamma, DType::F32);
+  return reshape(s.ctx(), gamma, {c});
+}
+
+// RMS norm over the channels of each pixel, times gamma: the attention block's tokens
+// [C, L, N].
+Tensor* rms_tokens(const nn::Scope& s, Tensor* tokens, int64_t c) {
+  return rms_norm(s.ctx(), tokens, 1e-12f, gamma_f32(s, c, true));
 }
 // The same on a feature map [W, H, C, N], then SiLU, in one pass.
 Tensor* rms_silu(const nn::Scope& s, Tensor* x, int64_t c) {
-  Context& ctx = s.ctx();
-  Tensor* gamma = s.param("gamma", {1, 1, 1, c});
-  if (gamma->type != DType::F32) gamma = cast(ctx, gamma, DType::F32);
-  return rms_norm_channels(ctx, x, 1e-12f, reshape(ctx, gamma, {c}), NormActivation::Silu);
+  return rms_norm_channels(s.ctx(), x, 1e-12f, gamma_f32(s, c, false), NormActivation::Silu);
 }
 
 // x + residual: two (norm, SiLU, 3x3x3 conv) steps; a 1x1x1 shortcut when widths differ.
@@ -197,7 +199,7 @@ Tensor* matrix(const nn::Scope& s, int64_t in, int64_t out) {
 Tensor* attention_block(const nn::Scope& s, Tensor* x, int64_t c) {
   Context& ctx = s.ctx();
   const int64_t w = x->ne[0], h = x->ne[1], n = x->ne[3], l = w * h;
-  Tensor* t = rms_tokens(s["norm"], to_tokens(ctx, x), c, true);  // [C, L, N]
+  Tensor* t = rms_tokens(s["norm"], to_tokens(ctx, x), c);  // [C, L, N]
   Tensor* wqkv = matrix(s["to_qkv"], c, 3 * c);
   Tensor* qkv = add(ctx, matmul(ctx, wqkv, t), s["to_qkv"].param("bias", {3 * c}));
   auto part = [&](int i) {
