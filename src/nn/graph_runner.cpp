@@ -1,5 +1,6 @@
 #include "nn/graph_runner.h"
 
+#include "backend/borrowed_inputs.h"
 #include "backend/release_after_use.h"
 
 #include "tensor/error.h"
@@ -47,11 +48,13 @@ void GraphRunner::run_into(GraphCall& call, const std::vector<std::pair<Tensor*,
   Graph graph = Graph::build(results);
   check_supported(backend_.device(), graph);
   const std::vector<Tensor*> staged = WeightStreamer::off_device_weights(graph, backend_.device());
+  // Inputs the device reads where the caller holds them take no compute buffer memory.
+  const BorrowedInputs borrowed(backend_.device(), graph, call.inputs());
   memory_.allocate(graph);
   if (!staged.empty()) streamer_.bind(graph, staged, memory_.capacity());
   // An input the graph does not read has no memory; there is nothing to upload.
   for (auto& [t, data] : call.inputs())
-    if (t->data) tensor_set(*t, data);
+    if (t->data && !borrowed.borrowed(t)) tensor_set(*t, data);
   if (staged.empty())
     compute_releasing_weights(backend_, graph);
   else

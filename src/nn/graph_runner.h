@@ -21,8 +21,8 @@ namespace sd::nn {
 class GraphCall {
  public:
   Context& ctx() { return ctx_; }
-  // A kFlagInput leaf whose data (host memory, alive until run() returns) is uploaded
-  // after allocation.
+  // A kFlagInput leaf whose data (host memory, alive and unchanged until run() returns) is
+  // uploaded after allocation, or read in place where the device reads host memory.
   Tensor* input(const std::string& name, DType type, const Shape& ne, const void* data);
   Tensor* input_f32(const std::string& name, const Shape& ne, const float* data) {
     return input(name, DType::F32, ne, data);
@@ -41,8 +41,9 @@ class GraphRunner {
   // Computes `outputs` and returns each as contiguous f32 values.
   std::vector<std::vector<float>> run(GraphCall& call, const std::vector<Tensor*>& outputs);
   // Computes `outputs` (each contiguous) and copies each, in its own dtype, to its
-  // destination (nbytes() there): no conversion, no allocation. The call's inputs are
-  // uploaded before anything computes, so a destination may be an input's own data.
+  // destination (nbytes() there): no conversion, no allocation. Outputs are copied after
+  // everything has computed, so a destination may be an input's own data (on the CPU the
+  // graph reads its inputs where they are, backend/borrowed_inputs.h).
   void run_into(GraphCall& call, const std::vector<std::pair<Tensor*, void*>>& outputs);
   // `out` as run() hands it back: contiguous f32 (a cast or copy in the graph where needed).
   static Tensor* f32_output(Context& ctx, Tensor* out);

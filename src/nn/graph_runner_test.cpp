@@ -7,7 +7,9 @@
 #include "backend/cpu/cpu_device.h"
 #include "limited_device.h"
 #include "tensor/error.h"
+#include "tensor/host_memory.h"
 #include "tensor/ops/cast.h"
+#include "tensor/ops/concat.h"
 #include "tensor/ops/elementwise.h"
 #include "tensor/ops/matmul.h"
 #include "tensor/ops/unary.h"
@@ -173,6 +175,59 @@ TEST(GraphRunner, RunIntoWritesOutputsInTheirOwnTypeEvenOverAnInput) {
   quant::convert_f32_to_f16(doubled_values.data(), expected_halves.data(), 4);
   EXPECT_EQ(halves, expected_halves);
   EXPECT_EQ(input, (std::vector<float>{3.0f, -6.0f, 1.5f, 12.0f}));
+}
+
+// On the CPU an input is read where its caller holds it (aligned as the device's buffers
+// are): the compute buffer holds only computed values, the input's views read the caller's
+// memory, and the tensor is unbound afterwards. An input the device cannot read in place
+// (misaligned here; any input of a device with its own memory) is uploaded as before.
+TEST(GraphRunner, TheCpuReadsAlignedInputsWhereTheCallerHoldsThem) {
+  constexpr int64_t n = 4096;
+  HostVector<float> storage(n + 1);
+  for (int64_t i = 0; i <= n; ++i) storage[static_cast<size_t>(i)] = static_cast<float>(i % 13);
+  // y = 2 x + (the second half of x repeated twice, through a view)
+  auto run = [&](GraphRunner& runner, const float* data, float* destination, bool borrowed) {
+    GraphCall call;
+    Tensor* x = call.input_f32("x", make_shape({n}), data);
+    Tensor* half = cont(call.ctx(), slice(call.ctx(), x, 0, n / 2, n));
+    Tensor* y = add(call.ctx(), scale(call.ctx(), x, 2.0f), concat(call.ctx(), half, half, 0));
+    runner.run_into(call, {{y, destination}});
+    if (borrowed)
+      EXPECT_EQ(x->data, nullptr);  // unbound
+    else
+      EXPECT_NE(x->data, static_cast<const void*>(data));  // its copy in the compute buffer
+  };
+  std::vector<float> expected(n);
+  for (int64_t i = 0; i < n; ++i)
+    expected[static_cast<size_t>(i)] =
+        2.0f * static_cast<float>(i % 13) + static_cast<float>((n / 2 + i % (n / 2)) % 13);
+  const size_t input_bytes = n * sizeof(float);
+
+  GraphRunner cpu(sd::test::cpu_backend());
+  std::vector<float> out(n);
+  run(cpu, storage.data(), out.data(), true);
+  EXPECT_EQ(out, expected);
+  const size_t borrowed_buffer = cpu.compute_buffer_size();
+
+  test::LimitedDevice device(size_t{1} << 30);
+  std::unique_ptr<Backend> backend = device.create_backend(BackendOptions{2});
+  GraphRunner uploading(*backend);
+  std::fill(out.begin(), out.end(), 0.0f);
+  run(uploading, storage.data(), out.data(), false);
+  EXPECT_EQ(out, expected);
+  EXPECT_GE(uploading.compute_buffer_size(), borrowed_buffer + input_bytes);
+
+  // Misaligned by one value: copied into the compute buffer.
+  HostVector<float> shifted(n + 1);
+  std::copy(storage.begin(), storage.begin() + n, shifted.begin() + 1);
+  GraphRunner copying(sd::test::cpu_backend());
+  run(copying, shifted.data() + 1, out.data(), false);
+  EXPECT_EQ(out, expected);
+  EXPECT_GE(copying.compute_buffer_size(), borrowed_buffer + input_bytes);
+
+  // The result over the input's own memory: written after the graph has read it.
+  run(cpu, storage.data(), storage.data(), true);
+  EXPECT_EQ(std::vector<float>(storage.begin(), storage.begin() + n), expected);
 }
 
 TEST(GraphRunner, RunIntoRefusesAnOutputThatIsNotContiguous) {
