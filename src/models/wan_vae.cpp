@@ -35,15 +35,54 @@ Tensor* temporal_tap(Context& ctx, Tensor* w, int kernel, int64_t in, int64_t ou
   return reshape(ctx, as_f16(ctx, cont(ctx, w)), {kernel, kernel, in, out});
 }
 
+// The causal convolution below where it writes fewer channels than it reads (the decoder's
+// head: 96 -> 3 at full resolution): instead of its last two input frames the layer
+// remembers what those frames give its next two output frames (the newest frame's tap 1
+// plus the frame before's tap 0, and the newest frame's tap 0), two frames of `out`
+// channels in place of two of `in`. The same sums, added in another order.
+Tensor* causal_conv_carried(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int spatial,
+                            WanClipCache& clip) {
+  const std::string& slot = s.prefix();
+  Context& ctx = s.ctx();
+  Tensor* w = s.param("weight", {spatial, spatial, 3, in * out});
+  Tensor* bias = s.param("bias", {out});
+  const int pad = spatial / 2;
+  const std::vector<Tensor*> carried = clip.remembered(slot);  // f16, none at first
+  SD_CHECK(carried.empty() || carried.size() == 2,
+           "[wan vae] layer %s carries %zu frames of partial sums, not 2", slot.c_str(),
+           carried.size());
+  Tensor* next = carried.empty() ? nullptr : cast(ctx, carried[0], DType::F32);
+  Tensor* after_next = carried.empty() ? nullptr : cast(ctx, carried[1], DType::F32);
+  Tensor* taps[3] = {};
+  auto tap = [&](Tensor* frame, int t, Tensor* b) {
+    if (!taps[t]) taps[t] = temporal_tap(ctx, w, spatial, in, out, t);
+    return conv2d(ctx, frame, taps[t], b, 1, 1, pad, pad, 1, 1);
+  };
+  Tensor* result = nullptr;
+  for (int64_t j = 0; j < x->ne[3]; ++j) {
+    Tensor* frame = x->ne[3] == 1 ? x : cont(ctx, slice(ctx, x, 3, j, j + 1));
+    Tensor* y = tap(frame, 2, bias);  // the frame itself, with the bias
+    if (next) y = add(ctx, y, next);
+    Tensor* part = tap(frame, 1, nullptr);
+    next = after_next ? add(ctx, part, after_next) : part;
+    after_next = tap(frame, 0, nullptr);
+    result = result ? concat(ctx, result, y, 3) : y;
+  }
+  clip.save(slot, concat(ctx, next, after_next, 3));
+  return result;
+}
+
 // A causal convolution with 3 temporal taps over frames x [W, H, in, t] of a clip: frame j
 // of the result reads frames j - 2, j - 1 and j of the clip's sequence, where the frames the
 // layer remembers precede x and zeros precede those. Each tap that meets a frame is a 2-d
 // convolution of that frame, summed: a graph then holds one frame per tap (a remembered one
 // made f32 only for its own tap) where stacking the three along the channels held them all
 // twice. A clip's first frame meets only the last tap, as an image does. Spatial kernel 3
-// (pad 1) or 1. The layer then remembers the last two frames.
+// (pad 1) or 1. The layer then remembers the last two frames (or, writing fewer channels
+// than it reads, what they add to the next two outputs: causal_conv_carried).
 Tensor* causal_conv_clip(const nn::Scope& s, Tensor* x, int64_t in, int64_t out, int spatial,
                          WanClipCache& clip) {
+  if (out < in) return causal_conv_carried(s, x, in, out, spatial, clip);
   const std::string& slot = s.prefix();
   Context& ctx = s.ctx();
   Tensor* w = s.param("weight", {spatial, spatial, 3, in * out});

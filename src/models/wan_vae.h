@@ -48,9 +48,10 @@ namespace sd::models {
 
 // What the causal convolutions remember while a clip is decoded (or encoded), one graph per
 // frame and stage (or chunk): for each convolution (by its weight's scope), the last two
-// frames of its input, kept in f16 (half the memory; the frames are activations a VAE
-// already computes in f16 weights' precision), each frame in a buffer of its own that the
-// frame after next reuses. Per graph: begin(call) before building it, then run() it.
+// frames of its input (a convolution to fewer channels, such as the head: the parts of its
+// next two output frames those make), kept in f16 (half the memory; the frames are activations a
+// VAE already computes in f16 weights' precision), each frame in a buffer of its own that the frame
+// after next reuses. Per graph: begin(call) before building it, then run() it.
 class WanClipCache {
  public:
   void begin(nn::GraphCall& call);
