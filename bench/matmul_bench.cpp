@@ -35,6 +35,9 @@ constexpr MatmulShape kMatmulShapes[] = {
     {"sdxl 1024x640->5120", 640, 5120, 1024, 2},
     {"wan 720x1536->8960", 1536, 8960, 720, 1},
     {"wan 96x8960->1536", 8960, 1536, 96, 2},
+    // SDXL's cross-attention keys and values: its 77 context tokens projected in each of
+    // its 70 transformer blocks.
+    {"sdxl context 77x2048->1280", 2048, 1280, 77, 2},
 };
 constexpr DType kMatmulTypes[] = {DType::F32, DType::BF16, DType::F16, DType::Q8_0, DType::Q4_K};
 
@@ -57,7 +60,7 @@ void BM_MatMul(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MatMul)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, {0, 1, 2, 3, 4}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, {0, 1, 2, 3, 4}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

@@ -83,6 +83,14 @@ std::string kind_of(const Tensor* n) {
   return std::string(op_name(n->op));
 }
 
+// A matmul's shape as "rows x K -> N", the key of the profile's second table: which
+// GEMMs of the network fall short of the peak.
+std::string matmul_shape_of(const Tensor* n) {
+  const int64_t k = n->src[0]->ne[0], cols = n->ne[0];
+  return std::to_string(n->nelements() / cols) + " x " + std::to_string(k) + " -> " +
+         std::to_string(cols);
+}
+
 // The UNet graph for one call, allocated once, inputs filled with fixed values.
 class UnetCall {
  public:
@@ -119,7 +127,7 @@ class UnetCall {
   struct Seconds {
     double wall = 0, cpu = 0, flops = 0;
   };
-  std::map<std::string, Seconds> profile() {
+  std::map<std::string, Seconds> profile(std::map<std::string, Seconds>& matmuls) {
     std::map<std::string, Seconds> seconds;
     for (Tensor* n : graph_.nodes) {
       if (is_view_op(n->op)) continue;
@@ -133,6 +141,14 @@ class UnetCall {
       s.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       s.cpu += process_cpu_seconds() - cpu0;
       s.flops += flops_of(n);
+      if (n->op == Op::MatMul) {
+        const double wall =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        Seconds& m = matmuls[matmul_shape_of(n)];
+        m.wall += wall;
+        m.flops += flops_of(n);
+        m.cpu += 1;  // the count of such matmuls per call
+      }
     }
     return seconds;
   }
@@ -175,9 +191,9 @@ void BM_UnetProfile(benchmark::State& state) {
   UnetCall call(state.range(0), state.range(1), state.range(2));
   call.run();  // warm-up, twice as BM_Unet's
   call.run();
-  std::map<std::string, UnetCall::Seconds> total;
+  std::map<std::string, UnetCall::Seconds> total, matmuls;
   for (auto _ : state) {
-    for (const auto& [kind, s] : call.profile()) {
+    for (const auto& [kind, s] : call.profile(matmuls)) {
       total[kind].wall += s.wall;
       total[kind].cpu += s.cpu;
       total[kind].flops += s.flops;
@@ -202,6 +218,17 @@ void BM_UnetProfile(benchmark::State& state) {
                  cpu / calls, 100.0 * cpu / cpu_sum, k.flops / 1e9 / k.wall);
   }
   std::fprintf(stderr, "  %-18s %9.3f %9.3f\n", "total", wall_sum / calls, cpu_sum / calls);
+
+  std::vector<std::pair<double, std::string>> shapes;
+  for (const auto& [shape, s] : matmuls) shapes.emplace_back(s.wall, shape);
+  std::sort(shapes.rbegin(), shapes.rend());
+  std::fprintf(stderr, "matmuls by shape (rows x K -> N), per call:\n");
+  std::fprintf(stderr, "  %-26s %6s %9s %9s\n", "shape", "count", "wall s", "GFLOP/s");
+  for (const auto& [wall, shape] : shapes) {
+    const UnetCall::Seconds& m = matmuls[shape];
+    std::fprintf(stderr, "  %-26s %6.0f %9.3f %9.0f\n", shape.c_str(), m.cpu / calls, wall / calls,
+                 m.flops / 1e9 / wall);
+  }
 }
 
 BENCHMARK(BM_Unet)

@@ -171,6 +171,13 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
   return weights_.emplace(key, std::move(w)).first->second.memory;
 }
 
+bool DnnlState::would_cache(const Tensor* t, size_t bytes) const {
+  if (!cacheable(t)) return false;
+  if (weights_.count(WeightKey{t->data, t->type, t->ne, t->nb})) return true;
+  if (t->buffer && t->buffer->read_only() && bytes <= t->nbytes() + kReplaceSlack) return true;
+  return extra_bytes_ + bytes <= weight_cache_limit;
+}
+
 bool DnnlState::seen_before(const Tensor* t) {
   return !seen_.insert(WeightKey{t->data, t->type, t->ne, t->nb}).second;
 }

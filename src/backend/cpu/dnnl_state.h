@@ -154,6 +154,9 @@ struct DnnlState {
   dnnl::memory cached_weights(const Tensor* t, const dnnl::memory::desc& layout,
                               const std::function<void(const dnnl::memory&)>& pack,
                               bool keep_other_layout = false, size_t limit = SIZE_MAX);
+  // Whether cached_weights would hand out a cached copy of `t` taking `bytes`: one is
+  // cached already, or a new one replaces `t`'s mapped pages or fits in the cache.
+  bool would_cache(const Tensor* t, size_t bytes) const;
   // Whether weight `t` was passed here before (since the last forget_weights); records it.
   // For copies worth caching only when a weight is used again (a UNet's, every step)
   // rather than once (a VAE's, once per image).

@@ -60,6 +60,9 @@ constexpr int64_t kF16GemmMaxRows = 512;
 // cache still when the GEMM reads it, and rows enough that each GEMM call runs at full
 // speed (of 256 Ki, 1 Mi and 4 Mi values, 1 Mi measured fastest on the UNet shapes).
 constexpr int64_t kChunkValues = int64_t{1} << 20;
+// GEMM rows up to which bf16 weights without a cached packed copy are read as stored
+// rather than packed per call (reads_as_stored).
+constexpr int64_t kStoredBf16MaxRows = 256;
 
 int64_t dt_size(dt t) {
   return t == dt::f32 ? 4 : 2;
@@ -117,11 +120,13 @@ const DnnlPrimitive& gemm_primitive(CpuContext& ctx, const DnnlKey& key, const m
 }
 
 // Packs weights given as `user` at `data` into `layout` (a GEMM's weights layout; `key`
-// names the pair): the cached copy of `owner` when `cache`, else a per-call copy in `slot`.
+// names the pair): the cached copy of `owner` when `cache`, else a per-call copy in `slot`;
+// `data` itself when `layout` is `user`.
 memory pack_weights(CpuContext& ctx, const DnnlKey& key, const Tensor* owner,
                     const memory::desc& user, const void* data, const memory::desc& layout,
                     bool cache, DnnlScratch slot = DnnlScratch::Weights) {
   DnnlState& st = *ctx.dnnl;
+  if (layout == user) return memory(user, st.engine, const_cast<void*>(data));  // as stored
   auto pack = [&](const memory& to) { st.reorder(key, user, data, to); };
   memory packed = cache ? st.cached_weights(owner, layout, pack) : memory();
   if (!packed) {
@@ -152,6 +157,18 @@ DnnlKey weights_key(DnnlKey key, const memory::dims& user_strides) {
   return key;
 }
 
+// Whether the GEMM reads 2-D bf16 weights `a` (row-major, [K, M] in oneDNN's terms) as
+// they lie instead of from a packed copy: at up to kStoredBf16MaxRows rows, when the cache
+// will not keep a copy. Packing one into scratch on every call then costs about as much
+// as the GEMM (SDXL's 154-row context projections: 265-315 GFLOP/s packed per call,
+// 450-500 read as stored, bf16 peak 660-770); with more rows the packing pays for itself
+// (2048 rows: 655-726 packed per call, 533-630 as stored).
+bool reads_as_stored(CpuContext& ctx, const Tensor* a, dt type, const MatmulDims& s,
+                     const memory::dims& user_strides, int64_t rows) {
+  return type == dt::bf16 && a->type == DType::BF16 && rows <= kStoredBf16MaxRows &&
+         user_strides[0] == 1 && user_strides[1] == s.K && !ctx.dnnl->would_cache(a, a->nbytes());
+}
+
 // 2-D weights and activations that need converting (to bf16, or out of a strided view):
 // chunks of rows are converted and multiplied in turn, so the converted copy stays in
 // cache; converting b whole would write it to memory and read it back, which cost ~10% of
@@ -173,13 +190,17 @@ void chunked_rows(CpuContext& ctx, Tensor* dst, const MatmulDims& s, dt type,
   // Equal chunks (a multiple of 16 rows), so at most the last one needs another primitive.
   const int64_t chunk = std::min(rows, ((rows + chunks - 1) / chunks + 15) / 16 * 16);
   const int64_t sb0 = static_cast<int64_t>(b->nb[0] / 4), sb1 = static_cast<int64_t>(b->nb[1] / 4);
+  const bool as_stored = reads_as_stored(ctx, a, type, s, user_strides, rows);
+  const memory::desc weights_layout = as_stored ? user : memory::desc();
   memory packed;
   for (int64_t i3 = 0; i3 < (flat ? 1 : s.B3); ++i3)
     for (int64_t i2 = 0; i2 < (flat ? 1 : s.B2); ++i2)
       for (int64_t n0 = 0; n0 < rows; n0 += chunk) {
         const int64_t c = std::min(chunk, rows - n0);
-        const DnnlKey key = gemm_key(ctx, "matmul", {c, s.K}, {s.K, s.M}, type);
-        const DnnlPrimitive& p = gemm_primitive(ctx, key, {c, s.K}, {s.K, s.M}, {c, s.M}, type);
+        DnnlKey key = gemm_key(ctx, "matmul", {c, s.K}, {s.K, s.M}, type);
+        key << as_stored;
+        const DnnlPrimitive& p =
+            gemm_primitive(ctx, key, {c, s.K}, {s.K, s.M}, {c, s.M}, type, weights_layout);
         // Packed (and cached) once, for the first chunk; a shorter tail chunk's GEMM may
         // want another layout, packed per call beside the first.
         memory w = packed;

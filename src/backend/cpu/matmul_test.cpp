@@ -9,6 +9,8 @@
 #include <memory>
 
 #include "backend/compute_buffer.h"
+#include "backend/cpu/dnnl_state.h"
+#include "backend/cpu/linalg_kernels.h"
 #include "backend/registry.h"
 #include "host_vector_buffer.h"
 #include "matmul_case.h"
@@ -212,6 +214,44 @@ TEST(CpuMatMul, ReadOnlyWeightsAtTheSameAddressAreTold) {
   });
   for (uint32_t seed : {2u, 2u, 3u}) {
     EXPECT_LE(mm.scaled_error(seed, atol_for(DType::F32, 64)), 1.0) << "weights from seed " << seed;
+  }
+}
+
+// At few rows, a bf16 weight the packed-weight cache does not keep is read as stored
+// instead of packed into scratch on every call; more rows pack it per call. Cached,
+// read as stored or packed per call, the product is the same.
+TEST(CpuMatMul, Bf16WeightsTheCacheDoesNotKeepAreReadAsStored) {
+  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "no AVX512_BF16 on this CPU";
+  auto& cpu = static_cast<CpuDevice&>(DeviceRegistry::instance().get("CPU"));
+  for (int64_t rows : {77, 154, 300}) {
+    std::vector<float> cached;
+    for (size_t limit : {size_t{64} << 20, size_t{0}}) {
+      SCOPED_TRACE(testing::Message() << rows << " rows, cache limit " << limit);
+      Context ctx;
+      Tensor* a = ctx.new_tensor(DType::BF16, {96, 40}, "a");
+      a->flags |= kFlagParam;
+      Tensor* y = matmul(ctx, a, ctx.new_tensor(DType::F32, {96, rows}, "b"));
+      const Graph graph = Graph::build({y});
+      const std::unique_ptr<Buffer> weights = cpu.buffer_type().allocate(a->nbytes());
+      bind_tensor(*a, *weights, 0);
+      ComputeBuffer memory(cpu.buffer_type());
+      memory.allocate(graph);
+      set_random(a, 5);
+      set_random(y->src[1], 6);
+      CpuContext cpu_ctx;
+      cpu_ctx.threads = 2;
+      cpu_ctx.dnnl->weight_cache_limit = limit;
+      ASSERT_TRUE(cpu_matmul(cpu_ctx, y));
+      std::vector<float> got(static_cast<size_t>(y->nelements()));
+      tensor_get(*y, got.data());
+      EXPECT_EQ(cpu_ctx.dnnl->weight_cache_bytes() > 0, limit > 0);
+      auto ref = cpu.create_backend(BackendOptions{2}, CpuKernels::Reference);
+      EXPECT_LE(test::max_scaled_error(got, computed(*ref, graph, y), bf16_atol(96), 0), 1.0);
+      if (limit > 0)
+        cached = got;
+      else
+        EXPECT_EQ(got, cached) << "differs from the cached copy's product";
+    }
   }
 }
 
