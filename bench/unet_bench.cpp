@@ -30,6 +30,7 @@
 #include "nn/random_weights.h"
 #include "process_time.h"
 #include "tensor/graph.h"
+#include "tensor/graph_flops.h"
 
 namespace sd {
 namespace {
@@ -58,24 +59,6 @@ nn::RandomWeights& weights_of(int64_t index, int64_t dtype) {
 int threads() {
   static const int n = omp_get_max_threads();  // before any backend changes it
   return n;
-}
-
-// Multiply-adds x 2 of the linear-algebra nodes.
-double flops_of(const Tensor* n) {
-  switch (n->op) {
-    case Op::MatMul:
-      return 2.0 * n->src[0]->ne[0] * n->nelements();
-    case Op::Conv2d: {
-      const Tensor* w = n->src[1];
-      return 2.0 * w->ne[0] * w->ne[1] * w->ne[2] * n->nelements();
-    }
-    case Op::Attention: {  // q [D, Lq, H, N], k [D, Lk, H, N]
-      const Tensor* q = n->src[0];
-      return 4.0 * q->ne[0] * q->ne[1] * n->src[1]->ne[1] * q->ne[2] * q->ne[3];
-    }
-    default:
-      return 0.0;
-  }
 }
 
 std::string kind_of(const Tensor* n) {
@@ -113,7 +96,7 @@ class UnetCall {
       tensor_set(*in, v.data());
     }
     backend_ = cpu_.create_backend(BackendOptions{threads()}, CpuKernels::Fast);
-    for (const Tensor* n : graph_.nodes) flops_ += flops_of(n);
+    flops_ = graph_flops(graph_);
   }
 
   void run() {
@@ -140,13 +123,13 @@ class UnetCall {
       Seconds& s = seconds[kind_of(n)];
       s.wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       s.cpu += process_cpu_seconds() - cpu0;
-      s.flops += flops_of(n);
+      s.flops += node_flops(n);
       if (n->op == Op::MatMul) {
         const double wall =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         Seconds& m = matmuls[matmul_shape_of(n)];
         m.wall += wall;
-        m.flops += flops_of(n);
+        m.flops += node_flops(n);
         m.cpu += 1;  // the count of such matmuls per call
       }
     }

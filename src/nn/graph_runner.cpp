@@ -3,8 +3,11 @@
 #include "backend/borrowed_inputs.h"
 #include "backend/release_after_use.h"
 
+#include <chrono>
+
 #include "tensor/error.h"
 #include "tensor/graph.h"
+#include "tensor/graph_flops.h"
 #include "tensor/ops/cast.h"
 #include "tensor/ops/view.h"
 
@@ -53,6 +56,7 @@ void GraphRunner::run_into(GraphCall& call, const std::vector<std::pair<Tensor*,
   memory_.allocate(graph);
   if (!staged.empty()) streamer_.bind(graph, staged, memory_.capacity());
   // An input the graph does not read has no memory; there is nothing to upload.
+  const auto start = std::chrono::steady_clock::now();
   for (auto& [t, data] : call.inputs())
     if (t->data && !borrowed.borrowed(t)) tensor_set(*t, data);
   if (staged.empty())
@@ -60,7 +64,18 @@ void GraphRunner::run_into(GraphCall& call, const std::vector<std::pair<Tensor*,
   else
     streamer_.run(graph);
   backend_.synchronize();
+  work_.calls += 1;
+  work_.flops += graph_flops(graph);
+  work_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (const auto& [out, destination] : outputs) tensor_get(*out, destination);
+}
+
+std::string GraphRunner::work_report() const {
+  if (work_.calls == 0 || work_.seconds <= 0) return "";
+  return format(
+      "%lld calls, %.2f TFLOP of products, convolutions and attention in %.1f s: %.0f GFLOP/s",
+      static_cast<long long>(work_.calls), work_.flops / 1e12, work_.seconds,
+      work_.flops / 1e9 / work_.seconds);
 }
 
 }  // namespace sd::nn

@@ -58,7 +58,18 @@ class GraphRunner {
   void release() {
     memory_.release();
     streamer_.release();
+    work_ = Work{};
   }
+  // The arithmetic of the calls since the last release() and the seconds they computed
+  // (from inputs uploaded to outputs ready): the rate a network ran at, beside the
+  // device's peak (tensor/graph_flops.h).
+  struct Work {
+    int64_t calls = 0;
+    double flops = 0, seconds = 0;
+  };
+  const Work& work() const { return work_; }
+  // The same in words, "" before any call.
+  std::string work_report() const;
   // How weights were streamed since this runner was made; "" when they were not.
   std::string streaming_report() const { return streamer_.describe(); }
   const StreamStats& streaming_stats() const { return streamer_.stats(); }
@@ -67,6 +78,7 @@ class GraphRunner {
   Backend& backend_;
   ComputeBuffer memory_;
   WeightStreamer streamer_;
+  Work work_;
 };
 
 }  // namespace sd::nn

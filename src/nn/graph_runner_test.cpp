@@ -177,6 +177,27 @@ TEST(GraphRunner, RunIntoWritesOutputsInTheirOwnTypeEvenOverAnInput) {
   EXPECT_EQ(input, (std::vector<float>{3.0f, -6.0f, 1.5f, 12.0f}));
 }
 
+// The runner tallies each call's products, convolutions and attention and the time they
+// took, for the rate a phase reports; release() starts a new tally.
+TEST(GraphRunner, TalliesTheArithmeticOfItsCalls) {
+  GraphRunner runner(sd::test::cpu_backend());
+  EXPECT_EQ(runner.work_report(), "");
+  std::vector<float> w(6 * 4, 0.5f), x(6 * 5, 1.0f);
+  for (int i = 0; i < 2; ++i) {
+    GraphCall call;
+    Tensor* y = matmul(call.ctx(), call.input_f32("w", make_shape({6, 4}), w.data()),
+                       call.input_f32("x", make_shape({6, 5}), x.data()));
+    EXPECT_EQ(runner.run(call, add(call.ctx(), y, y)), std::vector<float>(20, 6.0f));
+  }
+  EXPECT_EQ(runner.work().calls, 2);
+  EXPECT_EQ(runner.work().flops, 2 * (2.0 * 6 * 4 * 5));
+  EXPECT_GT(runner.work().seconds, 0.0);
+  EXPECT_NE(runner.work_report().find("2 calls"), std::string::npos) << runner.work_report();
+  runner.release();
+  EXPECT_EQ(runner.work().calls, 0);
+  EXPECT_EQ(runner.work_report(), "");
+}
+
 // On the CPU an input is read where its caller holds it (aligned as the device's buffers
 // are): the compute buffer holds only computed values, the input's views read the caller's
 // memory, and the tensor is unbound afterwards. An input the device cannot read in place

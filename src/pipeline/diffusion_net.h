@@ -110,6 +110,9 @@ class DiffusionNet {
   virtual std::vector<nn::ParamDecl> parameters() const = 0;
   // How weights were streamed within a --max-vram budget since the last release().
   virtual std::string streaming_report() const = 0;
+  // The arithmetic of the predictions since the last release() and the rate it ran at
+  // (nn::GraphRunner::work_report).
+  virtual std::string work_report() const = 0;
   // Frees the compute buffer (sampling is over).
   virtual void release() = 0;
   // The latent's width and height must be multiples of this (UNet: one halving per level

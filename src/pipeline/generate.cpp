@@ -61,7 +61,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     uncond = m.text->encode(r.negative_prompt, r.clip_skip);
     m.family->complete_conditioning(uncond, r.negative_prompt, true, r.width, r.height);
   }
-  report_streaming(r.info, "text encoders", m.text->streaming_report());
+  report_module(r.info, "text encoders", m.text->streaming_report());
   if (prompt_images_off.images) prompt_images_off.images->set_prompt_images({});
   m.text->release();
   m.phase_done(Module::TextEncoder);
@@ -119,7 +119,8 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     if ((stop || b + 1 == r.batch_count) && !net_again) {
       // Each phase gives its memory back before the next starts: peak memory is the
       // largest phase's, not their sum.
-      report_streaming(r.info, "diffusion", m.diffusion->streaming_report());
+      report_module(r.info, "diffusion", m.diffusion->streaming_report());
+      report_module(r.info, "diffusion", m.diffusion->work_report());
       m.diffusion->release();
       m.phase_done(Module::Diffusion);
     }
@@ -159,7 +160,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     images.push_back(planes_to_image(planes.data(), width, height, 3));
     timer.done("decoding");
   }
-  report_streaming(r.info, "vae", m.vae->streaming_report());
+  report_module(r.info, "vae", m.vae->streaming_report());
   m.vae->release();
   m.phase_done(Module::Vae);
   return images;

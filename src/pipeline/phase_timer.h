@@ -10,9 +10,10 @@
 
 namespace sd::pipeline {
 
-// Says how a phase's weights were streamed within a --max-vram budget, if they were.
-inline void report_streaming(const std::function<void(const std::string&)>& info,
-                             const char* module, const std::string& report) {
+// Tells `info` a module's report ("diffusion: ..."), when it has one: how its weights were
+// streamed within a --max-vram budget, the arithmetic rate it ran at.
+inline void report_module(const std::function<void(const std::string&)>& info, const char* module,
+                          const std::string& report) {
   if (info && !report.empty()) info(std::string(module) + ": " + report);
 }
 
