@@ -28,6 +28,26 @@ TEST(CpuConcat, EveryDimAndDtype) {
   }
 }
 
+// Single values side by side (rotary pairs put back together), in every dtype width,
+// large enough to run on both threads.
+TEST(CpuConcat, PairsOfSingleValues) {
+  for (DType t : {DType::F32, DType::F16, DType::I32}) {
+    for (int64_t n : {7, 40000}) {
+      SCOPED_TRACE(::testing::Message() << dtype_name(t) << ", " << n << " pairs");
+      test::GraphCase c;
+      c.build = [=](Context& ctx) {
+        Tensor* a = ctx.new_tensor(t, {1, n}, "a");
+        Tensor* b = ctx.new_tensor(t, {1, n}, "b");
+        return std::vector<Tensor*>{concat(ctx, a, b, 0)};
+      };
+      c.fill = [](const Tensor& x, int leaf) {
+        return test::random_values(x.nelements(), 61 + leaf, -100, 100);
+      };
+      test::expect_fast_path(c, 1e-30, 0);
+    }
+  }
+}
+
 TEST(CpuConcat, ViewsAndSdSkipConnections) {
   test::GraphCase c;
   c.build = [](Context& ctx) {

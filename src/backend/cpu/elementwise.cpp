@@ -60,11 +60,11 @@ HWY_EXPORT(clamp_run);
 
 namespace {
 
-// One dense f32 destination and float sources whose runs are dense or scalar.
+// One dense f32 destination and float sources: dense, strided or one value per run.
 bool loop_supported(const StridedLoop& loop) {
   if (loop.type[0] != DType::F32 || !loop.dense_runs(0)) return false;
   for (int k = 1; k < loop.operands; ++k) {
-    if (!is_float(loop.type[k]) || !loop.dense_or_scalar(k)) return false;
+    if (!is_float(loop.type[k])) return false;  // strided runs are gathered (load_run_f32)
   }
   return true;
 }
@@ -73,7 +73,7 @@ bool loop_supported(const StridedLoop& loop) {
 template <typename Run>
 bool unary_runs(CpuContext& ctx, Tensor* dst, const Run& run) {
   const StridedLoop loop = make_strided_loop(dst, {dst->src[0]});
-  if (!loop_supported(loop) || !loop.dense_runs(1)) return false;
+  if (!loop_supported(loop)) return false;
   parallel_runs(loop, ctx.threads, kRunChunk, [&](int64_t row, int64_t i0, int64_t n, float* tmp) {
     const float* x = load_run_f32(loop, 1, row, i0, n, tmp);
     run(x, reinterpret_cast<float*>(loop.row_ptr(0, row)) + i0, n);

@@ -109,7 +109,27 @@ TEST(CpuElementwise, StridedViews) {
   };
   test::expect_fast_path(permuted, 0, kExact);
 
-  // A transpose makes rows strided; the fast kernel may decline but results must agree.
+  // The halves of rotary pairs (every other value, FLUX.1's apply_rope), in f32 and f16,
+  // against a dense table: gathered into runs by the fast path.
+  for (DType t : {DType::F32, DType::F16}) {
+    SCOPED_TRACE(dtype_name(t));
+    test::GraphCase pairs;
+    pairs.build = [t](Context& ctx) {
+      Tensor* x = reshape(ctx, ctx.new_tensor(t, {2 * 19, 3, 5}, "x"), {2, 19, 3, 5});
+      Tensor* cos_t = ctx.new_tensor(DType::F32, {1, 19, 1, 5}, "cos");
+      Tensor *even = slice(ctx, x, 0, 0, 1), *odd = slice(ctx, x, 0, 1, 2);
+      return std::vector<Tensor*>{mul(ctx, even, cos_t), sub(ctx, odd, even)};
+    };
+    test::expect_fast_path(pairs, 0, kExact);
+    test::GraphCase scaled;
+    scaled.build = [t](Context& ctx) {
+      Tensor* x = reshape(ctx, ctx.new_tensor(t, {2 * 19, 3, 5}, "x"), {2, 19, 3, 5});
+      return std::vector<Tensor*>{scale(ctx, slice(ctx, x, 0, 1, 2), 2.5f, 0.5f)};
+    };
+    test::expect_fast_path(scaled, 1e-7, 1e-6);
+  }
+
+  // A transpose makes rows strided; the fast kernel gathers them, results agree.
   test::GraphCase transposed;
   transposed.build = [](Context& ctx) {
     Tensor* x = ctx.new_tensor(DType::F32, {9, 13}, "x");

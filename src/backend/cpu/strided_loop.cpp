@@ -42,7 +42,13 @@ StridedLoop make_strided_loop(Tensor* dst, std::initializer_list<const Tensor*> 
 
 const float* load_run_f32(const StridedLoop& loop, int k, int64_t row, int64_t i0, int64_t n,
                           float* scratch) {
-  const char* p = loop.row_ptr(k, row) + static_cast<size_t>(i0) * loop.nb[k][0];
+  const size_t step = loop.nb[k][0];
+  const char* p = loop.row_ptr(k, row) + static_cast<size_t>(i0) * step;
+  if (!loop.dense_runs(k)) {  // every other value of a view (a rotary pair's halves)
+    for (int64_t i = 0; i < n; ++i)
+      dequantize_row(loop.type[k], p + static_cast<size_t>(i) * step, scratch + i, 1);
+    return scratch;
+  }
   if (loop.type[k] == DType::F32) return reinterpret_cast<const float*>(p);
   dequantize_row(loop.type[k], p, scratch, n);
   return scratch;

@@ -49,7 +49,8 @@ inline char* tensor_row(const Tensor* t, int64_t row) {
 StridedLoop make_strided_loop(Tensor* dst, std::initializer_list<const Tensor*> srcs);
 
 // Values [i0, i0 + n) of run `row` of source k as f32: a pointer into the tensor when it
-// is f32, else converted into `scratch` (n floats). Runs must be dense.
+// is dense f32, else converted or gathered into `scratch` (n floats). Runs of one
+// repeated value (scalar_runs) are read with load_scalar_f32 instead.
 const float* load_run_f32(const StridedLoop& loop, int k, int64_t row, int64_t i0, int64_t n,
                           float* scratch);
 // The one value of a scalar run of source k.
