@@ -40,14 +40,22 @@ void write_part(const std::string& file, uint32_t seed,
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2) {
+  // A flag where the folder goes (`--help`) would otherwise become a folder of that name.
+  if (argc < 2 || argv[1][0] == '-' || argc % 2 != 0) {
     std::fprintf(stderr, "usage: %s OUT_DIR [--t5-layers N]\n", argv[0]);
-    return 2;
+    return argc >= 2 && std::string(argv[1]) == "--help" ? 0 : 2;
   }
   const std::string dir = argv[1];
   int t5_layers = 2;
-  for (int i = 2; i + 1 < argc; i += 2)
-    if (std::string(argv[i]) == "--t5-layers") t5_layers = std::atoi(argv[i + 1]);
+  for (int i = 2; i + 1 < argc; i += 2) {
+    if (std::string(argv[i]) != "--t5-layers" || std::atoi(argv[i + 1]) < 1) {
+      std::fprintf(stderr,
+                   "error: unknown flag or bad value: %s %s (usage: %s OUT_DIR [--t5-layers N])\n",
+                   argv[i], argv[i + 1], argv[0]);
+      return 2;
+    }
+    t5_layers = std::atoi(argv[i + 1]);
+  }
   try {
     std::filesystem::create_directories(dir);
     const models::MmditConfig mc = models::MmditConfig::sd3_5_medium();
