@@ -1,5 +1,8 @@
 #include "backend/cpu/strided_loop.h"
 
+#include <cstring>
+
+#include "tensor/float16.h"
 #include "tensor/quant/quant.h"
 
 namespace sd {
@@ -40,13 +43,40 @@ StridedLoop make_strided_loop(Tensor* dst, std::initializer_list<const Tensor*> 
   return loop;
 }
 
+namespace {
+
+template <typename T>
+T load_at(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// n values `step` bytes apart from p, as f32: a typed loop for f32 and bf16 (a
+// dequantize_row call per value took 8% of a FLUX.1 step), one call per value otherwise.
+void gather_f32(DType type, const char* p, size_t step, int64_t n, float* out) {
+  switch (type) {
+    case DType::F32:
+      for (int64_t i = 0; i < n; ++i) out[i] = load_at<float>(p + static_cast<size_t>(i) * step);
+      return;
+    case DType::BF16:
+      for (int64_t i = 0; i < n; ++i)
+        out[i] = bf16_to_f32(load_at<uint16_t>(p + static_cast<size_t>(i) * step));
+      return;
+    default:
+      for (int64_t i = 0; i < n; ++i)
+        dequantize_row(type, p + static_cast<size_t>(i) * step, out + i, 1);
+  }
+}
+
+}  // namespace
+
 const float* load_run_f32(const StridedLoop& loop, int k, int64_t row, int64_t i0, int64_t n,
                           float* scratch) {
   const size_t step = loop.nb[k][0];
   const char* p = loop.row_ptr(k, row) + static_cast<size_t>(i0) * step;
   if (!loop.dense_runs(k)) {  // every other value of a view (a rotary pair's halves)
-    for (int64_t i = 0; i < n; ++i)
-      dequantize_row(loop.type[k], p + static_cast<size_t>(i) * step, scratch + i, 1);
+    gather_f32(loop.type[k], p, step, n, scratch);
     return scratch;
   }
   if (loop.type[k] == DType::F32) return reinterpret_cast<const float*>(p);
