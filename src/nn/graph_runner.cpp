@@ -1,10 +1,9 @@
 #include "nn/graph_runner.h"
 
-#include "backend/borrowed_inputs.h"
-#include "backend/release_after_use.h"
-
 #include <chrono>
 
+#include "backend/borrowed_inputs.h"
+#include "backend/release_after_use.h"
 #include "tensor/error.h"
 #include "tensor/graph.h"
 #include "tensor/graph_flops.h"
@@ -55,8 +54,8 @@ void GraphRunner::run_into(GraphCall& call, const std::vector<std::pair<Tensor*,
   const BorrowedInputs borrowed(backend_.device(), graph, call.inputs());
   memory_.allocate(graph);
   if (!staged.empty()) streamer_.bind(graph, staged, memory_.capacity());
-  // An input the graph does not read has no memory; there is nothing to upload.
   const auto start = std::chrono::steady_clock::now();
+  // An input the graph does not read has no memory; there is nothing to upload.
   for (auto& [t, data] : call.inputs())
     if (t->data && !borrowed.borrowed(t)) tensor_set(*t, data);
   if (staged.empty())
