@@ -12,6 +12,7 @@
 
 #include "models/flux_kontext.h"
 #include "models/unet.h"
+#include "nn/graph_runner.h"
 #include "nn/param_recorder.h"
 #include "pipeline/conditioning.h"
 #include "sampling/schedule.h"
@@ -108,11 +109,9 @@ class DiffusionNet {
 
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
   virtual std::vector<nn::ParamDecl> parameters() const = 0;
-  // How weights were streamed within a --max-vram budget since the last release().
-  virtual std::string streaming_report() const = 0;
-  // The arithmetic of the predictions since the last release() and the rate it ran at
-  // (nn::GraphRunner::work_report).
-  virtual std::string work_report() const = 0;
+  // The runner its predictions compute through: how its weights were streamed within a
+  // --max-vram budget and the arithmetic it ran since the last release() (report_runner).
+  virtual const nn::GraphRunner& graph_runner() const = 0;
   // Frees the compute buffer (sampling is over).
   virtual void release() = 0;
   // The latent's width and height must be multiples of this (UNet: one halving per level

@@ -25,8 +25,7 @@ class FluxRunner final : public DiffusionNet, public ReferenceInput {
                                           const std::vector<const Conditioning*>& conditionings,
                                           const std::vector<float>& concat = {}) override;
   std::vector<nn::ParamDecl> parameters() const override;
-  std::string streaming_report() const override { return runner_.streaming_report(); }
-  std::string work_report() const override { return runner_.work_report(); }
+  const nn::GraphRunner& graph_runner() const override { return runner_; }
   void release() override { runner_.release(); }
   int64_t latent_multiple() const override { return config_.patch_size; }
   void set_distilled_guidance(float guidance) override { guidance_ = guidance; }

@@ -119,8 +119,7 @@ std::vector<io::Image> StableDiffusion::generate(const ImageRequest& request) {
     if ((stop || b + 1 == r.batch_count) && !net_again) {
       // Each phase gives its memory back before the next starts: peak memory is the
       // largest phase's, not their sum.
-      report_module(r.info, "diffusion", m.diffusion->streaming_report());
-      report_module(r.info, "diffusion", m.diffusion->work_report());
+      report_runner(r.info, "diffusion", m.diffusion->graph_runner());
       m.diffusion->release();
       m.phase_done(Module::Diffusion);
     }

@@ -5,6 +5,7 @@
 #include <functional>
 #include <string>
 
+#include "nn/graph_runner.h"
 #include "tensor/error.h"
 #include "weights/model_manager.h"
 
@@ -15,6 +16,14 @@ namespace sd::pipeline {
 inline void report_module(const std::function<void(const std::string&)>& info, const char* module,
                           const std::string& report) {
   if (info && !report.empty()) info(std::string(module) + ": " + report);
+}
+
+// Tells `info` what a network's runner did in a phase that ends: its weights' streaming,
+// if any, and the arithmetic rate it ran at.
+inline void report_runner(const std::function<void(const std::string&)>& info, const char* module,
+                          const nn::GraphRunner& runner) {
+  report_module(info, module, runner.streaming_report());
+  report_module(info, module, runner.work_report());
 }
 
 // Reports how long each phase took.

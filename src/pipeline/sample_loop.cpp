@@ -36,8 +36,7 @@ std::vector<float> StableDiffusion::Impl::sample(const ImageRequest& r, const Pl
         p.high_noise_method, r.high_noise.cfg_scale,
         r.high_noise.eta,    0};
     x = run_stage(r, p, expert, cond, uncond, std::move(x), *sampler_rng);
-    report_module(r.info, kHighNoiseModule, high_noise->streaming_report());
-    report_module(r.info, kHighNoiseModule, high_noise->work_report());
+    report_runner(r.info, kHighNoiseModule, high_noise->graph_runner());
     high_noise_done();
   }
   if (split < steps) {
@@ -237,8 +236,7 @@ std::vector<std::vector<float>> StableDiffusion::Impl::hires_pass(
   };
   std::vector<std::vector<float>> out =
       hires.run(latents, plan.c, f, plan.mask.mask, r.rng, r.seed, stages);
-  report_module(r.info, "diffusion", diffusion->streaming_report());
-  report_module(r.info, "diffusion", diffusion->work_report());
+  report_runner(r.info, "diffusion", diffusion->graph_runner());
   diffusion->release();
   phase_done(Module::Diffusion);
   return out;

@@ -41,8 +41,7 @@ class UnetRunner final : public DiffusionNet, public ControlInput {
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const override;
   // Frees the compute buffer (sampling is over).
-  std::string streaming_report() const override { return runner_.streaming_report(); }
-  std::string work_report() const override { return runner_.work_report(); }
+  const nn::GraphRunner& graph_runner() const override { return runner_; }
   void release() override { runner_.release(); }
   // SD's UNets halve the latent at every level but the last.
   int64_t latent_multiple() const override {

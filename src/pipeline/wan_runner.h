@@ -32,8 +32,7 @@ class WanRunner final : public DiffusionNet,
                                           const std::vector<const Conditioning*>& conditionings,
                                           const std::vector<float>& concat = {}) override;
   std::vector<nn::ParamDecl> parameters() const override;
-  std::string streaming_report() const override { return runner_.streaming_report(); }
-  std::string work_report() const override { return runner_.work_report(); }
+  const nn::GraphRunner& graph_runner() const override { return runner_; }
   void release() override { runner_.release(); }
   int64_t latent_multiple() const override { return 2; }
   ImageTokenInput* image_tokens() override { return config_.image_dim > 0 ? this : nullptr; }

@@ -155,8 +155,7 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
     weights_.erase(it);
   }
   if (dtype_of(layout.data_type()) != t->type) return {};
-  // A copy no larger than a read-only mapped weight takes the place of its pages.
-  const bool replaces = read_only && layout.get_size() <= t->nbytes() + kReplaceSlack;
+  const bool replaces = replaces_pages(t, layout.get_size());
   if (!replaces && extra_bytes_ + layout.get_size() > std::min(weight_cache_limit, limit))
     return {};
   std::shared_ptr<void> storage = packed_block(layout.get_size());
@@ -171,11 +170,15 @@ dnnl::memory DnnlState::cached_weights(const Tensor* t, const dnnl::memory::desc
   return weights_.emplace(key, std::move(w)).first->second.memory;
 }
 
+bool DnnlState::replaces_pages(const Tensor* t, size_t bytes) {
+  // A copy no larger than a read-only mapped weight takes the place of its pages.
+  return t->buffer && t->buffer->read_only() && bytes <= t->nbytes() + kReplaceSlack;
+}
+
 bool DnnlState::would_cache(const Tensor* t, size_t bytes) const {
   if (!cacheable(t)) return false;
   if (weights_.count(WeightKey{t->data, t->type, t->ne, t->nb})) return true;
-  if (t->buffer && t->buffer->read_only() && bytes <= t->nbytes() + kReplaceSlack) return true;
-  return extra_bytes_ + bytes <= weight_cache_limit;
+  return replaces_pages(t, bytes) || extra_bytes_ + bytes <= weight_cache_limit;
 }
 
 bool DnnlState::seen_before(const Tensor* t) {

@@ -186,6 +186,10 @@ struct DnnlState {
   using WeightKey =
       std::tuple<const void*, DType, std::array<int64_t, kMaxDims>, std::array<size_t, kMaxDims>>;
 
+  // Whether a packed copy of `t` taking `bytes` would replace its read-only mapped pages
+  // (costing no memory) rather than add to them.
+  static bool replaces_pages(const Tensor* t, size_t bytes);
+
   Block scratch_[static_cast<int>(DnnlScratch::Count)];
   std::map<std::string, DnnlPrimitive> primitives_;
   std::map<WeightKey, PackedWeights> weights_;
