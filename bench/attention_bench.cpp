@@ -19,10 +19,9 @@ struct AttnShape {
 };
 
 constexpr AttnShape kAttnShapes[] = {
-    {"self 4096x4096 d40", 4096, 4096, 40},
-    {"cross 4096x77 d40", 4096, 77, 40},
-    {"self 1024x1024 d80", 1024, 1024, 80},
-    {"self 256x256 d160", 256, 256, 160},
+    {"self 4096x4096 d40", 4096, 4096, 40}, {"cross 4096x77 d40", 4096, 77, 40},
+    {"self 1024x1024 d80", 1024, 1024, 80}, {"self 256x256 d160", 256, 256, 160},
+    {"self 4096x4096 d64", 4096, 4096, 64}, {"self 4096x4096 d128", 4096, 4096, 128},
 };
 constexpr int64_t kHeads = 8, kBatch = 2;
 
@@ -42,7 +41,7 @@ void BM_Attention(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Attention)
-    ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

@@ -65,5 +65,35 @@ BENCHMARK(BM_MatMul)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);
 
+// A chain of 12 products through SDXL's feed-forward widths (1280 -> 5120 -> 1280, six
+// times), with weights the packed-weight cache does not keep (157 MB in bf16), so each
+// is read from memory and packed on every call, as a large model's are beyond the cache.
+// Args: GEMM rows (512: SDXL's 16x16 level with guidance), weight dtype index.
+void BM_MatMulUncachedChain(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  const DType t = kMatmulTypes[state.range(1)];
+  constexpr int64_t kWidth = 1280, kInner = 5120, kPairs = 6;
+  const double flops = 2.0 * rows * kWidth * kInner * 2 * kPairs;
+  bench::run_linalg_bench(
+      state, flops,
+      [&](Context& ctx) {
+        Tensor* x = ctx.new_tensor(DType::F32, {kWidth, rows}, "x");
+        for (int64_t i = 0; i < 2 * kPairs; ++i) {
+          const int64_t in = i % 2 ? kInner : kWidth, out = i % 2 ? kWidth : kInner;
+          Tensor* w = ctx.new_tensor(t, {in, out}, "w");
+          w->flags |= kFlagInput;  // rewritten between calls for all the cache knows
+          x = matmul(ctx, w, x);
+        }
+        return x;
+      },
+      std::to_string(rows) + " rows " + std::string(dtype_name(t)));
+}
+
+BENCHMARK(BM_MatMulUncachedChain)
+    ->ArgsProduct({{512, 2048}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->ComputeStatistics("max", sd::bench::max_value);
+
 }  // namespace
 }  // namespace sd
