@@ -19,9 +19,18 @@ struct AttnShape {
 };
 
 constexpr AttnShape kAttnShapes[] = {
-    {"self 4096x4096 d40", 4096, 4096, 40}, {"cross 4096x77 d40", 4096, 77, 40},
-    {"self 1024x1024 d80", 1024, 1024, 80}, {"self 256x256 d160", 256, 256, 160},
-    {"self 4096x4096 d64", 4096, 4096, 64}, {"self 4096x4096 d128", 4096, 4096, 128},
+    // SD 1.5 at 512x512: its four levels.
+    {"self 4096x4096 d40", 4096, 4096, 40},
+    {"cross 4096x77 d40", 4096, 77, 40},
+    {"self 1024x1024 d80", 1024, 1024, 80},
+    {"self 256x256 d160", 256, 256, 160},
+    // The head sizes of SDXL, SD3 and Wan 2.1 1.3B (64) and of FLUX, Z-Image, Qwen-Image
+    // and Wan 14B (128).
+    {"self 4096x4096 d64", 4096, 4096, 64},
+    {"self 4096x4096 d128", 4096, 4096, 128},
+    // SDXL at 512x512: its 16x16 level's self- and cross-attention.
+    {"self 256x256 d64", 256, 256, 64},
+    {"cross 256x77 d64", 256, 77, 64},
 };
 constexpr int64_t kHeads = 8, kBatch = 2;
 
@@ -41,7 +50,7 @@ void BM_Attention(benchmark::State& state) {
 }
 
 BENCHMARK(BM_Attention)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6, 7}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->ComputeStatistics("max", sd::bench::max_value);

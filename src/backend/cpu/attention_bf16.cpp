@@ -25,6 +25,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
+
+#include "backend/cpu/transpose16_avx512.h"
 #define SD_HAVE_BF16_KERNEL 1
 #define SD_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 #endif
@@ -252,6 +254,68 @@ int64_t task_scratch_floats(int64_t Dp, int64_t Dv) {
   return (Dp * kBq) / 2 + kKeyBlock * kBq + (kKeyBlock * kBq) / 2 + Dv * kBq + 3 * kBq;
 }
 
+// The task's queries q0 .. q0 + nq - 1 (rows of D contiguous floats) scaled, rounded to
+// bf16 and paired along d into qt[Dp / 2][kBq][2]: per 16 queries and 32 dims, 16 rows of
+// 16 pairs transposed in registers (a scalar store per pair was a tenth of a cross-
+// attention's time); queries past nq are zeros.
+SD_BF16_TARGET void pack_queries(const Bf16Job& job, int64_t q0, int64_t nq, int64_t h, int64_t n,
+                                 uint16_t* qt) {
+  const __m512 scale = _mm512_set1_ps(job.scale);
+  const char* head = static_cast<const char*>(job.q->data) + h * job.q->nb[2] + n * job.q->nb[3];
+  for (int64_t d0 = 0; d0 < job.D; d0 += 32) {
+    const int64_t nd = std::min<int64_t>(32, job.D - d0);
+    const auto lo = static_cast<__mmask16>((1u << std::min<int64_t>(16, nd)) - 1);
+    const auto hi = static_cast<__mmask16>(nd > 16 ? (1u << (nd - 16)) - 1 : 0);
+    const int64_t pairs = std::min<int64_t>(16, job.Dp / 2 - d0 / 2);
+    for (int64_t x = 0; x < kQV; ++x) {
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t q = x * kLanes + i;
+        if (q >= nq) {
+          r[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* row = reinterpret_cast<const float*>(head + (q0 + q) * job.q->nb[1]) + d0;
+        r[i] =
+            (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(_mm512_maskz_loadu_ps(hi, row + 16), scale),
+                                         _mm512_mul_ps(_mm512_maskz_loadu_ps(lo, row), scale));
+      }
+      transpose16x16(r);
+      for (int64_t p = 0; p < pairs; ++p)
+        _mm512_storeu_si512(qt + ((d0 / 2 + p) * kBq + x * kLanes) * 2, r[p]);
+    }
+  }
+}
+
+// out's rows q0 .. q0 + nq - 1 from the accumulators o[Dv][kBq] divided by each query's
+// sum (zeros for a query every key was masked from), 16 queries by 16 dims transposed in
+// registers.
+SD_BF16_TARGET void store_output(const Bf16Job& job, const float* o, const float* m, const float* l,
+                                 int64_t q0, int64_t nq, int64_t h, int64_t n) {
+  const int64_t Dv = job.Dv, out_row = job.H * Dv;
+  float* out = job.out + ((n * job.Lq + q0) * job.H + h) * Dv;
+  for (int64_t x = 0; x < kQV && x * kLanes < nq; ++x) {
+    const __mmask16 seen =
+        _mm512_cmp_ps_mask(_mm512_loadu_ps(m + x * kLanes), _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
+    const __m512 inv =
+        _mm512_maskz_div_ps(seen, _mm512_set1_ps(1.0f), _mm512_loadu_ps(l + x * kLanes));
+    const int64_t queries = std::min<int64_t>(kLanes, nq - x * kLanes);
+    for (int64_t e0 = 0; e0 < Dv; e0 += 16) {
+      const int64_t ne = std::min<int64_t>(16, Dv - e0);
+      __m512i r[16];
+      for (int64_t j = 0; j < 16; ++j)
+        r[j] = j < ne ? _mm512_castps_si512(
+                            _mm512_mul_ps(_mm512_loadu_ps(o + (e0 + j) * kBq + x * kLanes), inv))
+                      : _mm512_setzero_si512();
+      transpose16x16(r);
+      const auto mask = static_cast<__mmask16>((1u << ne) - 1);
+      for (int64_t i = 0; i < queries; ++i)
+        _mm512_mask_storeu_ps(out + (x * kLanes + i) * out_row + e0, mask,
+                              _mm512_castsi512_ps(r[i]));
+    }
+  }
+}
+
 SD_BF16_TARGET void attention_task(const Bf16Job& job, int64_t task, float* scratch) {
   const int64_t nqb = (job.Lq + kBq - 1) / kBq;
   const int64_t qb = task % nqb, h = (task / nqb) % job.H, n = task / nqb / job.H;
@@ -266,23 +330,14 @@ SD_BF16_TARGET void attention_task(const Bf16Job& job, int64_t task, float* scra
   float* bm = l + kBq;                                         // [kBq] block max
 
   // Queries scaled, rounded to bf16 and paired along d; padding queries and dims are 0.
-  if (nq < kBq) std::memset(qt, 0, sizeof(uint16_t) * Dp * kBq);
-  alignas(64) uint16_t row[16];
-  for (int64_t i = 0; i < nq; ++i) {
-    const char* q_row = static_cast<const char*>(job.q->data) + (q0 + i) * job.q->nb[1] +
-                        h * job.q->nb[2] + n * job.q->nb[3];
-    for (int64_t d0 = 0; d0 < D; d0 += 16) {
-      const int64_t nd = std::min<int64_t>(16, D - d0);
-      if (job.q->nb[0] == sizeof(float)) {
-        store_row(reinterpret_cast<const float*>(q_row) + d0, nd, job.scale, row);
-      } else {
-        for (int64_t d = 0; d < nd; ++d)
-          row[d] = f32_to_bf16(load_f32_at(job.q, d0 + d, q0 + i, h, n) * job.scale);
-      }
-      if (nd & 1) row[nd] = 0;
-      for (int64_t pp = 0; pp < (nd + 1) / 2; ++pp)
-        std::memcpy(qt + ((d0 / 2 + pp) * kBq + i) * 2, row + 2 * pp, 4);
-    }
+  if (job.q->nb[0] == sizeof(float)) {
+    pack_queries(job, q0, nq, h, n, qt);
+  } else {  // a strided view: value by value
+    std::memset(qt, 0, sizeof(uint16_t) * Dp * kBq);
+    for (int64_t i = 0; i < nq; ++i)
+      for (int64_t d = 0; d < D; ++d)
+        qt[((d / 2) * kBq + i) * 2 + d % 2] =
+            f32_to_bf16(load_f32_at(job.q, d, q0 + i, h, n) * job.scale);
   }
   std::fill(o, o + Dv * kBq, 0.0f);
   std::fill(m, m + kBq, -INFINITY);
@@ -307,12 +362,7 @@ SD_BF16_TARGET void attention_task(const Bf16Job& job, int64_t task, float* scra
     for_rows<ValueTile>(Dv, p, (nk + 1) / 2, v + j0 * Dv, 2 * Dv, o);
   }
 
-  float* out = job.out + ((n * job.Lq + q0) * job.H + h) * Dv;
-  const int64_t out_row = job.H * Dv;
-  for (int64_t i = 0; i < nq; ++i) {
-    const float inv = m[i] == -INFINITY ? 0.0f : 1.0f / l[i];
-    for (int64_t e = 0; e < Dv; ++e) out[i * out_row + e] = o[e * kBq + i] * inv;
-  }
+  store_output(job, o, m, l, q0, nq, h, n);
 }
 
 // k and v to bf16: each head's k as rows of Dp (a zero after an odd D), its v as pairs of

@@ -128,9 +128,15 @@ TEST(CpuAttention, Bf16PrecisionMatchesTheReference) {
       {40, 40, 64, 64, 2, 2, false, false},  // SD1.5 head size
       {40, 40, 50, 77, 2, 1, false, false},  // cross-attention: an odd key count
       {64, 64, 77, 77, 2, 1, true, false},   // causal mask
-      {1, 1, 1, 1, 1, 1, false, false},     {7, 3, 5, 9, 3, 2, true, false},
+      {1, 1, 1, 1, 1, 1, false, false},
+      {7, 3, 5, 9, 3, 2, true, false},
       {16, 24, 97, 300, 1, 1, true, false},  // queries cut a block, keys a 128-key block
-      {40, 40, 33, 70, 3, 2, false, true},  {13, 11, 20, 21, 2, 1, true, true},
+      {40, 40, 33, 70, 3, 2, false, true},
+      {13, 11, 20, 21, 2, 1, true, true},
+      // Queries are packed and outputs written 16 x 16 at a time: head sizes over 32 and 16
+      // that are not multiples of them, 17 queries past the last full 16.
+      {128, 128, 65, 33, 2, 1, false, false},
+      {80, 47, 49, 40, 1, 2, true, false},
   };
   for (const AttnCase& a : cases) {
     SCOPED_TRACE(testing::Message() << "D " << a.D << " Dv " << a.Dv << " Lq " << a.Lq << " Lk "

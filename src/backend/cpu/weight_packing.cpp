@@ -6,7 +6,7 @@
 #include <cstring>
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
+#include "backend/cpu/transpose16_avx512.h"
 #define SD_HAVE_BLOCKED_PACKER 1
 #define SD_AVX512_TARGET __attribute__((target("avx512f,avx512bw")))
 #endif
@@ -42,31 +42,6 @@ int64_t value_bytes(const memory::desc& layout) {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-// Transposes 16 vectors of 16 32-bit units in place: r[i][j] becomes r[j][i].
-SD_AVX512_TARGET inline void transpose16(__m512i r[16]) {
-  __m512i u[16], v[16];
-  for (int i = 0; i < 8; ++i) {  // pairs of rows, interleaved per 128-bit lane
-    u[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
-    u[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 4; ++i) {  // lane l of v[4i + c]: rows 4i..4i+3 of column 4l + c
-    v[4 * i] = _mm512_unpacklo_epi64(u[4 * i], u[4 * i + 2]);
-    v[4 * i + 1] = _mm512_unpackhi_epi64(u[4 * i], u[4 * i + 2]);
-    v[4 * i + 2] = _mm512_unpacklo_epi64(u[4 * i + 1], u[4 * i + 3]);
-    v[4 * i + 3] = _mm512_unpackhi_epi64(u[4 * i + 1], u[4 * i + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {  // column 4l + c gathers lane l of v[c], v[4+c], v[8+c], v[12+c]
-    const __m512i w0 = _mm512_shuffle_i32x4(v[c], v[4 + c], 0x44);
-    const __m512i w1 = _mm512_shuffle_i32x4(v[c], v[4 + c], 0xEE);
-    const __m512i w2 = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0x44);
-    const __m512i w3 = _mm512_shuffle_i32x4(v[8 + c], v[12 + c], 0xEE);
-    r[c] = _mm512_shuffle_i32x4(w0, w2, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(w0, w2, 0xDD);
-    r[8 + c] = _mm512_shuffle_i32x4(w1, w3, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(w1, w3, 0xDD);
-  }
-}
-
 struct Packing {
   const char* src;
   size_t row_bytes;
@@ -90,7 +65,7 @@ SD_AVX512_TARGET void pack_block(const Packing& p, int64_t nb, int64_t kb) {
                  ? _mm512_maskz_loadu_epi16(mask, p.src + n * p.row_bytes + byte0)
                  : _mm512_setzero_si512();
     }
-    transpose16(r);
+    transpose16x16(r);
     for (int64_t u = 0; u < kUnits; ++u) _mm512_storeu_si512(block + u * kOutputs + t * 16, r[u]);
   }
 }
