@@ -1,7 +1,8 @@
-// Fused attention at Stable Diffusion 1.5 (512x512) shapes, 8 heads, batch 2: the first
-// UNet stage's self-attention (4096 tokens, head size 40) and cross-attention (4096
-// queries x 77 text tokens), and the deeper stages' self-attention (1024 tokens x 80,
-// 256 x 160). FLOPs count the two GEMMs, 4 Lq Lk D per head; softmax is extra work.
+// Fused attention, 8 heads, batch 2: Stable Diffusion 1.5's shapes at 512x512 (the first
+// UNet stage's self-attention, 4096 tokens of head size 40, and its cross-attention to 77
+// text tokens; the deeper stages' 1024 x 80 and 256 x 160), the DiTs' head sizes 64 and
+// 128 over 4096 tokens, and SDXL's 16x16 level. FLOPs count the two GEMMs, 4 Lq Lk D per
+// head; softmax is extra work.
 // Second arg: precision, 0 f32, 1 bf16 (the bf16 kernel where the CPU has AVX512_BF16).
 // Run: OMP_NUM_THREADS=2 sd-bench --benchmark_filter=Attention
 #include <cmath>
