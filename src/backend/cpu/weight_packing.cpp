@@ -47,7 +47,7 @@ struct Packing {
   size_t row_bytes;
   int64_t rows;            // N
   int64_t row_bytes_used;  // K values' bytes per row
-  int64_t k_blocks;        // padded K / 16 units
+  int64_t k_blocks;        // blocks of 16 units in the padded K
   uint32_t* out;
 };
 
