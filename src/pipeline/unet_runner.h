@@ -40,8 +40,8 @@ class UnetRunner final : public DiffusionNet, public ControlInput {
   std::optional<sampling::Prediction> probe_prediction() override;
   // Every weight a prediction reads, with its shape (graph built, nothing computed).
   std::vector<nn::ParamDecl> parameters() const override;
-  // Frees the compute buffer (sampling is over).
   const nn::GraphRunner& graph_runner() const override { return runner_; }
+  // Frees the compute buffer (sampling is over).
   void release() override { runner_.release(); }
   // SD's UNets halve the latent at every level but the last.
   int64_t latent_multiple() const override {
